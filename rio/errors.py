@@ -1,0 +1,125 @@
+"""Rio's error taxonomy, written down once.
+
+Every failure a user or a client can meet is a :class:`RioError` with three parts:
+
+* ``kind``    -- a dotted, stable identifier a program can switch on (``path.outside_root``);
+* ``message`` -- what happened, in words a user understands;
+* ``next``    -- the next action the user can take ("Open a file inside the project").
+
+The tree (the first dotted part is the family)::
+
+    RioError
+    ├── ProtocolError          protocol.*   the frame or request itself is wrong
+    │     malformed_frame, unsupported_version, unknown_op, bad_args, oversize_frame,
+    │     duplicate_request
+    ├── PathError              path.*       a path the workspace will not serve
+    │     outside_root, not_found, not_a_file, not_a_directory, special_file, invalid
+    ├── FileError              file.*       a file that cannot be loaded or saved as asked
+    │     binary, too_large, conflict, save_failed, read_failed, exists
+    ├── BufferError            buffer.*     an edit or request about an open document
+    │     unknown_buffer, bad_range, stale_version, nothing_to_undo, nothing_to_redo, untitled
+    ├── BusError               bus.*        the message bus could not carry a request
+    │     timeout, unreachable, no_route, actor_dead, instance_exists
+    ├── ConfigError            config.*     a configuration file is wrong
+    │     invalid
+    ├── AgentError             agent.*      a model provider or agent failed
+    │     not_configured, auth_rejected, rate_limited, server_error, network,
+    │     unexpected_response, stopped, limit_reached, interrupted
+    └── InternalError          internal.*   a bug in Rio; the message says where to report it
+
+Errors cross the bus as ``{kind, message, next}`` maps (:meth:`RioError.to_wire`) and are
+rebuilt on the other side with :func:`error_from_wire`, so a client can ``except PathError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class RioError(Exception):
+    """Base of every error Rio reports. ``kind`` is ``family.leaf``."""
+
+    family: ClassVar[str] = "internal"
+    default_next: ClassVar[str] = "Report this as a bug with the log from `rio status`."
+
+    def __init__(self, leaf: str, message: str, next: str | None = None, **details: Any):
+        kind = leaf if "." in leaf else f"{self.family}.{leaf}"
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.next = next or self.default_next
+        self.details = details
+
+    @property
+    def leaf(self) -> str:
+        return self.kind.split(".", 1)[1]
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"kind": self.kind, "message": self.message, "next": self.next}
+        if self.details:
+            wire["details"] = self.details
+        return wire
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.kind}). {self.next}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.kind!r}, {self.message!r})"
+
+
+class ProtocolError(RioError):
+    family = "protocol"
+    default_next = "Check the request against docs/protocol.md."
+
+
+class PathError(RioError):
+    family = "path"
+    default_next = "Use a path inside the project folder."
+
+
+class FileError(RioError):
+    family = "file"
+    default_next = "Check the file and try again."
+
+
+class BufferError(RioError):  # noqa: A001 -- shadows the builtin on purpose inside Rio's tree
+    family = "buffer"
+    default_next = "Refresh the document list with buffer.list and try again."
+
+
+class BusError(RioError):
+    family = "bus"
+    default_next = "Check that Rio is running with `rio status`."
+
+
+class ConfigError(RioError):
+    family = "config"
+    default_next = "Fix the file at the line named and start again."
+
+
+class AgentError(RioError):
+    family = "agent"
+    default_next = "Try the message again."
+
+
+class InternalError(RioError):
+    family = "internal"
+
+
+FAMILIES: dict[str, type[RioError]] = {
+    cls.family: cls
+    for cls in (ProtocolError, PathError, FileError, BufferError, BusError, ConfigError,
+                AgentError, InternalError)
+}
+
+
+def error_from_wire(wire: Any) -> RioError:
+    """Rebuild an error sent by :meth:`RioError.to_wire`; anything malformed is internal."""
+    if not isinstance(wire, dict):
+        return InternalError("internal.bad_error", f"Malformed error from peer: {wire!r:.200}")
+    kind = str(wire.get("kind", "internal.unknown"))
+    family = kind.split(".", 1)[0]
+    cls = FAMILIES.get(family, InternalError)
+    details = wire.get("details") if isinstance(wire.get("details"), dict) else {}
+    return cls(kind if "." in kind else f"{family}.unknown", str(wire.get("message", "")),
+               str(wire.get("next") or cls.default_next), **details)
