@@ -1,0 +1,292 @@
+"""A process's connection to the hub: one DEALER for requests, one SUB for events.
+
+:class:`BusConnection` belongs to exactly one thread (ZeroMQ sockets are not thread-safe,
+LIBRARIES.md §3). The desktop uses it straight from Tk's main thread — register :meth:`fds` with
+``createfilehandler`` and call :meth:`drain` — and processes that host actors wrap it in a
+:class:`~actors.bus_thread.BusThread`.
+
+Requests carry ids; replies are matched to callbacks; each request has a deadline after which its
+callback gets ``bus.timeout``. Events carry a per-topic ``seq``; a jump is reported to the gap
+handler, whose job is to fetch a snapshot (the Clone pattern, LIBRARIES.md §4).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import zmq
+
+from actors.hub import HWM, WELCOME, configure
+from rio.errors import BusError, ProtocolError, RioError, error_from_wire
+from rio.protocol import Event, Reply, Request, decode, encode, thaw
+
+log = logging.getLogger("rio.bus")
+
+ReplyCallback = Callable[[Reply], None]
+EventHandler = Callable[[Event], None]
+RequestHandler = Callable[[bytes, Request], None]
+GapHandler = Callable[[str, int, int], None]
+
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass
+class _Pending:
+    callback: ReplyCallback | None
+    deadline: float
+    op: str
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    requests: str
+    events: str
+    server_key: bytes | None = None   # CURVE: the server's public key (tcp only)
+
+
+class BusConnection:
+    def __init__(self, endpoints: Endpoints, *, name: str = "client",
+                 context: zmq.Context | None = None, subscribe: tuple[str, ...] = ()):
+        self.name = name
+        self.endpoints = endpoints
+        self.ctx = context or zmq.Context.instance()
+        self.identity = f"{name}:{os.getpid()}:{uuid.uuid4().hex[:8]}".encode()
+        self._ids = itertools.count(1)
+        self._id_prefix = uuid.uuid4().hex[:6]
+        self._pending: dict[str, _Pending] = {}
+        self._handlers: list[tuple[str, EventHandler]] = []
+        self._last_seq: dict[str, int] = {}
+        self.on_gap: GapHandler | None = None
+        self.on_request: RequestHandler | None = None
+        self.live = False
+        self.closed = False
+
+        self.dealer = self.ctx.socket(zmq.DEALER)
+        configure(self.dealer)
+        self.dealer.setsockopt(zmq.ROUTING_ID, self.identity)
+        self.sub = self.ctx.socket(zmq.SUB)
+        configure(self.sub)
+        if endpoints.server_key is not None:
+            public, secret = zmq.curve_keypair()
+            for sock in (self.dealer, self.sub):
+                sock.curve_serverkey = endpoints.server_key
+                sock.curve_publickey = public
+                sock.curve_secretkey = secret
+        self.sub.setsockopt(zmq.SUBSCRIBE, WELCOME)
+        for prefix in subscribe:
+            self.sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+        self.dealer.connect(endpoints.requests)
+        self.sub.connect(endpoints.events)
+
+    # --- the thread that owns the connection calls these ------------------------------------
+    def fds(self) -> tuple[int, int]:
+        return self.dealer.getsockopt(zmq.FD), self.sub.getsockopt(zmq.FD)
+
+    def subscribe(self, prefix: str, handler: EventHandler) -> None:
+        """Handle events whose topic starts with ``prefix`` (during :meth:`drain`)."""
+        if not any(p == prefix for p, _ in self._handlers):
+            self.sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+        self._handlers.append((prefix, handler))
+
+    def wait_live(self, timeout: float = 5.0) -> bool:
+        """Block until the event stream is connected (the hub's welcome arrived)."""
+        deadline = time.monotonic() + timeout
+        while not self.live and time.monotonic() < deadline:
+            if self.sub.poll(int(max(0.0, deadline - time.monotonic()) * 1000) or 1):
+                self._drain_sub()
+        return self.live
+
+    def next_id(self) -> str:
+        return f"{self._id_prefix}-{next(self._ids)}"
+
+    def request(self, op: str, args: Mapping[str, Any] | None = None,
+                callback: ReplyCallback | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                request_id: str | None = None) -> str:
+        rid = request_id or self.next_id()
+        self._pending[rid] = _Pending(callback, time.monotonic() + timeout, op)
+        self.send_raw(encode(Request(rid, op, dict(args or {}))))
+        return rid
+
+    def send_raw(self, payload: bytes) -> None:
+        try:
+            self.dealer.send(payload, zmq.NOBLOCK)
+        except zmq.Again:
+            # The HWM is 100k frames: reaching it means the hub is gone or stuck.
+            raise BusError("unreachable", "The bus is not accepting requests (queue full).",
+                           "Check that Rio is running with `rio status`.") from None
+
+    def call(self, op: str, args: Mapping[str, Any] | None = None, *,
+             timeout: float = DEFAULT_TIMEOUT) -> Any:
+        """Blocking request: returns the result or raises the error the reply carries."""
+        box: list[Reply] = []
+        rid = self.request(op, args, box.append, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        poller = zmq.Poller()
+        poller.register(self.dealer, zmq.POLLIN)
+        poller.register(self.sub, zmq.POLLIN)
+        while not box:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._pending.pop(rid, None)
+                raise _timeout(op, timeout)
+            poller.poll(min(remaining, 0.05) * 1000)
+            self.drain()
+        return result_of(box[0])
+
+    def reply(self, client: bytes, reply: Reply) -> None:
+        """A service answers a request the hub routed to it."""
+        self.dealer.send_multipart([client, encode(reply)])
+
+    def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        """A service publishes an event; the hub numbers it and fans it out."""
+        self.dealer.send(encode(Event(topic, dict(data))))
+
+    def drain(self, limit: int = 10_000) -> int:
+        """Handle everything readable now (the FDs are edge-triggered: drain fully)."""
+        handled = 0
+        while handled < limit:
+            progressed = self._drain_dealer() + self._drain_sub()
+            if not progressed:
+                break
+            handled += progressed
+        self._expire()
+        return handled
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for rid, pending in list(self._pending.items()):
+            self._pending.pop(rid, None)
+            if pending.callback is not None:
+                pending.callback(Reply.failure(rid, BusError(
+                    "closed", "The connection closed before the reply arrived.",
+                    "Reconnect and try again.")))
+        self.dealer.close(linger=0)
+        self.sub.close(linger=0)
+
+    # --- internals ------------------------------------------------------------------------------
+    def _drain_dealer(self) -> int:
+        n = 0
+        while True:
+            try:
+                frames = self.dealer.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return n
+            n += 1
+            if len(frames) == 2:
+                self._on_routed_request(frames[0], frames[1])
+            elif len(frames) == 1:
+                self._on_reply(frames[0])
+
+    def _on_reply(self, payload: bytes) -> None:
+        try:
+            frame = decode(payload)
+        except ProtocolError as err:
+            log.warning("malformed frame from hub: %s", err)
+            return
+        if not isinstance(frame, Reply):
+            return
+        pending = self._pending.pop(frame.id, None)
+        if pending is not None and pending.callback is not None:
+            pending.callback(frame)
+
+    def _on_routed_request(self, client: bytes, payload: bytes) -> None:
+        try:
+            frame = decode(payload)
+        except ProtocolError as err:
+            from rio.protocol import peek_id
+            self.reply(client, Reply.failure(peek_id(payload) or "?", err))
+            return
+        if not isinstance(frame, Request):
+            return
+        if self.on_request is None:
+            self.reply(client, Reply.failure(frame.id, BusError(
+                "no_route", f"{self.name} serves no ops.", "Check `rio status`.")))
+            return
+        self.on_request(client, frame)
+
+    def _drain_sub(self) -> int:
+        n = 0
+        while True:
+            try:
+                frames = self.sub.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return n
+            n += 1
+            if frames[0] == WELCOME or len(frames) != 2:
+                self.live = self.live or frames[0] == WELCOME
+                continue
+            payload = frames[1]
+            try:
+                event = decode(payload)
+            except ProtocolError as err:
+                log.warning("malformed event: %s", err)
+                continue
+            if not isinstance(event, Event):
+                continue
+            self._check_seq(event)
+            for prefix, handler in self._handlers:
+                if event.topic.startswith(prefix):
+                    handler(event)
+
+    def _check_seq(self, event: Event) -> None:
+        last = self._last_seq.get(event.topic)
+        self._last_seq[event.topic] = event.seq
+        if last is not None and event.seq != last + 1 and self.on_gap is not None:
+            self.on_gap(event.topic, last + 1, event.seq)
+
+    def _expire(self) -> None:
+        if not self._pending:
+            return
+        now = time.monotonic()
+        for rid, pending in list(self._pending.items()):
+            if pending.deadline <= now:
+                del self._pending[rid]
+                if pending.callback is not None:
+                    pending.callback(Reply(rid, False, error=_timeout(pending.op, None).to_wire()))
+
+
+def _timeout(op: str, seconds: float | None) -> BusError:
+    after = f" after {seconds:g} s" if seconds else ""
+    return BusError("timeout", f"No reply to {op}{after}.",
+                    "The process serving it may be busy or restarting; check `rio status` "
+                    "and try again.", op=op)
+
+
+def result_of(reply: Reply) -> Any:
+    if reply.ok:
+        return thaw(reply.result)
+    raise error_from_wire(thaw(reply.error))
+
+
+def connect(info_or_endpoints: Any, *, name: str = "client", timeout: float = 5.0,
+            subscribe: tuple[str, ...] = ()) -> BusConnection:
+    """A live connection to an instance (``InstanceInfo``) or explicit :class:`Endpoints`."""
+    if isinstance(info_or_endpoints, Endpoints):
+        endpoints = info_or_endpoints
+    else:
+        key = info_or_endpoints.server_key
+        endpoints = Endpoints(info_or_endpoints.requests, info_or_endpoints.events,
+                              key.encode() if key else None)
+    conn = BusConnection(endpoints, name=name, subscribe=subscribe)
+    if not conn.wait_live(timeout):
+        conn.close()
+        raise BusError("unreachable", f"The Rio instance at {endpoints.requests} did not answer "
+                       f"within {timeout:g} s.",
+                       "Check it with `rio status`; a stale instance is cleaned up by "
+                       "starting `rio serve` again.")
+    return conn
+
+
+def as_error(exc: BaseException) -> RioError:
+    if isinstance(exc, RioError):
+        return exc
+    from rio.errors import InternalError
+    return InternalError("internal.unexpected", f"{type(exc).__name__}: {exc}")

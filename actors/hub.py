@@ -1,0 +1,305 @@
+"""The hub: the one place every request and event of an instance passes through.
+
+It binds a ROUTER for requests and an XPUB for events (DESIGN.md "The bus"). Services — the
+processes that host actors — connect like any client and register the op prefixes they serve
+(``bus.register {prefixes}``); the hub routes each request by its prefix and sends the reply back
+to whoever asked. Events reach the hub from services and leave on the XPUB with a per-topic ``seq``
+the hub assigns, so a subscriber sees a gap instead of drifting.
+
+Frames on the ROUTER (after the identity the ROUTER adds):
+  * ``[payload]``              — from any client: a request, or (services) an event
+  * ``[client_id, payload]``   — from a service: the reply to ``client_id``'s request
+Frames the hub sends to a service: ``[service_id, client_id, payload]`` (a request to serve).
+
+Every request gets an answer: no route, a departed service and a malformed frame are all error
+replies; when a service goes away its outstanding requests are failed with ``bus.actor_dead``.
+The hub owns its sockets from one thread (LIBRARIES.md §3: sockets are not thread-safe).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import msgpack
+import zmq
+
+from rio.errors import BusError, ProtocolError, RioError
+from rio.protocol import Event, Reply, Request, decode, encode, peek_id
+
+log = logging.getLogger("rio.hub")
+
+HWM = 100_000            # explicit, large: PUB and ROUTER drop silently at the default 1000
+WELCOME = b"__welcome__"  # XPUB_WELCOME_MSG: a subscriber knows it is live once this arrives
+
+
+@dataclass
+class Service:
+    identity: bytes
+    name: str
+    prefixes: tuple[str, ...]
+    pid: int
+    pending: set[tuple[bytes, str]] = field(default_factory=set)
+
+
+def configure(sock: zmq.Socket) -> None:
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.SNDHWM, HWM)
+    sock.setsockopt(zmq.RCVHWM, HWM)
+
+
+class Hub:
+    """Run with :meth:`start` (a thread) or :meth:`serve_forever`; stop with :meth:`stop`."""
+
+    def __init__(self, requests_endpoint: str, events_endpoint: str, *,
+                 context: zmq.Context | None = None,
+                 curve_secret: bytes | None = None,
+                 local_handler: Callable[[bytes, Request], Reply | None] | None = None):
+        self.requests_endpoint = requests_endpoint
+        self.events_endpoint = events_endpoint
+        self.ctx = context or zmq.Context.instance()
+        self._curve_secret = curve_secret
+        self._local_handler = local_handler
+        self._services: dict[bytes, Service] = {}
+        self._routes: dict[str, bytes] = {}
+        self._seq: dict[str, int] = {}
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop_endpoint = f"inproc://hub-stop-{id(self)}"
+        self._bind_error: BaseException | None = None
+        self._injected: list[tuple[str, dict]] = []
+        self._inject_lock = threading.Lock()
+        self._inject_endpoint = f"inproc://hub-inject-{id(self)}"
+        self.stats = {"requests": 0, "replies": 0, "events": 0, "errors": 0}
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> "Hub":
+        self._thread = threading.Thread(target=self.serve_forever, name="rio-hub", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._bind_error is not None:
+            raise self._bind_error
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        sock = self.ctx.socket(zmq.PAIR)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self._stop_endpoint)
+        sock.send(b"stop")
+        sock.close()
+        self._thread.join(5)
+        self._thread = None
+
+    def publish(self, topic: str, data: dict) -> None:
+        """Publish an event from another thread of the hub's process (the supervisor)."""
+        with self._inject_lock:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(self._inject_endpoint)
+            sock.send(msgpack.packb([topic, data], use_bin_type=True))
+            sock.close()
+
+    def drop_service(self, name: str) -> None:
+        """Called (via publish-like injection) when the supervisor sees a process die."""
+        with self._inject_lock:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(self._inject_endpoint)
+            sock.send(msgpack.packb(["__drop__", {"name": name}], use_bin_type=True))
+            sock.close()
+
+    # --- the loop -------------------------------------------------------------------------------
+    def serve_forever(self) -> None:
+        try:
+            router = self.ctx.socket(zmq.ROUTER)
+            configure(router)
+            router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+            xpub = self.ctx.socket(zmq.XPUB)
+            configure(xpub)
+            xpub.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME)
+            if self._curve_secret is not None:
+                for sock in (router, xpub):
+                    sock.curve_server = True
+                    sock.curve_secretkey = self._curve_secret
+            router.bind(self.requests_endpoint)
+            xpub.bind(self.events_endpoint)
+            ctl = self.ctx.socket(zmq.PAIR)
+            ctl.bind(self._stop_endpoint)
+            inject = self.ctx.socket(zmq.PULL)
+            inject.setsockopt(zmq.LINGER, 0)
+            inject.bind(self._inject_endpoint)
+        except BaseException as exc:  # noqa: BLE001 -- handed to start()'s caller
+            self._bind_error = exc
+            self._ready.set()
+            return
+        self._router, self._xpub = router, xpub
+        self._ready.set()
+        poller = zmq.Poller()
+        for sock in (router, xpub, ctl, inject):
+            poller.register(sock, zmq.POLLIN)
+        try:
+            while True:
+                events = dict(poller.poll())
+                if ctl in events:
+                    break
+                if xpub in events:
+                    while xpub.poll(0):
+                        xpub.recv()  # subscriptions: serviced so the welcome message is sent
+                if inject in events:
+                    while inject.poll(0):
+                        topic, data = msgpack.unpackb(inject.recv(), raw=False)
+                        if topic == "__drop__":
+                            self._drop_by_name(data["name"])
+                        else:
+                            self._publish(topic, data)
+                if router in events:
+                    for _ in range(1000):  # bounded batch, then service the other sockets
+                        try:
+                            frames = router.recv_multipart(zmq.NOBLOCK)
+                        except zmq.Again:
+                            break
+                        self._on_frames(frames)
+        finally:
+            for sock in (router, xpub, ctl, inject):
+                sock.close(linger=0)
+
+    # --- routing --------------------------------------------------------------------------------
+    def _on_frames(self, frames: list[bytes]) -> None:
+        sender = frames[0]
+        if len(frames) == 2:
+            self._on_payload(sender, frames[1])
+        elif len(frames) == 3 and sender in self._services:
+            client, payload = frames[1], frames[2]
+            service = self._services[sender]
+            service.pending.discard((client, peek_id(payload)))
+            self.stats["replies"] += 1
+            self._send(client, payload)
+        else:
+            log.warning("dropping a frame with %d parts from %r", len(frames), sender)
+
+    def _on_payload(self, sender: bytes, payload: bytes) -> None:
+        try:
+            frame = decode(payload)
+        except ProtocolError as err:
+            self.stats["errors"] += 1
+            self._reply(sender, Reply.failure(peek_id(payload) or "?", err))
+            return
+        if isinstance(frame, Event):
+            if sender in self._services:
+                self._publish(frame.topic, dict(frame.data))
+            return
+        if isinstance(frame, Reply):
+            return  # a reply without a destination: nothing to do with it
+        self.stats["requests"] += 1
+        if frame.op.startswith("bus."):
+            self._reply(sender, self._bus_op(sender, frame))
+            return
+        if self._local_handler is not None:
+            local = self._local_handler(sender, frame)
+            if local is not None:
+                self._reply(sender, local)
+                return
+        prefix = frame.op.split(".", 1)[0]
+        target = self._routes.get(prefix)
+        if target is None:
+            self._reply(sender, Reply.failure(frame.id, BusError(
+                "no_route", f"Nothing serves {prefix}.* ops right now.",
+                "Check `rio status`: the process that serves them may be restarting or "
+                "not configured.", op=frame.op)))
+            return
+        service = self._services[target]
+        try:
+            self._router.send_multipart([target, sender, payload])
+        except zmq.ZMQError:
+            self._forget(target, "it stopped answering")
+            self._reply(sender, Reply.failure(frame.id, BusError(
+                "unreachable", f"The {service.name} process is not reachable.",
+                "It is being restarted; try again in a moment.")))
+            return
+        service.pending.add((sender, frame.id))
+
+    def _bus_op(self, sender: bytes, req: Request) -> Reply:
+        if req.op == "bus.register":
+            prefixes = tuple(str(p) for p in req.args.get("prefixes", ()))
+            name = str(req.args.get("name", sender.decode(errors="replace")))
+            taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
+                     and self._routes[p] in self._services
+                     and self._services[self._routes[p]].name != name]
+            if taken:
+                return Reply.failure(req.id, BusError(
+                    "prefix_taken", f"Prefix {taken[0]!r} is already served by "
+                    f"{self._services[self._routes[taken[0]]].name}.",
+                    "Check supervisor.toml: each actor lives in one process."))
+            # A restarted service re-registers under a new identity: drop the old one.
+            for ident, svc in list(self._services.items()):
+                if svc.name == name and ident != sender:
+                    self._forget(ident, "it was restarted")
+            self._services[sender] = Service(sender, name, prefixes, int(req.args.get("pid", 0)))
+            for p in prefixes:
+                self._routes[p] = sender
+            return Reply.success(req.id, {"registered": list(prefixes)})
+        if req.op == "bus.unregister":
+            if sender in self._services:
+                self._forget(sender, "it unregistered")
+            return Reply.success(req.id, {})
+        if req.op == "bus.services":
+            return Reply.success(req.id, [{"name": s.name, "prefixes": list(s.prefixes),
+                                           "pid": s.pid, "pending": len(s.pending)}
+                                          for s in self._services.values()])
+        if req.op == "bus.stats":
+            return Reply.success(req.id, dict(self.stats, topics=dict(self._seq)))
+        return Reply.failure(req.id, ProtocolError(
+            "unknown_op", f"Unknown op {req.op!r}.", "Run `rio call system.ops`."))
+
+    def _drop_by_name(self, name: str) -> None:
+        for ident, svc in list(self._services.items()):
+            if svc.name == name:
+                self._forget(ident, "its process ended")
+
+    def _forget(self, ident: bytes, why: str) -> None:
+        service = self._services.pop(ident, None)
+        if service is None:
+            return
+        for prefix in service.prefixes:
+            if self._routes.get(prefix) == ident:
+                del self._routes[prefix]
+        for client, rid in service.pending:
+            self._reply(client, Reply.failure(rid, BusError(
+                "actor_dead", f"The {service.name} process ended before answering ({why}).",
+                "Try again: Rio restarts it. `rio status` shows restarts.")))
+
+    # --- sending --------------------------------------------------------------------------------
+    def _reply(self, client: bytes, reply: Reply) -> None:
+        self._send(client, encode(reply))
+
+    def _send(self, client: bytes, payload: bytes) -> None:
+        try:
+            self._router.send_multipart([client, payload])
+        except zmq.ZMQError:
+            if client in self._services:
+                self._forget(client, "it stopped answering")
+            # otherwise a client left before its reply: nothing to tell anyone
+
+    def _publish(self, topic: str, data: dict) -> None:
+        seq = self._seq.get(topic, 0) + 1
+        self._seq[topic] = seq
+        self.stats["events"] += 1
+        self._xpub.send_multipart([topic.encode(), encode(Event(topic, data, seq))])
+
+
+def error_reply(request_id: str, err: RioError) -> bytes:
+    return encode(Reply.failure(request_id, err))
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()

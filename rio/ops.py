@@ -1,0 +1,193 @@
+"""The catalogue of ops: every request Rio serves, with its arguments, checked at the edge.
+
+Each op is an :class:`OpSpec`; :func:`validate` turns a :class:`~rio.protocol.Request` into a
+plain, complete argument dict (defaults filled in) or raises ``protocol.unknown_op`` /
+``protocol.bad_args``. Actors never see unchecked arguments. docs/protocol.md describes the same
+catalogue for people; ``rio call system.ops`` prints it from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from rio.errors import ProtocolError
+from rio.protocol import Request, thaw
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    name: str
+    kind: type | tuple[type, ...]
+    required: bool = True
+    default: Any = None
+    check: Callable[[Any], str | None] | None = None  # returns a complaint, or None when fine
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    name: str
+    args: tuple[Arg, ...]
+    doc: str
+    #: Ops carried by a prefix that a service registers on the bus (``buffer``, ``agent`` ...).
+    @property
+    def prefix(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+REGISTRY: dict[str, OpSpec] = {}
+
+
+def define(name: str, doc: str, *args: Arg) -> OpSpec:
+    spec = OpSpec(name, tuple(args), doc)
+    REGISTRY[name] = spec
+    return spec
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "integer", str: "string", bool: "boolean", float: "number", list: "list",
+             dict: "map", type(None): "null"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        return False  # True is an int in Python, never on Rio's wire
+    if isinstance(value, (tuple,)) and list in kinds:
+        return True
+    if isinstance(value, Mapping) and dict in kinds:
+        return True
+    if isinstance(value, int) and float in kinds and not isinstance(value, bool):
+        return True
+    return isinstance(value, kinds)
+
+
+def validate(request: Request) -> dict[str, Any]:
+    spec = REGISTRY.get(request.op)
+    if spec is None:
+        family = request.op.split(".", 1)[0]
+        known = sorted(op for op in REGISTRY if op.startswith(family + "."))
+        hint = f" Known {family}.* ops: {', '.join(known)}." if known else ""
+        raise ProtocolError("unknown_op", f"Unknown op {request.op!r}.{hint}",
+                            "Run `rio call system.ops` for the list of ops.", op=request.op)
+    return validate_args(spec, request.args)
+
+
+def validate_args(spec: OpSpec, given: Mapping[str, Any]) -> dict[str, Any]:
+    known = {a.name for a in spec.args}
+    extra = sorted(set(given) - known)
+    if extra:
+        raise ProtocolError("bad_args", f"{spec.name}: unknown argument(s) {', '.join(extra)}; "
+                            f"it takes {', '.join(sorted(known)) or 'none'}.", op=spec.name)
+    out: dict[str, Any] = {}
+    for arg in spec.args:
+        value = given.get(arg.name, _MISSING)
+        if value is _MISSING or value is None and not _is_kind(None, arg.kind):
+            if arg.required:
+                raise ProtocolError("bad_args", f"{spec.name}: missing argument {arg.name!r} "
+                                    f"({_type_name(arg.kind)}).", op=spec.name)
+            out[arg.name] = arg.default
+            continue
+        if not _is_kind(value, arg.kind):
+            raise ProtocolError("bad_args", f"{spec.name}: argument {arg.name!r} must be "
+                                f"{_type_name(arg.kind)}, got {type(value).__name__}.",
+                                op=spec.name)
+        value = thaw(value)
+        if arg.check is not None:
+            complaint = arg.check(value)
+            if complaint:
+                raise ProtocolError("bad_args", f"{spec.name}: argument {arg.name!r} {complaint}.",
+                                    op=spec.name)
+        out[arg.name] = value
+    return out
+
+
+def describe() -> list[dict[str, Any]]:
+    return [{"op": s.name, "doc": s.doc,
+             "args": [{"name": a.name, "type": _type_name(a.kind), "required": a.required,
+                       **({"default": a.default} if not a.required else {}), "doc": a.doc}
+                      for a in s.args]}
+            for s in sorted(REGISTRY.values(), key=lambda s: s.name)]
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+def non_negative(value: int) -> str | None:
+    return "must be ≥ 0" if value < 0 else None
+
+
+def non_empty(value: str) -> str | None:
+    return "must not be empty" if not value else None
+
+
+def one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def edit_list(value: list) -> str | None:
+    for item in value:
+        if (not isinstance(item, (list, tuple)) or len(item) != 3
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                           for x in item[:2]) or not isinstance(item[2], str)):
+            return "must be a list of [start, end, text] triples"
+    return None
+
+
+# --- the catalogue ------------------------------------------------------------------------------
+
+BUFFER = Arg("buffer", str, check=non_empty, doc="buffer id from buffer.open/new/list")
+ORIGIN = Arg("origin", str, False, "client", doc="who made the edit (ui, agent:<id>, cli ...)")
+
+define("buffer.open", "Open a file of the project as a buffer (or return the one already open).",
+       Arg("path", str, check=non_empty, doc="relative to the project root, or absolute inside it"))
+define("buffer.new", "A new untitled buffer.",
+       Arg("text", str, False, "", doc="initial text"))
+define("buffer.close", "Close a buffer. A modified buffer is refused unless discard is true.",
+       BUFFER, Arg("discard", bool, False, False, doc="drop unsaved changes and the journal"))
+define("buffer.save", "Save atomically. A file changed on disk is a conflict unless force.",
+       BUFFER, Arg("path", str, False, None, doc="save as this path (inside the project)"),
+       Arg("force", bool, False, False, doc="overwrite a file that changed on disk"),
+       Arg("encoding", str, False, None, doc="save with another encoding (utf-8, utf-8-sig, "
+           "utf-16-le, utf-16-be, latin-1)"),
+       Arg("newline", str, False, None, check=one_of("lf", "crlf", "cr"),
+           doc="save with other line endings"))
+define("buffer.replace", "Replace [start, end) with text (code points); one undoable edit.",
+       BUFFER, Arg("start", int, check=non_negative), Arg("end", int, check=non_negative),
+       Arg("text", str), Arg("base_version", int, False, None,
+                             doc="version the edit was made on; stale edits are transformed"),
+       ORIGIN, Arg("label", str, False, None, doc="undo label"))
+define("buffer.apply", "Several replacements as ONE undo step (replace all, an agent's turn).",
+       BUFFER, Arg("edits", list, check=edit_list,
+                   doc="[[start, end, text], ...] against base_version, in any order"),
+       Arg("base_version", int, False, None), ORIGIN, Arg("label", str, False, None))
+define("buffer.undo", "Undo the last step.", BUFFER, ORIGIN)
+define("buffer.redo", "Redo the last undone step.", BUFFER, ORIGIN)
+define("buffer.merge_undo", "Merge every step since a version into one labelled undo step.",
+       BUFFER, Arg("since_version", int, check=non_negative), Arg("label", str, check=non_empty))
+define("buffer.list", "The open buffers.")
+define("buffer.info", "One buffer's state (path, version, dirty, format, lines).", BUFFER)
+define("buffer.text", "Text of a buffer, whole or [start, end), with its version.", BUFFER,
+       Arg("start", int, False, 0, check=non_negative),
+       Arg("end", int, False, None, check=non_negative))
+define("buffer.lines", "Lines [first, last) of a buffer (0-based) — the big-file window.", BUFFER,
+       Arg("first", int, check=non_negative), Arg("last", int, check=non_negative))
+define("buffer.revert", "Reload the buffer from disk as one undoable step.", BUFFER)
+define("buffer.recover", "Bring back unsaved buffers from the journal (done at start too).")
+
+define("fs.list", "List a folder of the project (ignores applied, size-capped).",
+       Arg("path", str, False, "."))
+define("fs.read", "Read a text file of the project (confined, size-capped).",
+       Arg("path", str, check=non_empty),
+       Arg("max_chars", int, False, 200_000, check=non_negative))
+
+define("system.ping", "Is the instance alive? Replies with its pid.")
+define("system.status", "Processes, their pids, restarts and memory.")
+define("system.stop", "Stop the instance.")
+define("system.ops", "This catalogue.")
