@@ -205,7 +205,12 @@ class Hub:
                 self._reply(sender, local)
                 return
         prefix = frame.op.split(".", 1)[0]
-        target = self._routes.get(prefix)
+        if prefix == "host":
+            # host.* ops go to one process by name (the supervisor's liveness pings)
+            wanted = frame.args.get("process")
+            target = next((i for i, s in self._services.items() if s.name == wanted), None)
+        else:
+            target = self._routes.get(prefix)
         if target is None:
             self._reply(sender, Reply.failure(frame.id, BusError(
                 "no_route", f"Nothing serves {prefix}.* ops right now.",
@@ -225,7 +230,7 @@ class Hub:
 
     def _bus_op(self, sender: bytes, req: Request) -> Reply:
         if req.op == "bus.register":
-            prefixes = tuple(str(p) for p in req.args.get("prefixes", ()))
+            prefixes = tuple(str(p) for p in req.args.get("prefixes", ()) if p != "host")
             name = str(req.args.get("name", sender.decode(errors="replace")))
             taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
                      and self._routes[p] in self._services

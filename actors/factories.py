@@ -1,0 +1,34 @@
+"""The actors a host process can run, by the names supervisor.toml uses.
+
+Each factory starts its actors inside a :class:`~actors.host.Host` and returns the op prefixes it
+serves. Importing this module registers them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from actors.bus_thread import RequestContext
+from actors.host import Host, actor_factory
+from rio.instance import journal_dir
+
+
+@actor_factory("documents")
+def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
+    from actors.documents import DocumentsActor, flush_ticker
+    from actors.workspace_actor import WorkspaceActor
+
+    file_port = None
+    if host.fault_injection:
+        from actors.faults import SwitchableFilePort
+        file_port = SwitchableFilePort.install(host)
+    ref = DocumentsActor.start(host.root, journal_dir(host.root), host.bus, file_port=file_port,
+                               process=host.name)
+    ws = WorkspaceActor.start(host.root)
+    host.refs += [ref, ws]
+    host.ping_targets.append(ref)
+    stop = threading.Event()
+    threading.Thread(target=flush_ticker, args=(ref, 0.25, stop), daemon=True,
+                     name="journal-flush").start()
+    return {"buffer": ref.tell, "fs": ws.tell}

@@ -1,0 +1,143 @@
+"""A Rio process that hosts actors: ``python -m actors.host --process core --actors documents,...``.
+
+The supervisor starts one per failure domain (supervisor.toml). The host connects its bus thread
+to the hub, starts the actors it was given, registers their op prefixes and then waits. It ends
+cleanly (journals flushed) on SIGTERM, on SIGINT, or when its stdin reaches end of file — the
+supervisor holds the other end of that pipe, so the pipe closing is also how a host notices that
+the supervisor died (with PR_SET_PDEATHSIG as the second line, ADR-0007).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import pykka
+
+from actors.bus import Endpoints
+from actors.bus_thread import BusThread, RequestContext
+
+log = logging.getLogger("rio.host")
+
+#: actor name → function(host) that starts it and returns {prefix: handler}
+ACTOR_FACTORIES: dict[str, Callable[["Host"], dict[str, Callable[[RequestContext], None]]]] = {}
+
+
+def actor_factory(name: str):
+    def register(fn):
+        ACTOR_FACTORIES[name] = fn
+        return fn
+    return register
+
+
+class Host:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.name = args.process
+        self.root = Path(args.root).resolve()
+        self.endpoints = Endpoints(args.requests, args.events)
+        self.stopping = threading.Event()
+        self.refs: list[pykka.ActorRef] = []
+        self.ping_targets: list[pykka.ActorRef] = []
+        self.bus = BusThread(self.endpoints, name=self.name)
+        self.fault_injection = bool(args.fault_injection)
+
+    def run(self) -> int:
+        handlers: dict[str, Callable[[RequestContext], None]] = {}
+        for actor in [a for a in self.args.actors.split(",") if a]:
+            factory = ACTOR_FACTORIES.get(actor)
+            if factory is None:
+                log.warning("no actor named %r in this build; skipped", actor)
+                continue
+            handlers.update(factory(self))
+        handlers["host"] = self._host_op
+        self.bus.handlers.update(handlers)
+        self.bus.start()
+        print(f"ready {self.name} {os.getpid()}", flush=True)
+        self.stopping.wait()
+        self.shutdown()
+        return 0
+
+    def _host_op(self, ctx: RequestContext) -> None:
+        if ctx.op == "host.ping":
+            # Answered by an actor, not the bus thread: a hung actor must miss the ping.
+            target = self.ping_targets[0] if self.ping_targets else None
+            if target is None or not target.is_alive():
+                ctx.reply({"process": self.name, "pid": os.getpid()})
+            else:
+                target.tell(("ping", ctx))
+        elif ctx.op == "host.stop":
+            ctx.reply({"stopping": self.name})
+            self.stopping.set()
+
+    def shutdown(self) -> None:
+        for ref in reversed(self.refs):
+            try:
+                ref.stop(timeout=10)
+            except (pykka.ActorDeadError, pykka.Timeout):
+                pass
+        self.bus.stop()
+
+
+def answer_ping(message: Any, process: str) -> bool:
+    """For actors that are ping targets: handle ``("ping", ctx)``; True when it was one."""
+    if isinstance(message, tuple) and len(message) == 2 and message[0] == "ping":
+        message[1].reply({"process": process, "pid": os.getpid()})
+        return True
+    return False
+
+
+def _watch_stdin(stopping: threading.Event) -> None:
+    try:
+        while sys.stdin.buffer.read1(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    stopping.set()
+
+
+def _set_pdeathsig() -> None:
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m actors.host")
+    parser.add_argument("--process", required=True)
+    parser.add_argument("--actors", required=True)
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--requests", required=True)
+    parser.add_argument("--events", required=True)
+    parser.add_argument("--instance", default="")
+    parser.add_argument("--fault-injection", action="store_true")
+    parser.add_argument("--stdin-watchdog", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
+                        format=f"%(asctime)s {args.process}[%(process)d] %(name)s: %(message)s")
+    _set_pdeathsig()
+    import actors.factories  # noqa: F401 -- registers the actor factories
+
+    host = Host(args)
+    signal.signal(signal.SIGTERM, lambda *_: host.stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: host.stopping.set())
+    if args.stdin_watchdog:
+        threading.Thread(target=_watch_stdin, args=(host.stopping,), daemon=True,
+                         name="stdin-watchdog").start()
+    try:
+        return host.run()
+    finally:
+        pykka.ActorRegistry.stop_all(timeout=5)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

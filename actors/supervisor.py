@@ -1,0 +1,382 @@
+"""The supervisor: ``rio serve`` and ``rio`` are this process.
+
+It owns the hub, starts one process per failure domain (supervisor.toml), restarts each alone
+when it crashes or stops answering pings, and ends everything — including whatever those
+processes spawned — when it stops. It makes itself a child subreaper so that helpers which escape
+their process group are reparented here and reaped (ADR-0007).
+
+Threads: the main thread runs :meth:`Supervisor.run` (the monitor loop); the hub runs in its own
+thread and answers ``system.*`` through :meth:`Supervisor.handle_system`, which only reads state
+that the monitor loop publishes under a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from actors import process_control
+from actors.bus import Endpoints, connect
+from actors.hub import Hub
+from rio import ops
+from rio.errors import BusError, ConfigError, ProtocolError, RioError
+from rio.instance import InstanceInfo, InstancePaths, default_name, pid_alive, state_base
+from rio.protocol import Reply, Request
+from rio.supervisor_config import ProcessSpec, RestartBudget, SupervisorConfig, load_config
+
+log = logging.getLogger("rio.supervisor")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Child:
+    spec: ProcessSpec
+    argv: list[str]
+    spawned: Any = None
+    state: str = "starting"          # starting | running | restarting | stopped | failed
+    restarts: int = 0
+    last_exit: str | None = None
+    budget: RestartBudget | None = None
+    restart_at: float | None = None
+    missed_pings: int = 0
+    ping_outstanding: str | None = None
+    ping_sent_at: float = 0.0
+    started_at: float = 0.0
+    ready: bool = False
+    log_path: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int | None:
+        return self.spawned.pid if self.spawned is not None else None
+
+
+class Supervisor:
+    def __init__(self, *, root: Path, instance: str | None, desktop: bool,
+                 config: SupervisorConfig, listen: str | None = None,
+                 fault_injection: bool = False, open_files: list[str] | None = None):
+        self.root = root
+        self.name = instance or default_name(root)
+        self.paths = InstancePaths.for_name(self.name)
+        self.desktop = desktop
+        self.config = config
+        self.listen = listen
+        self.fault_injection = fault_injection
+        self.open_files = open_files or []
+        self.children: dict[str, Child] = {}
+        self.lock = threading.Lock()
+        self.stop_requested = threading.Event()
+        self.started = time.time()
+        self.hub: Hub | None = None
+        self.conn = None
+        self.log_dir = state_base() / "logs"
+
+    # --- start ----------------------------------------------------------------------------------
+    def claim_instance(self) -> None:
+        existing = self.paths.read_info()
+        if existing is not None and pid_alive(existing.pid):
+            raise BusError("instance_exists",
+                           f"Rio instance {self.name!r} is already running (pid {existing.pid}, "
+                           f"root {existing.root}).",
+                           "Use it (`rio call`, `rio status`), stop it with `rio stop`, or start "
+                           "another with --instance NAME.")
+        if existing is not None or self.paths.runtime.exists():
+            self.paths.remove()  # stale: its supervisor is gone
+        self.paths.create()
+
+    def start(self) -> None:
+        self.claim_instance()
+        process_control.become_subreaper()
+        endpoints = Endpoints(self.paths.requests_endpoint, self.paths.events_endpoint)
+        self.hub = Hub(endpoints.requests, endpoints.events,
+                       local_handler=self.handle_system).start()
+        if self.listen:
+            self._start_remote_listener()
+        self.paths.write_info(InstanceInfo(self.name, str(self.root), os.getpid(),
+                                           endpoints.requests, endpoints.events, self.started))
+        self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for spec in self.config.processes.values():
+            if spec.per:          # started on demand (one per agent conversation)
+                continue
+            if spec.when == "desktop" and not self.desktop:
+                continue
+            child = Child(spec, self._argv_for(spec))
+            child.budget = RestartBudget(spec)
+            self.children[spec.name] = child
+            self._spawn(child)
+        self.conn = connect(endpoints, name="supervisor")
+
+    def _start_remote_listener(self) -> None:
+        from actors.remote import start_curve_proxy
+        start_curve_proxy(self, self.listen)
+
+    def _argv_for(self, spec: ProcessSpec) -> list[str]:
+        if "ui" in spec.actors:
+            argv = [sys.executable, "-m", "ui.tk", "--instance", self.name]
+            for path in self.open_files:
+                argv += ["--open", path]
+            return argv
+        argv = [sys.executable, "-m", "actors.host", "--process", spec.name,
+                "--actors", ",".join(spec.actors), "--root", str(self.root),
+                "--requests", self.paths.requests_endpoint,
+                "--events", self.paths.events_endpoint, "--instance", self.name,
+                "--stdin-watchdog"]
+        if self.fault_injection:
+            argv.append("--fault-injection")
+        return argv
+
+    def _spawn(self, child: Child) -> None:
+        child.log_path = self.log_dir / f"{self.name}.{child.spec.name}.log"
+        log_file = open(child.log_path, "ab")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env["RIO_INSTANCE"] = self.name
+        try:
+            child.spawned = process_control.spawn(
+                child.argv, cwd=str(self.root), env=env, stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=log_file, die_with_parent=True)
+        finally:
+            log_file.close()
+        child.state = "running"
+        child.started_at = time.monotonic()
+        child.missed_pings = 0
+        child.ping_outstanding = None
+        child.ready = False
+        child.restart_at = None
+        self._event(child, "started")
+
+    # --- the monitor loop -----------------------------------------------------------------------
+    def run(self) -> int:
+        tick = 0.02
+        try:
+            while not self.stop_requested.is_set():
+                self.stop_requested.wait(tick)
+                self.conn.drain()
+                now = time.monotonic()
+                with self.lock:
+                    for child in list(self.children.values()):
+                        self._check(child, now)
+                process_control.reap_zombies(self._tracked_pids())
+        finally:
+            self.shutdown()
+        return 0
+
+    def _tracked_pids(self) -> set[int]:
+        return {c.pid for c in self.children.values() if c.pid}
+
+    def _check(self, child: Child, now: float) -> None:
+        if child.state == "restarting" and child.restart_at is not None and now >= child.restart_at:
+            child.restarts += 1
+            self._spawn(child)
+            return
+        if child.state != "running" or child.spawned is None:
+            return
+        code = child.spawned.popen.poll()
+        if code is not None:
+            self._exited(child, code, now)
+            return
+        self._ping(child, now)
+
+    def _ping(self, child: Child, now: float) -> None:
+        spec = child.spec
+        if "ui" in spec.actors or spec.ping_interval_ms <= 0:
+            return
+        interval = spec.ping_interval_ms / 1000
+        if child.ping_outstanding is not None:
+            if now - child.ping_sent_at < interval:
+                return
+            child.ping_outstanding = None
+            if child.ready:
+                child.missed_pings += 1
+            elif now - child.started_at > 15:     # never came up at all
+                child.missed_pings = spec.ping_misses
+            if child.missed_pings >= spec.ping_misses:
+                child.last_exit = f"hung: {child.missed_pings} pings missed"
+                self._event(child, "hung")
+                process_control.stop(child.spawned, stdin_grace=0, term_grace=0.5)
+                self._exited(child, None, now, hung=True)
+            return
+        if now - child.ping_sent_at < interval and child.ready:
+            return
+
+        def answered(reply: Reply, child: Child = child) -> None:
+            if reply.ok and child.ping_outstanding == reply.id:
+                child.ping_outstanding = None
+                child.missed_pings = 0
+                if not child.ready:
+                    child.ready = True
+                    self._event(child, "ready")
+
+        child.ping_sent_at = now
+        child.ping_outstanding = self.conn.request("host.ping", {"process": child.spec.name},
+                                                   answered, timeout=interval)
+
+    def _exited(self, child: Child, code: int | None, now: float, hung: bool = False) -> None:
+        if self.hub is not None:
+            self.hub.drop_service(child.spec.name)
+        if not hung:
+            child.last_exit = describe_exit(code)
+        process_control.sweep(child.spawned.cookie)
+        decision = child.budget.record_exit(now, failed=hung or code != 0)
+        if not decision.restart:
+            child.state = "failed" if (hung or code != 0) else "stopped"
+            self._event(child, "gave_up" if child.state == "failed" else "stopped",
+                        reason=decision.reason)
+            return
+        child.state = "restarting"
+        child.restart_at = now + decision.delay_s
+        self._event(child, "exited", reason=decision.reason)
+
+    def _event(self, child: Child, what: str, **extra: Any) -> None:
+        data = {"name": child.spec.name, "event": what, "pid": child.pid,
+                "restarts": child.restarts, "last_exit": child.last_exit,
+                "state": child.state, **extra}
+        log.info("process %s", data)
+        if self.hub is not None:
+            self.hub.publish("system.process", data)
+
+    # --- system.* ops (called on the hub thread) -----------------------------------------------
+    def handle_system(self, sender: bytes, req: Request) -> Reply | None:
+        if not req.op.startswith("system."):
+            return None
+        try:
+            args = ops.validate(req)
+        except ProtocolError as err:
+            return Reply.failure(req.id, err)
+        if req.op == "system.ping":
+            return Reply.success(req.id, {"pong": True, "pid": os.getpid(),
+                                          "instance": self.name})
+        if req.op == "system.ops":
+            return Reply.success(req.id, ops.describe())
+        if req.op == "system.status":
+            return Reply.success(req.id, self.status())
+        if req.op == "system.stop":
+            self.stop_requested.set()
+            return Reply.success(req.id, {"stopping": self.name})
+        if req.op == "system.spawn":
+            return Reply.success(req.id, self.spawn_on_demand(args))
+        if req.op == "system.fault":
+            return self._fault(req, args)
+        return Reply.failure(req.id, ProtocolError("unknown_op", f"Unknown op {req.op!r}."))
+
+    def status(self) -> dict[str, Any]:
+        procs = []
+        with self.lock:
+            for child in self.children.values():
+                rss = None
+                if child.pid and child.state == "running":
+                    try:
+                        rss = psutil.Process(child.pid).memory_info().rss
+                    except psutil.Error:
+                        rss = None
+                procs.append({"name": child.spec.name, "pid": child.pid, "state": child.state,
+                              "actors": list(child.spec.actors), "restarts": child.restarts,
+                              "last_exit": child.last_exit, "rss": rss,
+                              "ready": child.ready, "log": str(child.log_path)})
+        return {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
+                "uptime_s": time.time() - self.started, "processes": procs,
+                "rss": psutil.Process().memory_info().rss}
+
+    def spawn_on_demand(self, args: dict[str, Any]) -> dict[str, Any]:
+        kind, key = args["kind"], args["key"]
+        spec = self.config.processes.get(kind)
+        if spec is None or not spec.per:
+            raise ConfigError("invalid", f"No on-demand process kind {kind!r} in supervisor.toml.")
+        name = f"{kind}:{key}"
+        with self.lock:
+            child = self.children.get(name)
+            if child is not None and child.state in ("running", "starting", "restarting"):
+                return {"name": name, "pid": child.pid, "state": child.state}
+            spec = spec.renamed(name)
+            child = Child(spec, self._argv_for(spec))
+            child.budget = RestartBudget(spec)
+            self.children[name] = child
+            self._spawn(child)
+            return {"name": name, "pid": child.pid, "state": child.state}
+
+    def _fault(self, req: Request, args: dict[str, Any]) -> Reply:
+        if not self.fault_injection:
+            return Reply.failure(req.id, ProtocolError(
+                "fault_injection_off", "Fault injection is off on this instance.",
+                "Start it with `rio serve --fault-injection` (test deployments only)."))
+        from actors.faults import apply_fault
+        try:
+            return Reply.success(req.id, apply_fault(self, args))
+        except RioError as err:
+            return Reply.failure(req.id, err)
+
+    # --- stop -----------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        with self.lock:
+            children = list(self.children.values())
+        # UI first, agents next, core last: the core flushes journals while clients are gone.
+        order = sorted(children, key=lambda c: 0 if "ui" in c.spec.actors
+                       else 2 if c.spec.name == "core" else 1)
+        for child in order:
+            if child.spawned is not None and child.state in ("running", "restarting", "starting"):
+                child.state = "stopping"
+                process_control.stop(child.spawned,
+                                     stdin_grace=child.spec.stdin_grace_ms / 1000,
+                                     term_grace=child.spec.term_grace_ms / 1000)
+                child.state = "stopped"
+        # Anything that escaped to us as subreaper and still carries our cookies:
+        for child in children:
+            if child.spawned is not None:
+                process_control.sweep(child.spawned.cookie)
+        process_control.reap_zombies(set())
+        if self.conn is not None:
+            self.conn.close()
+        if self.hub is not None:
+            self.hub.stop()
+        self.paths.remove()
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
+                   listen: str | None = None, placement: str | None = None,
+                   fault_injection: bool = False, open_files: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
+                        format="%(asctime)s supervisor[%(process)d] %(name)s: %(message)s")
+    if not root.is_dir():
+        print(f"rio: {root} is not a folder.\n  Pass --root with a project folder.",
+              file=sys.stderr)
+        return 3
+    try:
+        from rio.instance import config_base
+        user = config_base() / "supervisor.toml"
+        config = load_config(REPO_ROOT / "supervisor.toml" if (REPO_ROOT / "supervisor.toml")
+                             .exists() else None, user if user.exists() else None,
+                             placement=placement)
+        sup = Supervisor(root=root, instance=instance, desktop=desktop, config=config,
+                         listen=listen, fault_injection=fault_injection, open_files=open_files)
+        sup.start()
+    except RioError as err:
+        print(f"rio: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, lambda *_: sup.stop_requested.set())
+    signal.signal(signal.SIGINT, lambda *_: sup.stop_requested.set())
+    print(f"Rio instance {sup.name} serving {root}", flush=True)
+    print(f"  stop it with: rio stop --instance {sup.name}", flush=True)
+    return sup.run()

@@ -1,0 +1,353 @@
+"""One open buffer as the core holds it, and the ``buffer.*`` ops on it — without any actor.
+
+:class:`OpenBuffer` joins a :class:`~rio.document.Document` to its file (path, format,
+fingerprint) and its journal, and answers each op with ``(result, events)``; the
+:class:`~actors.documents.DocumentActor` only delivers them. :class:`BufferFactory` opens files
+through the workspace (confined) and brings buffers back from journals after a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from rio.document import Change, Document
+from rio.errors import BufferError, FileError, RioError
+from rio.files import (DEFAULT_MAX_BYTES, FileFormat, Fingerprint, OsFilePort, disk_changed,
+                       load_file, save_file)
+from rio.journal import JournalWriter, OsJournalStore, recover
+from rio.workspace import Workspace
+
+log = logging.getLogger("rio.buffers")
+
+#: Files up to this size keep their base text in the journal; bigger ones keep a fingerprint.
+JOURNAL_BASE_TEXT_LIMIT = 16 * 1024 * 1024
+NEWLINES = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
+Events = list[tuple[str, dict[str, Any]]]
+
+
+def change_event(buffer_id: str, change: Change) -> tuple[str, dict[str, Any]]:
+    return ("buffer.changed", {"buffer": buffer_id, "version": change.version,
+                               "start": change.start, "end": change.end, "text": change.text,
+                               "origin": change.origin, "label": change.label})
+
+
+def change_wire(change: Change) -> dict[str, Any]:
+    return {"version": change.version, "start": change.start, "end": change.end,
+            "text": change.text, "origin": change.origin}
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    buffers: tuple["OpenBuffer", ...]
+    failures: tuple[dict[str, Any], ...]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"buffers": [b.summary() for b in self.buffers], "failures": list(self.failures),
+                "count": len(self.buffers)}
+
+
+class OpenBuffer:
+    def __init__(self, buffer_id: str, document: Document, *, path: Path | None,
+                 workspace: Workspace, fmt: FileFormat, fingerprint: Fingerprint | None,
+                 journal_store: OsJournalStore, file_port: Any):
+        self.id = buffer_id
+        self.document = document
+        self.path = path
+        self.workspace = workspace
+        self.format = fmt
+        self.fingerprint = fingerprint
+        self.journal_store = journal_store
+        self.file_port = file_port
+        self.journal: JournalWriter | None = None
+        self.conflict_reported: Fingerprint | None = None
+        self.recovered = False
+
+    # --- facts ----------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path is not None else f"Untitled-{self.id[-4:]}"
+
+    def summary(self) -> dict[str, Any]:
+        doc = self.document
+        return {"buffer": self.id, "name": self.name,
+                "path": self.workspace.relative(self.path) if self.path is not None else None,
+                "version": doc.version, "dirty": doc.dirty, "length": len(doc.buffer),
+                "line_count": doc.buffer.line_count, "format": self.format.to_dict(),
+                "can_undo": doc.can_undo, "can_redo": doc.can_redo,
+                "undo_label": doc.undo_label, "redo_label": doc.redo_label,
+                "recovered": self.recovered}
+
+    # --- the ops --------------------------------------------------------------------------------
+    def handle(self, op: str, args: dict[str, Any]) -> tuple[Any, Events]:
+        method: Callable[[dict[str, Any]], tuple[Any, Events]] | None = getattr(
+            self, "op_" + op.split(".", 1)[1], None)
+        if method is None:
+            raise BufferError("unsupported", f"{op} is not a per-buffer op.")
+        return method(args)
+
+    def op_replace(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        change = self.document.replace(args["start"], args["end"], args["text"],
+                                       origin=args["origin"], base_version=args["base_version"],
+                                       label=args["label"])
+        self._journal([change])
+        return ({"version": change.version, "start": change.start, "end": change.end},
+                [change_event(self.id, change)])
+
+    def op_apply(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        edits = sorted(args["edits"], key=lambda e: (e[0], e[1]), reverse=True)
+        for (s1, e1, _), (s2, e2, _) in zip(edits[1:], edits):
+            if e1 > s2:
+                raise BufferError("bad_range", "buffer.apply: the edits overlap.",
+                                  "Send edits whose ranges do not overlap.")
+        before = self.document.version
+        changes: list[Change] = []
+        base = args["base_version"]
+        for start, end, text in edits:
+            # Descending order: an applied edit never moves the ones still to come.
+            changes.append(self.document.replace(start, end, text, origin=args["origin"],
+                                                 base_version=base, label=args["label"]))
+            if base is not None:
+                base = None if base == before else base
+        if len(changes) > 1:
+            self.document.merge_since(before, args["label"] or "Replace All")
+        self._journal(changes)
+        return ({"version": self.document.version, "count": len(changes)},
+                [change_event(self.id, c) for c in changes])
+
+    def op_undo(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        changes = self.document.undo(origin=args["origin"])
+        self._journal(changes)
+        return ({"version": self.document.version, "changes": [change_wire(c) for c in changes]},
+                [change_event(self.id, c) for c in changes])
+
+    def op_redo(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        changes = self.document.redo(origin=args["origin"])
+        self._journal(changes)
+        return ({"version": self.document.version, "changes": [change_wire(c) for c in changes]},
+                [change_event(self.id, c) for c in changes])
+
+    def op_merge_undo(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        self.document.merge_since(args["since_version"], args["label"])
+        return {"version": self.document.version, "undo_label": self.document.undo_label}, []
+
+    def op_text(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        length = len(self.document.buffer)
+        start = args["start"]
+        end = length if args["end"] is None else args["end"]
+        if start > end or end > length:
+            raise BufferError("bad_range", f"Range [{start}, {end}) is outside the buffer "
+                              f"(length {length}).", "Ask for a range within buffer.info's length.")
+        return ({"text": self.document.buffer.slice(start, end), "version": self.document.version,
+                 "start": start, "end": end, "length": length}, [])
+
+    def op_lines(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        count = self.document.buffer.line_count
+        first, last = min(args["first"], count), min(args["last"], count)
+        return ({"lines": self.document.buffer.lines(first, max(first, last)), "first": first,
+                 "line_count": count, "version": self.document.version}, [])
+
+    def op_info(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        return self.summary(), []
+
+    def op_save(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        target = self.path
+        fmt = self.format
+        if args["path"]:
+            target = self.workspace.resolve(args["path"], must_exist=False, kind="file")
+        if target is None:
+            raise BufferError("untitled", f"{self.name} has no file name yet.",
+                              "Save it with a path (File > Save As).")
+        if args["encoding"] or args["newline"]:
+            encoding = args["encoding"] or fmt.encoding
+            try:
+                fmt = FileFormat(encoding=encoding, bom=encoding in ("utf-8-sig", "utf-16-le",
+                                                                     "utf-16-be", "utf-32-le",
+                                                                     "utf-32-be"),
+                                 newline=NEWLINES.get(args["newline"] or "", fmt.newline),
+                                 final_newline=fmt.final_newline)
+            except ValueError as exc:
+                raise BufferError("bad_format", f"Cannot save as {encoding}: {exc}.",
+                                  "Pick utf-8, utf-8-sig, utf-16-le, utf-16-be or latin-1.")
+        expected = self.fingerprint if target == self.path else None
+        try:
+            fingerprint = save_file(target, self.document.buffer.iter_chunks(), fmt,
+                                    expected=expected, port=self.file_port, force=args["force"])
+        except FileError as err:
+            if err.leaf == "conflict":
+                return self._conflict(err)
+            raise
+        self.path, self.format, self.fingerprint = target, fmt, fingerprint
+        self.conflict_reported = None
+        self.document.mark_saved()
+        self._drop_journal()
+        self.recovered = False
+        summary = self.summary()
+        return summary, [("buffer.saved", summary)]
+
+    def _conflict(self, err: FileError) -> tuple[Any, Events]:
+        raise err
+
+    def op_close(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        if self.document.dirty and not args["discard"]:
+            raise BufferError("dirty", f"{self.name} has unsaved changes.",
+                              "Save it (buffer.save), or close it with discard: true.")
+        self._drop_journal()
+        return {"closed": self.id}, [("buffer.closed", {"buffer": self.id, "name": self.name})]
+
+    def op_revert(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        if self.path is None:
+            raise BufferError("untitled", f"{self.name} was never saved.", "Nothing to revert to.")
+        loaded = load_file(self.path, port=self.file_port)
+        change = self.document.replace(0, len(self.document.buffer), loaded.text, origin="revert",
+                                       label="Revert")
+        self.format, self.fingerprint = loaded.format, loaded.fingerprint
+        self.document.mark_saved()
+        self._drop_journal()
+        self.conflict_reported = None
+        return self.summary(), [change_event(self.id, change), ("buffer.saved", self.summary())]
+
+    # --- the journal and the disk ---------------------------------------------------------------
+    def _journal(self, changes: list[Change]) -> None:
+        if not changes:
+            return
+        if self.journal is None:
+            self._start_journal(changes)
+            return
+        for change in changes:
+            self.journal.append(change)
+
+    def _start_journal(self, changes: list[Change]) -> None:
+        # The base is the text before these changes: rebuild it by undoing them on a copy.
+        text = self.document.text()
+        for change in reversed(changes):
+            text = text[:change.start] + change.removed + text[change.start + len(change.text):]
+        header = {"buffer": self.id, "path": str(self.path) if self.path else None,
+                  "format": self.format.to_dict(),
+                  "fingerprint": self.fingerprint.to_dict() if self.fingerprint else None,
+                  "base_version": changes[0].version - 1}
+        keep_text = self.path is None or len(text) <= JOURNAL_BASE_TEXT_LIMIT
+        self.journal = JournalWriter(self.journal_store, self.id, header,
+                                     text if keep_text else None)
+        for change in changes:
+            self.journal.append(change)
+
+    def flush_journal(self) -> None:
+        if self.journal is not None:
+            self.journal.flush()
+
+    def _drop_journal(self) -> None:
+        if self.journal is not None:
+            self.journal.discard()
+            self.journal = None
+        else:
+            self.journal_store.remove(self.id)
+
+    def check_disk(self) -> Events:
+        """A ``buffer.conflict`` event, once, when the file changed on disk under us."""
+        if self.path is None or self.fingerprint is None:
+            return []
+        if self.conflict_reported == self.fingerprint:
+            return []
+        if disk_changed(self.path, self.fingerprint, self.file_port):
+            self.conflict_reported = self.fingerprint
+            return [("buffer.conflict", {"buffer": self.id, "name": self.name,
+                                         "path": self.workspace.relative(self.path),
+                                         "dirty": self.document.dirty,
+                                         "next": "Reload it (buffer.revert), keep yours "
+                                                 "(buffer.save with force), or compare them."})]
+        return []
+
+
+class BufferFactory:
+    def __init__(self, root: Path, journal_dir: Path, *, file_port: Any = None,
+                 max_file_bytes: int | None = None):
+        self.workspace = Workspace(root)
+        self.journal_store = OsJournalStore(journal_dir)
+        self.file_port = file_port or OsFilePort()
+        self.max_file_bytes = max_file_bytes or DEFAULT_MAX_BYTES
+
+    def resolve(self, path: str, *, must_exist: bool = True) -> Path:
+        return self.workspace.resolve(path, must_exist=must_exist, kind="file")
+
+    def _new_id(self) -> str:
+        return "b" + uuid.uuid4().hex[:10]
+
+    def open(self, path: Path) -> OpenBuffer:
+        loaded = load_file(path, port=self.file_port, max_bytes=self.max_file_bytes)
+        return OpenBuffer(self._new_id(), Document(loaded.text), path=path,
+                          workspace=self.workspace, fmt=loaded.format,
+                          fingerprint=loaded.fingerprint, journal_store=self.journal_store,
+                          file_port=self.file_port)
+
+    def new(self, text: str) -> OpenBuffer:
+        buf = OpenBuffer(self._new_id(), Document(""), path=None, workspace=self.workspace,
+                         fmt=FileFormat(), fingerprint=None, journal_store=self.journal_store,
+                         file_port=self.file_port)
+        if text:
+            change = buf.document.replace(0, 0, text, origin="new", label="New")
+            buf._journal([change])
+        return buf
+
+    def recover_all(self) -> RecoveryReport:
+        buffers: list[OpenBuffer] = []
+        failures: list[dict[str, Any]] = []
+        for name in self.journal_store.list():
+            try:
+                buf = self._recover_one(name)
+            except RioError as err:
+                failures.append({"journal": name, **err.to_wire()})
+                continue
+            except Exception as exc:  # noqa: BLE001 -- one bad journal must not stop the rest
+                log.exception("journal %s", name)
+                failures.append({"journal": name, "kind": "internal.journal",
+                                 "message": f"Journal {name} could not be read: {exc}",
+                                 "next": "It is kept in the state folder; report it."})
+                continue
+            if buf is not None:
+                buffers.append(buf)
+        return RecoveryReport(tuple(buffers), tuple(failures))
+
+    def _recover_one(self, name: str) -> OpenBuffer | None:
+        data = self.journal_store.read(name)
+        header_holder: dict[str, Any] = {}
+
+        def read_base() -> tuple[str, dict]:
+            path = Path(header_holder["path"])
+            loaded = load_file(path, port=self.file_port, max_bytes=self.max_file_bytes)
+            return loaded.text, loaded.fingerprint.to_dict()
+
+        from rio.journal import peek_header
+        header_holder.update(peek_header(data))
+        rec = recover(data, read_base=read_base)
+        header = rec.header
+        path = Path(header["path"]) if header.get("path") else None
+        fmt = FileFormat.from_dict(header.get("format") or {})
+        fingerprint = (Fingerprint.from_dict(header["fingerprint"])
+                       if header.get("fingerprint") else None)
+        base_text = ""
+        if path is not None:
+            try:
+                loaded = load_file(path, port=self.file_port, max_bytes=self.max_file_bytes)
+                base_text, fingerprint = loaded.text, loaded.fingerprint
+            except RioError:
+                base_text = ""        # deleted since: the recovered text is all we have
+        if path is not None and rec.text == base_text:
+            self.journal_store.remove(name)   # nothing unsaved after all
+            return None
+        doc = Document(base_text)
+        buf = OpenBuffer(header.get("buffer") or name, doc, path=path, workspace=self.workspace,
+                         fmt=fmt, fingerprint=fingerprint, journal_store=self.journal_store,
+                         file_port=self.file_port)
+        if path is None and base_text == "":
+            doc.mark_saved()
+        # One undoable step back to the file as it is on disk.
+        change = doc.replace(0, len(base_text), rec.text, origin="recovery",
+                             label="Recovered unsaved changes")
+        self.journal_store.remove(name)
+        buf._journal([change])
+        buf.recovered = True
+        return buf

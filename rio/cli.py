@@ -1,0 +1,305 @@
+"""The ``rio`` command: the one place that wires rio/, actors/ and ui/ together.
+
+Exit codes for client commands: 0 success, 1 the instance answered with an error (printed),
+2 no instance could be reached (with the reason), 3 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from rio import __version__
+from rio.errors import BusError, RioError
+
+EXIT_OK, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE = 0, 1, 2, 3
+
+DESCRIPTION = """\
+Rio: a lightweight '90s-style text editor and development environment that drives coding agents.
+
+Start here:
+  rio [PATH...]                 open the desktop editor on a folder (default: the current one)
+  rio serve [--root DIR]        run Rio headless in the foreground (Ctrl+C or `rio stop` ends it)
+  rio call OP [JSON_ARGS]       send one request to a running Rio, print the reply as JSON
+  rio events [--topic PREFIX]   print the event stream as JSON lines
+  rio status / rio stop         what is running / stop it
+
+Examples:
+  rio serve --root ~/project &
+  rio call buffer.open '{"path": "README.md"}'
+  rio call system.ops           # every op with its arguments
+"""
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _fail(err: RioError) -> int:
+    print(f"rio: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
+    return EXIT_UNREACHABLE if err.kind in ("bus.unreachable", "bus.ambiguous_instance",
+                                             "bus.timeout") else EXIT_ERROR
+
+
+def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()):
+    from actors.bus import Endpoints, connect
+    from rio.instance import find_instance
+    if getattr(args, "connect", None):
+        key = args.server_key or os.environ.get("RIO_SERVER_KEY")
+        if not key:
+            raise BusError("no_server_key", "A tcp:// connection needs the server's public key.",
+                           "Pass --server-key (printed by `rio keys` on the server).")
+        requests = args.connect
+        host, port = requests.rsplit(":", 1)
+        events = f"{host}:{int(port) + 1}"
+        return connect(Endpoints(requests, events, key.encode()), name="cli",
+                       timeout=args.timeout, subscribe=subscribe)
+    info = find_instance(args.instance)
+    return connect(info, name="cli", timeout=args.timeout, subscribe=subscribe)
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from actors.supervisor import run_supervisor
+    return run_supervisor(root=Path(args.root or ".").resolve(), instance=args.instance,
+                          desktop=False, listen=args.listen, placement=args.placement,
+                          fault_injection=args.fault_injection)
+
+
+def cmd_desktop(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths]
+    folders = [p for p in paths if p.is_dir()]
+    root = (folders[0] if folders else Path(".")).resolve()
+    files = [str(p.resolve()) for p in paths if not p.is_dir()]
+    try:
+        from actors.supervisor import run_supervisor
+    except ImportError as exc:  # pragma: no cover -- a broken install
+        print(f"rio: cannot start: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return run_supervisor(root=root, instance=args.instance, desktop=True, open_files=files)
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        call_args = json.loads(args.json_args) if args.json_args else {}
+    except json.JSONDecodeError as exc:
+        print(f"rio: JSON_ARGS is not valid JSON: {exc}\n  Example: rio call buffer.open "
+              "'{\"path\": \"README.md\"}'", file=sys.stderr)
+        return EXIT_USAGE
+    if not isinstance(call_args, dict):
+        print("rio: JSON_ARGS must be a JSON object, e.g. '{\"path\": \"a.txt\"}'",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        conn = _connect(args)
+    except RioError as err:
+        _fail(err)
+        return EXIT_UNREACHABLE
+    try:
+        result = conn.call(args.op, call_args, timeout=args.timeout)
+    except RioError as err:
+        if err.kind == "bus.timeout":
+            _fail(err)
+            return EXIT_UNREACHABLE
+        _print_json({"ok": False, "error": err.to_wire()})
+        return EXIT_ERROR
+    finally:
+        conn.close()
+    _print_json(result)
+    return EXIT_OK
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    topics = tuple(args.topic or [""])
+    try:
+        conn = _connect(args, subscribe=())
+    except RioError as err:
+        _fail(err)
+        return EXIT_UNREACHABLE
+    count = 0
+
+    def show(event: Any) -> None:
+        nonlocal count
+        from rio.protocol import thaw
+        print(json.dumps({"topic": event.topic, "seq": event.seq, "data": thaw(event.data)},
+                         ensure_ascii=False, default=str), flush=True)
+        count += 1
+
+    for topic in topics:
+        conn.subscribe(topic, show)
+    import zmq
+    poller = zmq.Poller()
+    poller.register(conn.sub, zmq.POLLIN)
+    deadline = time.monotonic() + args.duration if args.duration else None
+    try:
+        while args.count is None or count < args.count:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            poller.poll(100)
+            conn.drain()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        conn.close()
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from rio.instance import running_instances
+    if args.all:
+        live = running_instances()
+        if args.json:
+            _print_json([vars(i) for i in live])
+        elif not live:
+            print("No Rio instance is running. Start one with `rio serve` or `rio`.")
+        for info in live:
+            print(f"{info.name}  pid {info.pid}  root {info.root}")
+        return EXIT_OK
+    try:
+        conn = _connect(args)
+    except RioError as err:
+        return _fail(err)
+    try:
+        status = conn.call("system.status", timeout=args.timeout)
+    except RioError as err:
+        return _fail(err)
+    finally:
+        conn.close()
+    if args.json:
+        _print_json(status)
+        return EXIT_OK
+    print(f"instance {status['instance']}  root {status['root']}  supervisor pid "
+          f"{status['pid']}  up {status['uptime_s']:.0f} s")
+    print(f"{'PROCESS':<18}{'PID':>8}  {'STATE':<10}{'RESTARTS':>8}  {'RSS':>9}  "
+          f"{'ACTORS':<30} LAST EXIT")
+    for proc in status["processes"]:
+        rss = f"{proc['rss'] / 1048576:.1f} MB" if proc.get("rss") else "-"
+        print(f"{proc['name']:<18}{proc.get('pid') or '-':>8}  {proc['state']:<10}"
+              f"{proc['restarts']:>8}  {rss:>9}  {','.join(proc['actors']):<30} "
+              f"{proc.get('last_exit') or '-'}")
+    return EXIT_OK
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from rio.instance import find_instance, pid_alive
+    try:
+        info = find_instance(args.instance)
+        conn = _connect(args)
+    except RioError as err:
+        return _fail(err)
+    try:
+        conn.call("system.stop", timeout=args.timeout)
+    except RioError as err:
+        if err.kind != "bus.timeout":
+            return _fail(err)
+    finally:
+        conn.close()
+    deadline = time.monotonic() + 15
+    while pid_alive(info.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid_alive(info.pid):
+        print(f"rio: instance {info.name} (pid {info.pid}) is still stopping.", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"Stopped {info.name}.")
+    return EXIT_OK
+
+
+# --- the parser ---------------------------------------------------------------------------------
+
+def _client_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--instance", help="the instance to talk to (default: the one for this folder)")
+    p.add_argument("--connect", metavar="tcp://HOST:PORT",
+                   help="a remote instance over CURVE-encrypted TCP")
+    p.add_argument("--server-key", help="the remote server's public key (from `rio keys`)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (default 10)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rio", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"rio {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("serve", help="run Rio headless in the foreground")
+    p.add_argument("--root", help="the project folder (default: the current folder)")
+    p.add_argument("--instance", help="a name for this instance (default: from the folder)")
+    p.add_argument("--listen", metavar="tcp://HOST:PORT",
+                   help="also accept remote clients over TCP with CURVE (needs `rio keys`)")
+    p.add_argument("--placement", help="a placement from supervisor.toml (e.g. isolated)")
+    p.add_argument("--fault-injection", action="store_true",
+                   help="enable the fault-injection ops used by `rio faults`")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("call", help="send one request and print the reply as JSON")
+    p.add_argument("op", help="e.g. buffer.open (see `rio call system.ops`)")
+    p.add_argument("json_args", nargs="?", help="arguments as a JSON object")
+    _client_options(p)
+    p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("events", help="print events as JSON lines")
+    p.add_argument("--topic", action="append", help="only topics starting with this (repeatable)")
+    p.add_argument("--count", type=int, help="stop after this many events")
+    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    _client_options(p)
+    p.set_defaults(func=cmd_events)
+
+    p = sub.add_parser("status", help="the processes of a running instance")
+    p.add_argument("--all", action="store_true", help="list every running instance")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _client_options(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("stop", help="stop a running instance")
+    _client_options(p)
+    p.set_defaults(func=cmd_stop)
+
+    for extra in _extra_commands():
+        extra(sub)
+    return parser
+
+
+def _extra_commands() -> list:
+    """Commands that live in their own modules (agent chat, keys, faults ...)."""
+    found = []
+    for module in ("rio.cli_agent", "rio.cli_faults", "rio.cli_keys"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ImportError:
+            continue
+        found.append(mod.register)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    commands = {a.dest for a in parser._subparsers._group_actions} if parser._subparsers else set()
+    known = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
+    del commands
+    if not argv or (argv[0] not in known and not argv[0].startswith("-")):
+        desktop = argparse.ArgumentParser(prog="rio", description=DESCRIPTION,
+                                          formatter_class=argparse.RawDescriptionHelpFormatter)
+        desktop.add_argument("paths", nargs="*", help="a folder or files to open")
+        desktop.add_argument("--instance")
+        args = desktop.parse_args(argv)
+        return cmd_desktop(args)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return args.func(args)
+    except RioError as err:
+        return _fail(err)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
