@@ -1,0 +1,192 @@
+"""The hub and the bus connection over real ZeroMQ ipc:// sockets."""
+
+import os
+import threading
+
+import msgpack
+import pytest
+import zmq
+
+from actors.bus import BusConnection, Endpoints, connect
+from actors.bus_thread import BusThread
+from actors.hub import Hub
+from rio.errors import BusError, ProtocolError
+from rio.protocol import Request, decode, encode
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def endpoints(tmp_path):
+    sock_dir = tmp_path / "s"
+    sock_dir.mkdir()
+    return Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
+
+
+@pytest.fixture
+def hub(endpoints):
+    h = Hub(endpoints.requests, endpoints.events).start()
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def client(hub, endpoints):
+    c = connect(endpoints, name="test")
+    yield c
+    c.close()
+
+
+class EchoService:
+    """Serves system.* with a counter so duplicates are visible."""
+
+    def __init__(self):
+        self.calls = 0
+        self.block = threading.Event()
+
+    def __call__(self, ctx):
+        self.calls += 1
+        if ctx.op == "system.status":
+            self.block.wait(5)   # a slow op, to test in-flight duplicates and deaths
+        ctx.bus.publish("system.echo", {"n": self.calls})
+        ctx.reply({"calls": self.calls, "pid": os.getpid()})
+
+
+@pytest.fixture
+def service(hub, endpoints):
+    handler = EchoService()
+    bus = BusThread(endpoints, name="echo", handlers={"system": handler}).start()
+    yield handler, bus
+    handler.block.set()
+    bus.stop()
+
+
+def test_request_is_routed_by_prefix_and_events_are_numbered(client, service):
+    seen = []
+    client.subscribe("system.", seen.append)
+    assert client.call("system.ping")["calls"] == 1
+    assert client.call("system.ping")["calls"] == 2
+    while len(seen) < 2:
+        client.sub.poll(1000)
+        client.drain()
+    assert [e.seq for e in seen] == [1, 2]
+    assert [e.data["n"] for e in seen] == [1, 2]
+
+
+def test_no_route_is_an_error_reply(client):
+    with pytest.raises(BusError) as info:
+        client.call("agent.send", {"conversation": "c", "text": "hi"})
+    assert info.value.kind == "bus.no_route"
+    assert "rio status" in info.value.next
+
+
+def test_unknown_op_and_bad_args_are_error_replies_from_the_service(client, service):
+    with pytest.raises(ProtocolError) as info:
+        client.call("system.explode")
+    assert info.value.kind == "protocol.unknown_op"
+    with pytest.raises(ProtocolError) as info:
+        client.call("system.ping", {"loud": True})
+    assert info.value.kind == "protocol.bad_args"
+
+
+def test_malformed_frames_get_error_replies_not_silence(hub, endpoints):
+    ctx = zmq.Context.instance()
+    raw = ctx.socket(zmq.DEALER)
+    raw.setsockopt(zmq.LINGER, 0)
+    raw.connect(endpoints.requests)
+    try:
+        for payload, kind in [(b"\xc1not msgpack", "protocol.malformed_frame"),
+                              (msgpack.packb({"v": 99, "t": "req", "id": "q1", "op": "a.b"}),
+                               "protocol.unsupported_version"),
+                              (msgpack.packb({"v": 1, "t": "req", "id": "q2"}),
+                               "protocol.malformed_frame")]:
+            raw.send(payload)
+            assert raw.poll(5000)
+            reply = decode(raw.recv())
+            assert not reply.ok and reply.error["kind"] == kind
+    finally:
+        raw.close()
+
+
+def test_duplicate_request_frames_run_once(client, service):
+    handler, _ = service
+    rid = "dup-1"
+    payload = encode(Request(rid, "system.ping", {}))
+    replies = []
+    client.request("system.ping", {}, replies.append, request_id=rid)
+    client.send_raw(payload)                  # the same frame again (a bus fault)
+    while not replies:
+        client.dealer.poll(1000)
+        client.drain()
+    assert replies[0].ok and replies[0].result["calls"] == 1
+    # after completion, the duplicate is answered from the cache, not run again
+    again = []
+    client.request("system.ping", {}, again.append, request_id=rid)
+    while not again:
+        client.dealer.poll(1000)
+        client.drain()
+    assert again[0].result["calls"] == 1
+    assert handler.calls == 1
+
+
+def test_outstanding_requests_fail_when_the_service_goes(client, service, hub):
+    handler, bus = service
+    replies = []
+    client.request("system.status", {}, replies.append, timeout=10)
+    # the service is now busy with it; the supervisor reports its process dead
+    import time
+    deadline = time.monotonic() + 5
+    while handler.calls == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    hub.drop_service("echo")
+    while not replies:
+        client.dealer.poll(1000)
+        client.drain()
+    assert replies[0].error["kind"] == "bus.actor_dead"
+    assert "Try again" in replies[0].error["next"]
+
+
+def test_timeout_reaches_the_callback(client, service):
+    with pytest.raises(BusError) as info:
+        client.call("system.status", timeout=0.2)
+    assert info.value.kind == "bus.timeout"
+
+
+def test_sequence_gap_is_reported(client, hub):
+    gaps = []
+    client.on_gap = lambda topic, expected, got: gaps.append((topic, expected, got))
+    seen = []
+    client.subscribe("t.", seen.append)
+    while not seen:               # until the subscription has reached the hub
+        hub.publish("t.x", {"a": 1})
+        client.sub.poll(100)
+        client.drain()
+    client.drain()
+    gaps.clear()
+    last = seen[-1].seq
+    hub._seq["t.x"] = last + 3    # three events lost on the way
+    hub.publish("t.x", {"a": 2})
+    while seen[-1].data["a"] != 2:
+        client.sub.poll(1000)
+        client.drain()
+    assert gaps == [("t.x", last + 1, last + 4)]
+
+
+def test_calls_from_other_threads_through_the_bus_thread(service, endpoints):
+    _, bus = service
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(bus.call("system.ping")))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(r["calls"] for r in results) == list(range(1, 9))
+
+
+def test_second_service_cannot_steal_a_prefix(hub, endpoints, service):
+    other = BusThread(endpoints, name="thief", handlers={"system": lambda ctx: None})
+    with pytest.raises(BusError) as info:
+        other.start()
+    assert info.value.kind == "bus.prefix_taken"
+    other.stop()
