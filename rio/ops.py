@@ -187,7 +187,17 @@ define("fs.read", "Read a text file of the project (confined, size-capped).",
        Arg("path", str, check=non_empty),
        Arg("max_chars", int, False, 200_000, check=non_negative))
 
+define("host.ping", "Liveness: answered by an actor of the named process (the supervisor's ping).",
+       Arg("process", str, check=non_empty))
+define("host.stop", "Ask the named process to end cleanly.", Arg("process", str, check=non_empty))
+
 define("system.ping", "Is the instance alive? Replies with its pid.")
 define("system.status", "Processes, their pids, restarts and memory.")
 define("system.stop", "Stop the instance.")
 define("system.ops", "This catalogue.")
+define("system.spawn", "Start an on-demand process (one per agent conversation).",
+       Arg("kind", str, check=non_empty), Arg("key", str, check=non_empty))
+define("system.fault", "Inject a fault (only with `rio serve --fault-injection`).",
+       Arg("fault", str, check=non_empty, doc="kill, stop, cont, save_fail, bus_drop ..."),
+       Arg("target", str, False, None, doc="process name"),
+       Arg("params", dict, False, None))
