@@ -1,0 +1,256 @@
+"""OpenAI-compatible chat completions: Ollama, LM Studio, llama.cpp server, a custom URL.
+
+``POST {endpoint}/chat/completions`` with ``stream: true`` answers SSE ``data: {json}``
+chunks and a final ``data: [DONE]``::
+
+    {"choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": null}]}
+    {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                   "function": {"name": "fs_read", "arguments": "{\"pa"}}]}}]}
+    {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}
+    {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}}   (include_usage)
+
+Tool-call arguments arrive as string pieces keyed by ``index``; they are parsed when the
+choice finishes. Stop reasons are mapped to the agent loop's vocabulary (base.py).
+
+The key is optional (local servers need none). It is sent as ``Authorization: Bearer`` and
+never over plain http to another machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
+from rio.failures import (
+    RetryPolicy, classify_stream_error, insecure_endpoint, stream_cut, unexpected_response)
+from rio.providers.base import (
+    AuthFace, Delta, Done, Message, Post, ProviderRequest, Sleep, TextBlock, ToolCall,
+    ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, key_may_travel_to, stream_with_retries)
+from rio.providers.sse import SseEvent, post_event_stream
+from rio.secrets import Secret, SecretStore
+
+NAME = "openai"
+
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
+                 "length": "max_tokens", "content_filter": "refusal"}
+
+
+class BearerKeyAuth:
+    """An optional key as ``Authorization: Bearer``; no key means no header."""
+
+    def __init__(self, key_source: Callable[[], tuple[Secret | None, str | None]],
+                 provider: str = NAME) -> None:
+        self._key_source = key_source
+        self._provider = provider
+
+    @classmethod
+    def from_store(cls, store: SecretStore | None = None, provider: str = NAME) -> BearerKeyAuth:
+        store = store or SecretStore()
+        return cls(lambda: store.get(provider), provider)
+
+    def headers(self, url: str) -> dict[str, str]:
+        key, _source = self._key_source()
+        if key is None:
+            return {}
+        if not key_may_travel_to(url):
+            raise insecure_endpoint(self._provider, url)
+        return {"authorization": f"Bearer {key.reveal()}"}
+
+
+# --- request shaping --------------------------------------------------------------------------
+
+def messages_to_wire(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+        if message.role == "assistant":
+            calls = [{"id": b.id, "type": "function",
+                      "function": {"name": b.name, "arguments": json.dumps(dict(b.input))}}
+                     for b in message.content if isinstance(b, ToolUseBlock)]
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                entry["tool_calls"] = calls
+            else:
+                entry["content"] = text
+            wire.append(entry)
+            continue
+        # Tool results answer the previous assistant turn, so they come before new user text.
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                content = f"Error: {block.content}" if block.is_error else block.content
+                wire.append({"role": "tool", "tool_call_id": block.tool_use_id,
+                             "content": content})
+        if text:
+            wire.append({"role": "user", "content": text})
+    return wire
+
+
+def build_body(request: ProviderRequest, settings: ProviderSettings) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model or settings.model,
+        "messages": messages_to_wire(request.system, request.messages),
+        "max_tokens": request.max_tokens or settings.max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [{"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": dict(t.input_schema)}}
+            for t in request.tools]
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.stop_sequences:
+        body["stop"] = list(request.stop_sequences)
+    return body
+
+
+def completions_url(endpoint: str) -> str:
+    return endpoint.rstrip("/") + "/chat/completions"
+
+
+# --- SSE parsing ------------------------------------------------------------------------------
+
+@dataclass
+class _ToolInProgress:
+    id: str = ""
+    name: str = ""
+    pieces: list[str] = field(default_factory=list)
+
+
+class OpenAIStreamParser:
+    def __init__(self, post: Post, provider: str = NAME) -> None:
+        self._post = post
+        self._provider = provider
+        self._tools: dict[int, _ToolInProgress] = {}
+        self._finish_reason: str | None = None
+        self._usage = Usage()
+        self._had_tools = False
+        self.finished = False
+
+    @property
+    def finish_seen(self) -> bool:
+        return self._finish_reason is not None
+
+    def handle(self, event: SseEvent) -> None:
+        if self.finished:
+            return
+        if event.data.strip() == "[DONE]":
+            self.finish()
+            return
+        try:
+            chunk = json.loads(event.data)
+        except ValueError:
+            raise unexpected_response(self._provider, "malformed JSON in a stream chunk") from None
+        if not isinstance(chunk, dict):
+            raise unexpected_response(self._provider, "a stream chunk is not a JSON object")
+        if "error" in chunk:
+            error = chunk["error"]
+            kind = str(error.get("type") or error.get("code") or "api_error") \
+                if isinstance(error, dict) else "api_error"
+            message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
+            raise classify_stream_error(self._provider, kind, message)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = Usage(int(usage.get("prompt_tokens") or 0),
+                                int(usage.get("completion_tokens") or 0))
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise unexpected_response(self._provider, "choices is not a list")
+        for choice in choices[:1]:  # we never ask for n > 1
+            self._choice(choice)
+
+    def _choice(self, choice: Any) -> None:
+        if not isinstance(choice, dict):
+            raise unexpected_response(self._provider, "a choice is not a JSON object")
+        delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self._post(Delta(content))
+        for position, call in enumerate(delta.get("tool_calls") or []):
+            index = call.get("index", position)
+            tool = self._tools.setdefault(int(index), _ToolInProgress())
+            tool.id = call.get("id") or tool.id
+            function = call.get("function") or {}
+            tool.name = function.get("name") or tool.name
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):  # Ollama sends whole objects, not JSON text
+                tool.pieces = [json.dumps(arguments)]
+            elif isinstance(arguments, str):
+                tool.pieces.append(arguments)
+        reason = choice.get("finish_reason")
+        if reason:
+            self._finish_reason = str(reason)
+            self._flush_tools()
+
+    def _flush_tools(self) -> None:
+        for index in sorted(self._tools):
+            tool = self._tools[index]
+            raw = "".join(tool.pieces).strip() or "{}"
+            try:
+                arguments = json.loads(raw)
+            except ValueError:
+                raise unexpected_response(self._provider, f"the arguments of tool call "
+                                          f"{tool.name!r} are not valid JSON") from None
+            if not isinstance(arguments, dict) or not tool.name:
+                raise unexpected_response(self._provider, "a tool call without a name or "
+                                          "with arguments that are not an object")
+            self._post(ToolCall(tool.id or f"call_{index}", tool.name, arguments))
+        self._had_tools = self._had_tools or bool(self._tools)
+        self._tools.clear()
+
+    def finish(self) -> None:
+        """[DONE], or a clean end of stream after finish_reason (some servers omit [DONE])."""
+        if self.finished:
+            return
+        if self._tools:
+            self._flush_tools()
+        reason = _STOP_REASONS.get(self._finish_reason or "stop", self._finish_reason or "")
+        if self._had_tools:
+            reason = "tool_use"  # Ollama reports "stop" even when it called tools
+        self.finished = True
+        self._post(Done(reason, self._usage))
+
+
+# --- the provider -------------------------------------------------------------------------
+
+class OpenAICompatProvider:
+    """Provider ``openai``. Ports as for the Anthropic provider."""
+
+    name = NAME
+
+    def __init__(self, settings: ProviderSettings | None = None, *, auth: AuthFace | None = None,
+                 transport: Any = None, sleep: Sleep = asyncio.sleep,
+                 retry: RetryPolicy | None = None) -> None:
+        if settings is None:
+            settings = load_agent_config().provider_settings(NAME)
+        if not settings.endpoint:
+            settings = DEFAULT_PROVIDERS[NAME]
+        self.settings = settings
+        self._auth = auth or BearerKeyAuth.from_store()
+        self._transport = transport
+        self._sleep = sleep
+        self._retry = retry or RetryPolicy()
+
+    async def stream(self, request: ProviderRequest, post: Post) -> None:
+        await stream_with_retries(lambda p: self._attempt(request, p), post,
+                                  policy=self._retry, sleep=self._sleep)
+
+    async def _attempt(self, request: ProviderRequest, post: Post) -> None:
+        settings = self.settings
+        url = completions_url(settings.endpoint)
+        headers = {**self._auth.headers(url), "content-type": "application/json",
+                   "accept": "text/event-stream"}
+        parser = OpenAIStreamParser(post)
+        await post_event_stream(provider=NAME, url=url, headers=headers,
+                                body=build_body(request, settings), on_event=parser.handle,
+                                timeout_s=settings.timeout_s,
+                                max_response_bytes=settings.max_response_bytes,
+                                transport=self._transport, trust_env=not is_loopback_url(url))
+        if not parser.finished:
+            if not parser.finish_seen:
+                raise stream_cut(NAME)
+            parser.finish()
