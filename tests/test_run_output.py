@@ -1,0 +1,64 @@
+"""File references in run/build output."""
+
+from __future__ import annotations
+
+import pytest
+
+from rio.run_output import FileRef, find_file_refs
+
+
+def refs(line: str) -> list[tuple[str, int, int | None]]:
+    return [(r.path, r.line, r.col) for r in find_file_refs(line)]
+
+
+@pytest.mark.parametrize("line, expected", [
+    # gcc / clang
+    ("src/main.c:12:5: error: expected ';'", [("src/main.c", 12, 5)]),
+    # python traceback
+    ('  File "/home/u/app/x.py", line 42, in run', [("/home/u/app/x.py", 42, None)]),
+    # pytest short summary and assertion location
+    ("tests/test_a.py:12: AssertionError", [("tests/test_a.py", 12, None)]),
+    # rustc long form
+    ("  --> src/lib.rs:7:13", [("src/lib.rs", 7, 13)]),
+    # go
+    ("./cmd/main.go:3:2: undefined: foo", [("./cmd/main.go", 3, 2)]),
+    # tsc
+    ("src/app.ts(14,7): error TS2322: Type 'x'", [("src/app.ts", 14, 7)]),
+    # MSVC-like without column
+    (r"C:\proj\a.cpp(9): warning C4996", [(r"C:\proj\a.cpp", 9, None)]),
+    # Windows path in colon form
+    (r"C:\proj\a.py:3:1: E302", [(r"C:\proj\a.py", 3, 1)]),
+    # node stack frame
+    ("    at run (/srv/app/index.js:10:15)", [("/srv/app/index.js", 10, 15)]),
+    # make
+    ("Makefile:4: *** missing separator.  Stop.", [("Makefile", 4, None)]),
+    # two on one line
+    ("a.py:1 and b/c.h:2:3", [("a.py", 1, None), ("b/c.h", 2, 3)]),
+])
+def test_recognised_forms(line, expected):
+    assert refs(line) == expected
+
+
+@pytest.mark.parametrize("line", [
+    "Server at http://localhost:8080/index.html:12 started",
+    "see https://example.org/a.py:10:2 for details",
+    "time 12:30:45 elapsed",
+    "error:3 things failed",
+    "print(3)",
+    "version 1.2.3:4",
+    "tests/test_a.py::test_one PASSED",
+    "",
+])
+def test_not_references(line):
+    assert find_file_refs(line) == []
+
+
+def test_span_covers_the_whole_reference():
+    line = 'Traceback:\n  File "m.py", line 3\nsrc/x.rs:1:2: bad'
+    found = find_file_refs(line)
+    assert [line[r.start:r.end] for r in found] == ['File "m.py", line 3', "src/x.rs:1:2"]
+    assert found[0] == FileRef(13, 32, "m.py", 3, None)
+
+
+def test_line_zero_is_not_a_reference():
+    assert find_file_refs("a.py:0: something") == []
