@@ -1,0 +1,317 @@
+"""Document: versions, stale edits, undo/redo grouping and labels, merging a turn, dirty state."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rio.document import Change, Document
+from rio.errors import BufferError
+
+
+class FakeClock:
+    """The injected clock: tests move time by hand instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+def type_text(doc: Document, at: int, text: str, origin: str = "user") -> int:
+    for ch in text:
+        doc.replace(at, at, ch, origin=origin)
+        at += 1
+    return at
+
+
+def test_replace_returns_the_change_and_bumps_the_version():
+    doc = Document("hello world")
+    change = doc.replace(6, 11, "there", origin="ui")
+    assert change == Change(1, 6, 11, "there", "world", "ui", "Replace")
+    assert doc.version == 1 and doc.text() == "hello there"
+    assert doc.slice(0, 5) == "hello" and len(doc) == 11
+    assert doc.buffer.line_count == 1
+
+
+def test_bad_range_is_refused_without_changing_anything():
+    doc = Document("abc")
+    with pytest.raises(BufferError) as caught:
+        doc.replace(2, 9, "x")
+    assert caught.value.kind == "buffer.bad_range"
+    assert doc.version == 0 and doc.text() == "abc"
+
+
+def test_stale_edit_is_transformed_over_changes_since_its_version():
+    doc = Document("hello world")
+    doc.replace(0, 0, ">> ", origin="agent")           # v1, the UI has not seen it
+    change = doc.replace(6, 11, "there", origin="ui", base_version=0)
+    assert doc.text() == ">> hello there"
+    assert (change.start, change.end, change.removed) == (9, 14, "world")
+
+
+def test_too_old_base_version_is_stale(clock):
+    doc = Document("", clock=clock, history_limit=3)
+    for i in range(5):
+        doc.replace(0, 0, str(i))
+    with pytest.raises(BufferError) as caught:
+        doc.replace(0, 0, "x", base_version=1)
+    assert caught.value.kind == "buffer.stale_version"
+    assert "buffer.text" in caught.value.next
+    doc.replace(0, 0, "x", base_version=2)  # within the kept history; landed inserts stay first
+    assert doc.text() == "432x10"
+
+
+def test_future_base_version_is_refused():
+    doc = Document("abc")
+    with pytest.raises(BufferError) as caught:
+        doc.replace(0, 0, "x", base_version=5)
+    assert caught.value.kind == "buffer.bad_version"
+
+
+def test_stale_range_is_checked_against_the_text_it_was_made_on():
+    doc = Document("abcdef")
+    doc.replace(0, 6, "")                                # v1: empty now
+    change = doc.replace(2, 5, "X", base_version=0)      # valid on "abcdef"
+    assert doc.text() == "X" and change.start == 0
+
+
+def test_typing_a_word_is_one_undo_step(clock):
+    doc = Document(clock=clock)
+    type_text(doc, 0, "hello ")
+    type_text(doc, 6, "world")
+    assert doc.text() == "hello world"
+    assert doc.undo_label == "Typing"
+    undone = doc.undo()
+    assert doc.text() == "hello " and len(undone) == 5
+    assert all(c.kind == "undo" for c in undone)
+    doc.undo()
+    assert doc.text() == "" and not doc.can_undo
+
+
+def test_a_pause_ends_the_typing_step(clock):
+    doc = Document(clock=clock)
+    type_text(doc, 0, "ab")
+    clock.advance(1.5)
+    type_text(doc, 2, "cd")
+    doc.undo()
+    assert doc.text() == "ab"
+
+
+def test_a_cursor_jump_ends_the_typing_step(clock):
+    doc = Document("xxxx", clock=clock)
+    type_text(doc, 0, "ab")
+    type_text(doc, 6, "cd")
+    doc.undo()
+    assert doc.text() == "abxxxx"
+
+
+def test_another_origin_ends_the_typing_step(clock):
+    doc = Document(clock=clock)
+    type_text(doc, 0, "ab", origin="ui")
+    doc.replace(2, 2, "c", origin="agent")
+    type_text(doc, 3, "de", origin="ui")
+    doc.undo()
+    assert doc.text() == "abc"
+    doc.undo()
+    assert doc.text() == "ab"
+
+
+def test_backspacing_joins_until_a_word_boundary(clock):
+    doc = Document("hello world", clock=clock)
+    for end in range(11, 3, -1):                          # backspace "world", " ", "lo"
+        doc.replace(end - 1, end, "")
+    assert doc.text() == "hel"
+    assert doc.undo_label == "Delete"
+    doc.undo()
+    assert doc.text() == "hello"                          # "lo" was its own step
+    doc.undo()
+    assert doc.text() == "hello world"
+
+
+def test_forward_delete_joins(clock):
+    doc = Document("abcdef", clock=clock)
+    for _ in range(3):
+        doc.replace(1, 2, "")
+    assert doc.text() == "aef"
+    doc.undo()
+    assert doc.text() == "abcdef"
+
+
+@pytest.mark.parametrize(("start", "end", "text", "label"), [
+    (0, 0, "x", "Typing"), (0, 0, "xyz", "Paste"), (0, 1, "", "Delete"), (0, 2, "", "Delete"),
+    (0, 1, "z", "Replace"),
+])
+def test_default_labels(start, end, text, label):
+    doc = Document("ab")
+    doc.replace(start, end, text)
+    assert doc.undo_label == label
+
+
+def test_given_label_is_one_step_of_its_own(clock):
+    doc = Document(clock=clock)
+    doc.replace(0, 0, "a")
+    doc.replace(1, 1, "b", label="Complete")
+    assert doc.undo_label == "Complete"
+    doc.undo()
+    assert doc.text() == "a" and doc.redo_label == "Complete"
+
+
+def test_redo_reapplies_and_a_new_edit_clears_it(clock):
+    doc = Document("abc", clock=clock)
+    doc.replace(0, 3, "xyz")
+    doc.undo()
+    assert doc.can_redo and doc.text() == "abc"
+    redone = doc.redo(origin="ui")
+    assert doc.text() == "xyz" and [c.kind for c in redone] == ["redo"]
+    assert redone[0].origin == "ui" and redone[0].version == 3
+    doc.undo()
+    doc.replace(0, 0, "new")
+    assert not doc.can_redo and doc.redo_label is None
+
+
+def test_nothing_to_undo_or_redo():
+    doc = Document("abc")
+    with pytest.raises(BufferError) as caught:
+        doc.undo()
+    assert caught.value.kind == "buffer.nothing_to_undo"
+    with pytest.raises(BufferError) as caught:
+        doc.redo()
+    assert caught.value.kind == "buffer.nothing_to_redo"
+
+
+def test_undo_and_redo_count_as_versions():
+    doc = Document("abc")
+    doc.replace(0, 1, "")
+    doc.undo()
+    doc.redo()
+    assert doc.version == 3
+    assert [c.version for c in doc.changes_since(0)] == [1, 2, 3]
+
+
+def test_merge_since_makes_an_agent_turn_one_step(clock):
+    doc = Document("def f():\n    pass\n", clock=clock)
+    doc.replace(0, 0, "# user\n", origin="ui")
+    start = doc.version
+    doc.replace(0, 0, "import os\n", origin="agent")
+    doc.replace(len(doc), len(doc), "x = 1\n", origin="agent")
+    type_text(doc, 0, "zz", origin="ui")                   # typed during the turn
+    assert doc.merge_since(start, "Agent: add import") == 3
+    assert doc.undo_label == "Agent: add import"
+    doc.undo()
+    assert doc.text() == "# user\ndef f():\n    pass\n"
+    doc.redo()
+    assert doc.text().startswith("zzimport os\n# user\n")
+
+
+def test_merge_since_with_nothing_new_merges_nothing():
+    doc = Document("a")
+    doc.replace(0, 0, "b")
+    assert doc.merge_since(doc.version, "Agent: nothing") == 0
+    assert doc.undo_label == "Typing"
+
+
+def test_merged_step_does_not_absorb_later_typing(clock):
+    doc = Document(clock=clock)
+    type_text(doc, 0, "ab")
+    doc.merge_since(0, "Agent: x")
+    type_text(doc, 2, "c")
+    doc.undo()
+    assert doc.text() == "ab"
+
+
+def test_apply_is_one_step_and_edits_are_concurrent():
+    doc = Document("one two one")
+    changes = doc.apply([(0, 3, "1"), (8, 11, "1")], origin="ui", label="Replace all")
+    assert doc.text() == "1 two 1"
+    assert [c.start for c in changes] == [0, 6]
+    assert doc.undo_label == "Replace all"
+    doc.undo()
+    assert doc.text() == "one two one"
+
+
+def test_dirty_follows_the_saved_state(clock):
+    doc = Document("abc", clock=clock)
+    assert not doc.dirty
+    type_text(doc, 3, "de")
+    assert doc.dirty
+    doc.mark_saved()
+    assert not doc.dirty
+    type_text(doc, 5, "f")                                 # saved state closed the run
+    assert doc.dirty
+    doc.undo()
+    assert not doc.dirty
+    doc.undo()
+    assert doc.dirty and doc.text() == "abc"
+    doc.redo()
+    assert not doc.dirty
+    doc.undo()
+    doc.replace(0, 0, "z")                                 # the saved state is now unreachable
+    assert doc.dirty
+    doc.undo()
+    assert doc.dirty
+    doc.mark_saved()
+    assert not doc.dirty
+
+
+def test_merging_across_the_save_point_keeps_it_only_if_it_is_the_end(clock):
+    doc = Document(clock=clock)
+    doc.replace(0, 0, "a", label="one")
+    doc.replace(1, 1, "b", label="two")
+    doc.mark_saved()
+    doc.merge_since(0, "both")
+    assert not doc.dirty                                   # same text state as saved
+    doc.replace(2, 2, "c", label="three")
+    doc.mark_saved()
+    doc.replace(3, 3, "d", label="four")
+    doc.merge_since(2, "three and four")
+    doc.undo()
+    assert doc.dirty                                       # "abc" alone is no longer a step
+
+
+def test_undo_limit_forgets_the_oldest_steps():
+    doc = Document(undo_limit=2)
+    for i, label in enumerate(["a", "b", "c"]):
+        doc.replace(i, i, label, label=label)
+    doc.undo()
+    doc.undo()
+    assert not doc.can_undo and doc.text() == "a"
+    assert doc.dirty                                       # the empty saved text is unreachable
+
+
+def test_noop_edit_still_gets_a_version_but_no_undo_step():
+    doc = Document("abc")
+    change = doc.replace(1, 1, "")
+    assert change.is_noop and change.version == 1
+    assert not doc.can_undo and not doc.dirty
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 5), st.text("ab \n", max_size=3),
+                          st.booleans(), st.floats(0, 2)), max_size=25))
+@settings(max_examples=200, deadline=None)
+def test_undo_everything_restores_the_start_and_redo_everything_returns(ops):
+    clock = FakeClock()
+    doc = Document("start\ntext", clock=clock)
+    for at, length, text, other_origin, pause in ops:
+        at = min(at, len(doc))
+        clock.advance(pause)
+        doc.replace(at, min(at + length, len(doc)), text,
+                    origin="agent" if other_origin else "ui")
+    final = doc.text()
+    while doc.can_undo:
+        doc.undo()
+    assert doc.text() == "start\ntext"
+    assert not doc.dirty
+    while doc.can_redo:
+        doc.redo()
+    assert doc.text() == final
