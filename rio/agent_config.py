@@ -84,7 +84,8 @@ class AgentConfig:
     max_requests_per_turn: int = 24
     max_tool_calls_per_turn: int = 64
     system_prompt_addition: str = ""
-    providers: Mapping[str, ProviderSettings] = field(default_factory=lambda: dict(DEFAULT_PROVIDERS))
+    providers: Mapping[str, ProviderSettings] = field(
+        default_factory=lambda: dict(DEFAULT_PROVIDERS))
     path: Path | None = None
 
     def provider_settings(self, name: str | None = None) -> ProviderSettings:
@@ -204,7 +205,8 @@ def parse_agent_config(text: str, path: Path | None = None,
 
     for name, var in ENDPOINT_ENV.items():
         if env.get(var):
-            providers[name] = replace(providers[name], endpoint=env[var], endpoint_source=f"env:{var}")
+            providers[name] = replace(providers[name], endpoint=env[var],
+                                      endpoint_source=f"env:{var}")
 
     config = AgentConfig(
         provider=agent.get("provider", "anthropic"), mode=agent.get("mode", "review"),

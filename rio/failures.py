@@ -160,7 +160,8 @@ def classify_status(provider: str, status: int, headers: Mapping[str, str] | Non
     if status == 429:
         wait = retry_after_seconds(headers, time.time() if now is None else now)
         when = f"Retry in {_wait_words(wait)}." if wait is not None else "Retry in a minute."
-        return AgentError("rate_limited", f"{provider} is rate limiting this key (HTTP 429{suffix}).",
+        return AgentError("rate_limited",
+                          f"{provider} is rate limiting this key (HTTP 429{suffix}).",
                           when, provider=provider, status=status, retry_after_s=wait)
     if status >= 500:
         overloaded = status == 529 or "overload" in said.lower()
