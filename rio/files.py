@@ -213,6 +213,8 @@ def decode_bytes(data: bytes) -> tuple[str, FileFormat]:
     for encoding in _BOM_CANDIDATES:
         codec, bom = _CODEC_AND_BOM[encoding]
         if data.startswith(bom):
+            if encoding == "utf-8-sig":
+                _refuse_binary(data[len(bom):])  # a BOM does not make NULs text
             try:
                 text = data[len(bom):].decode(codec)
             except UnicodeDecodeError:

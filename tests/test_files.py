@@ -91,7 +91,7 @@ def test_mixed_newlines_save_as_the_dominant_one() -> None:
 
 
 @pytest.mark.parametrize("data", [b"PNG\x00\x01\x02", b"text\n" * 100 + b"\x00",
-                                  bytes(range(1, 32)) * 10])
+                                  bytes(range(1, 32)) * 10, codecs.BOM_UTF8 + b"a\x00b"])
 def test_binary_data_is_refused_with_next_action(data: bytes) -> None:
     with pytest.raises(FileError) as caught:
         decode_bytes(data)
