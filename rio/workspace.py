@@ -103,6 +103,8 @@ class Workspace:
         kind). For a path that does not exist yet (``must_exist=False``: save-as, a proposed new
         file) the nearest existing parent must be a folder inside the root.
         """
+        if kind not in ("file", "dir", "any"):
+            raise ValueError(f"kind must be 'file', 'dir' or 'any', not {kind!r}")
         real = self._confine(path)
         shown = _shown(path)
         try:
