@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,7 +21,7 @@ from rio.providers.base import (
     Delta, Done, Event, Message, ProviderFailure, ProviderRequest, ToolCall, ToolResultBlock,
     ToolSpec, ToolUseBlock, Usage, discover_providers)
 from rio.providers.sse import SseEvent
-from rio.secrets import Secret
+from rio.secrets import Secret, SecretStore
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -387,3 +388,19 @@ def test_cancelling_the_task_closes_the_connection(server: FakeModelServer) -> N
 def test_discovered_through_entry_points() -> None:
     providers = discover_providers()
     assert providers["anthropic"] is AnthropicProvider
+
+
+def test_default_construction_reads_config_env_and_key(server: FakeModelServer,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[providers.anthropic]\nmodel = "from-config"\n')
+    monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    server.push(anthropic_text("configured"))
+    provider = AnthropicProvider(secrets=SecretStore(keyring_backend=False))
+    events: list[Event] = []
+    asyncio.run(provider.stream(REQUEST, events.append))
+    assert events[0] == Delta("configured")
+    [request] = server.requests
+    assert request.headers["x-api-key"] == KEY and request.json["model"] == "from-config"

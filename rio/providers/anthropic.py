@@ -27,7 +27,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
 from rio.failures import RetryPolicy, classify_stream_error, stream_cut, unexpected_response
@@ -35,6 +35,9 @@ from rio.providers.base import (
     AuthFace, Delta, Done, Message, Post, ProviderRequest, Sleep, TextBlock, ToolCall,
     ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, stream_with_retries)
 from rio.providers.sse import SseEvent, post_event_stream
+
+if TYPE_CHECKING:
+    from rio.secrets import SecretStore
 
 NAME = "anthropic"
 
@@ -188,21 +191,24 @@ class AnthropicStreamParser:
 # --- the provider -------------------------------------------------------------------------
 
 class AnthropicProvider:
-    """Provider ``anthropic``. Ports: ``auth`` (credential headers), ``transport`` (an httpx
-    transport; None = the network), ``sleep`` (retry delays)."""
+    """Provider ``anthropic``. Ports: ``auth`` (credential headers; default: the API key from
+    ``secrets``, or from a default :class:`SecretStore`), ``transport`` (an httpx transport;
+    None = the network), ``sleep`` (retry delays)."""
 
     name = NAME
 
-    def __init__(self, settings: ProviderSettings | None = None, *, auth: AuthFace | None = None,
-                 transport: Any = None, sleep: Sleep = asyncio.sleep,
-                 retry: RetryPolicy | None = None) -> None:
+    def __init__(self, settings: ProviderSettings | None = None, *,
+                 secrets: SecretStore | None = None,
+                 auth: AuthFace | None = None, transport: Any = None,
+                 sleep: Sleep = asyncio.sleep, retry: RetryPolicy | None = None) -> None:
         if settings is None:
             settings = load_agent_config().provider_settings(NAME)
         if not settings.endpoint:
             settings = DEFAULT_PROVIDERS[NAME]
         if auth is None:
+            # Imported here: the inference module must not depend on a credential scheme.
             from rio.providers.anthropic_auth import ApiKeyAuth
-            auth = ApiKeyAuth.from_store()
+            auth = ApiKeyAuth.from_store(secrets)
         self.settings = settings
         self._auth = auth
         self._transport = transport

@@ -220,6 +220,9 @@ class Provider(Protocol):
     async def stream(self, request: ProviderRequest, post: Post) -> None: ...
 
 
+#: ``factory(settings: rio.agent_config.ProviderSettings | None = None, *,
+#: secrets: rio.secrets.SecretStore | None = None, **ports) -> Provider``. Built-in providers also
+#: take ``auth``, ``transport``, ``sleep`` and ``retry`` ports; a plug-in must accept the first two.
 ProviderFactory: TypeAlias = Callable[..., Provider]
 
 

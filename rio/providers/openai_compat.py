@@ -222,7 +222,8 @@ class OpenAICompatProvider:
 
     name = NAME
 
-    def __init__(self, settings: ProviderSettings | None = None, *, auth: AuthFace | None = None,
+    def __init__(self, settings: ProviderSettings | None = None, *,
+                 secrets: SecretStore | None = None, auth: AuthFace | None = None,
                  transport: Any = None, sleep: Sleep = asyncio.sleep,
                  retry: RetryPolicy | None = None) -> None:
         if settings is None:
@@ -230,7 +231,7 @@ class OpenAICompatProvider:
         if not settings.endpoint:
             settings = DEFAULT_PROVIDERS[NAME]
         self.settings = settings
-        self._auth = auth or BearerKeyAuth.from_store()
+        self._auth = auth or BearerKeyAuth.from_store(secrets)
         self._transport = transport
         self._sleep = sleep
         self._retry = retry or RetryPolicy()
