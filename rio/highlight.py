@@ -33,7 +33,8 @@ import fnmatch
 import importlib
 import os
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
@@ -308,8 +309,10 @@ class _Pass:
 class Highlighter:
     """Incremental highlighter for one document. See the module docstring for the protocol."""
 
-    def __init__(self, filename: str, text: str, lexer: Lexer | None = None):
+    def __init__(self, filename: str, text: str, lexer: Lexer | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self._text = text
+        self._clock = clock  # a port, so the time budget of step() is testable
         self.enabled = len(text) <= MAX_HIGHLIGHT_CHARS
         self.lexer = lexer if lexer is not None else (
             choose_lexer(filename, text) if self.enabled else TextLexer())
@@ -327,6 +330,11 @@ class Highlighter:
         self._lexed = bytearray(n)
         self._frontier = 0
         self._pass: _Pass | None = None
+        # Line starts at index >= _stale_from are too small by _stale_by. Shifting every later
+        # start on each keystroke costs ~1 ms per 18k lines (measured); typing on one line, or
+        # pressing Enter and typing on, only ever grows this pending shift.
+        self._stale_from = n
+        self._stale_by = 0
 
     # --- public API ----------------------------------------------------------------------
 
@@ -347,7 +355,7 @@ class Highlighter:
         return self._frontier >= len(self._starts)
 
     def line_start(self, line: int) -> int:
-        return self._starts[line]
+        return self._starts[line] + (self._stale_by if line >= self._stale_from else 0)
 
     def runs(self, line: int) -> tuple[Run, ...] | None:
         """Cached runs of a line (None when not lexed yet)."""
@@ -362,11 +370,16 @@ class Highlighter:
         self._text = self._text[:start] + new_text + self._text[end:]
         if len(self._text) > MAX_HIGHLIGHT_CHARS:
             self.enabled = False
-        new_starts = [s for s in _newline_starts(new_text, start)]
+        new_starts = _newline_starts(new_text, start)
         delta = len(new_text) - (end - start)
-        tail = self._starts[old_last + 1:]
-        self._starts[old_first + 1:] = new_starts + [s + delta for s in tail]
+        if self._stale_from != old_last + 1:
+            self._settle_starts()
+        self._starts[old_first + 1:old_last + 1] = new_starts
         count = len(new_starts) + 1
+        self._stale_from = old_first + count
+        self._stale_by += delta
+        if self._stale_by == 0:
+            self._stale_from = len(self._starts)
         self._runs[old_first:old_last + 1] = [None] * count
         self._sync[old_first:old_last + 1] = bytes(count)
         self._lexed[old_first:old_last + 1] = bytes(count)
@@ -390,28 +403,33 @@ class Highlighter:
                 self._lex_provisionally(first, last)
         return elsewhere + [(i, self._runs[i] or ()) for i in range(first, last + 1)]
 
-    def step(self, budget_lines: int = 500) -> tuple[list[LineRuns], bool]:
-        """Lex about ``budget_lines`` more lines in the background.
+    def step(self, budget_lines: int = 500,
+             budget_ms: float | None = 10.0) -> tuple[list[LineRuns], bool]:
+        """Lex up to ``budget_lines`` more lines, stopping early after ``budget_ms``.
 
         Returns the lines whose runs changed (the view re-tags only those) and whether the
-        whole document is now verified.
+        whole document is now verified. The time budget matters because lexing speed varies
+        5× with the language and the machine's load (ADR 0012): a line count alone would
+        sometimes hold the Tk main loop for 80 ms.
         """
         if not self.enabled or self.done:
             return [], True
-        changed = self._advance(until_line=None, budget=budget_lines)
+        deadline = None if budget_ms is None else self._clock() + budget_ms / 1000.0
+        changed = self._advance(until_line=None, budget=budget_lines, deadline=deadline)
         return changed, self.done
 
     def all_runs(self) -> list[LineRuns]:
         """Lex everything that is left and return every line (tests and small files)."""
-        while not self.step(1_000_000)[1]:
+        while not self.step(1_000_000, budget_ms=None)[1]:
             pass
         return [(i, self._runs[i] or ()) for i in range(len(self._starts))]
 
     def line_of(self, offset: int) -> int:
         lo, hi = 0, len(self._starts) - 1
-        while lo < hi:  # bisect_right(starts, offset) - 1, written out to avoid a key func
+        starts, stale_from, stale_by = self._starts, self._stale_from, self._stale_by
+        while lo < hi:  # bisect_right(starts, offset) - 1, minding the pending shift
             mid = (lo + hi + 1) // 2
-            if self._starts[mid] <= offset:
+            if starts[mid] + (stale_by if mid >= stale_from else 0) <= offset:
                 lo = mid
             else:
                 hi = mid - 1
@@ -435,13 +453,14 @@ class Highlighter:
 
     def _start_pass(self) -> _Pass:
         start = self._sync_line_before(self._frontier)
-        lines = _lex_lines(self.lexer, self._text, self._starts[start], start, self._info)
+        lines = _lex_lines(self.lexer, self._text, self.line_start(start), start, self._info)
         self._pass = _Pass(lines, start)
         return self._pass
 
-    def _advance(self, until_line: int | None, budget: int | None) -> list[LineRuns]:
-        """Run the background pass until ``until_line`` is verified or ``budget`` lines are
-        lexed; returns the changed lines at or beyond the frontier."""
+    def _advance(self, until_line: int | None, budget: int | None,
+                 deadline: float | None = None) -> list[LineRuns]:
+        """Run the background pass until ``until_line`` is verified, ``budget`` lines are
+        lexed or the clock passes ``deadline``; returns the changed lines."""
         changed: list[LineRuns] = []
         lexed = 0
         n = len(self._starts)
@@ -449,6 +468,9 @@ class Highlighter:
             if until_line is not None and self._frontier > until_line:
                 break
             if budget is not None and lexed >= budget:
+                break
+            # Look at the clock every 16 lines only: a call costs more than lexing a short line.
+            if deadline is not None and lexed and lexed % 16 == 0 and self._clock() >= deadline:
                 break
             lex = self._pass or self._start_pass()
             got = next(lex.lines, None)
@@ -461,7 +483,11 @@ class Highlighter:
                 self._pass = None
                 break
             if got.line < self._frontier:
-                continue  # re-lexing verified lines between the sync line and the frontier
+                # Between the sync line and the frontier. Usually unchanged, but a regex lexer
+                # may decide early tokens by looking ahead: "/*" becomes a comment only once
+                # a "*/" is typed lines below. Store (and report) whatever differs.
+                self._store(got.line, got.runs, got.sync, changed)
+                continue
             if (self._lexed[got.line] and got.sync and self._sync[got.line] == got.sync
                     and self._runs[got.line] == got.runs and got.line > lex.start_line):
                 # Re-converged: this line and every reference line after it are right.
@@ -485,17 +511,27 @@ class Highlighter:
         """Lex ``first..last`` from a nearby column-0 line, leaving them unverified."""
         start = first
         for i in range(first, max(self._frontier, first - STRICT_SYNC_DISTANCE) - 1, -1):
-            ch = self._text[self._starts[i]:self._starts[i] + 1]
+            at = self.line_start(i)
+            ch = self._text[at:at + 1]
             known_opaque = self._runs[i] is not None and self._sync[i] == _NOT_SYNC
             if i == 0 or (ch and ch not in " \t\n\r\f" and not known_opaque):
                 start = i
                 break
-        lines = _lex_lines(self.lexer, self._text, self._starts[start], start, self._info)
+        lines = _lex_lines(self.lexer, self._text, self.line_start(start), start, self._info)
         for got in islice(lines, last - start + 1):
             if got.line >= first:
                 self._runs[got.line] = got.runs
                 self._sync[got.line] = got.sync
                 self._lexed[got.line] = 0
+
+
+    def _settle_starts(self) -> None:
+        """Apply the pending shift to the stored line starts (O(lines), rare)."""
+        if self._stale_by:
+            by, cut = self._stale_by, self._stale_from
+            self._starts[cut:] = [s + by for s in self._starts[cut:]]
+        self._stale_from = len(self._starts)
+        self._stale_by = 0
 
 
 def _newline_starts(text: str, base: int) -> list[int]:

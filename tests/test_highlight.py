@@ -138,6 +138,32 @@ def test_far_visible_region_is_lexed_provisionally_then_verified():
     assert h.all_runs() == fresh_runs("a.py", h.text)
 
 
+def test_closing_a_comment_below_restyles_lines_above_it():
+    # The C/JS lexers decide "/*" is a comment only when they see "*/" ahead (look-ahead):
+    # an edit on line 2 changes line 0.
+    h = Highlighter("a.js", "/*\n\n")
+    assert h.visible(0, 2)[0] == (0, (("syn.error", 0, 2),))
+    h.edit(4, 4, "*/")
+    shown = dict(h.visible(0, 2))
+    assert shown[0] == (("syn.comment", 0, 2),)
+
+
+def test_step_stops_at_its_time_budget():
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.001  # every look at the clock costs a simulated millisecond
+        return now[0]
+
+    text = "".join(f"x{i} = {i}\n" for i in range(1000))
+    h = Highlighter("a.py", text, clock=clock)
+    changed, done = h.step(budget_lines=1000, budget_ms=3.0)
+    assert not done
+    assert 16 <= len(changed) <= 64  # the clock is read every 16 lines
+    changed, done = h.step(budget_lines=1000, budget_ms=None)
+    assert done
+
+
 def test_visible_clamps_and_step_is_done_when_nothing_left():
     h = Highlighter("a.py", "x = 1")
     assert [line for line, _ in h.visible(-5, 99)] == [0]
@@ -158,7 +184,8 @@ def test_huge_documents_are_not_highlighted(monkeypatch):
 
 
 FRAGMENTS = ['"""', "'", '"', "#", "\n", "x = 1", "def f():", "(", ")", " ", "    ",
-             "\\", "/*", "*/", "//", "{", "}", "class A:", "return 2"]
+             "\\", "/*", "*/", "//", "{", "}", "class A:", "return 2", "\n\n", "f'{", "}'",
+             "`", "${"]
 
 
 @settings(max_examples=60, deadline=None)
