@@ -377,3 +377,13 @@ def test_when_the_supervisor_is_killed_its_children_and_their_agents_end(
     assert wait_until(lambda: not any(alive(p) for p in tree), timeout=15), \
         f"still alive: {[p for p in tree if alive(p)]}"
     assert pc.live_with_cookie(spawned.cookie) == []
+
+
+@pytest.mark.timeout(30)
+def test_without_a_stdin_pipe_the_stdin_grace_is_not_waited(fleet: Fleet) -> None:
+    spawned = fleet.start([PY, "-c", "import time; print('ready', flush=True); time.sleep(99)"],
+                          stdin=pc.DEVNULL)
+    read_line(spawned.popen)
+    report = pc.stop(spawned, stdin_grace=30.0, term_grace=5.0, kill_grace=2.0)
+    assert report.how == "terminated"
+    assert report.elapsed < 30.0  # it went straight to SIGTERM
