@@ -387,3 +387,13 @@ def test_without_a_stdin_pipe_the_stdin_grace_is_not_waited(fleet: Fleet) -> Non
     report = pc.stop(spawned, stdin_grace=30.0, term_grace=5.0, kill_grace=2.0)
     assert report.how == "terminated"
     assert report.elapsed < 30.0  # it went straight to SIGTERM
+
+
+@pytest.mark.timeout(30)
+def test_a_child_reaped_by_its_owner_is_forgotten(fleet: Fleet) -> None:
+    spawned = fleet.start([PY, "-c", "pass"])
+    assert spawned in pc.live_spawned()
+    assert spawned.popen.wait(timeout=10) == 0   # a monitor loop's poll()/wait()
+    assert spawned not in pc.live_spawned()
+    report = pc.stop(spawned, **FAST)            # still harmless afterwards
+    assert (report.how, report.returncode, report.survivors) == ("exited", 0, [])
