@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings, target
 from hypothesis import strategies as st
 
 from rio.document import Change, Document
@@ -108,6 +108,7 @@ class World:
     def __init__(self, text: str) -> None:
         self.core = Document(text)
         self.clients = {name: Client(Replica(text, 0, name), text) for name in ("ui", "agent")}
+        self.stale = 0  # requests the core had to transform: the concurrency under test
 
     def broadcast(self, changes: list[Change]) -> None:
         for change in changes:
@@ -126,6 +127,7 @@ class World:
         client = self.clients[name]
         if client.up:
             r = client.up.popleft()
+            self.stale += r.base_version < self.core.version
             self.broadcast([self.core.replace(r.start, r.end, r.text, origin=r.origin,
                                               base_version=r.base_version)])
 
@@ -181,6 +183,9 @@ def test_replicas_converge_with_the_core(initial, actions):
         for client in world.clients.values():   # the view always mirrors the replica's text
             assert client.view == client.replica.text
     world.settle()
+    # Steer generation towards schedules where many requests arrive stale.
+    target(float(world.stale), label="stale requests")
+    event("stale requests" if world.stale else "no stale request")
     for client in world.clients.values():
         assert client.replica.text == world.core.text()
         assert client.view == world.core.text()
