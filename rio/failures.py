@@ -9,6 +9,7 @@ Every failure becomes an :class:`~rio.errors.AgentError` whose leaf names what t
     agent.request_rejected     HTTP 400/404/413/422...            -> check model/endpoint/size
     agent.network              connect failure, reset, timeout, stream cut -> check network
     agent.unexpected_response  malformed SSE/JSON, wrong content type, over the size cap
+    agent.output_truncated     max_tokens ran out inside a tool call -> raise max_tokens
     agent.insecure_endpoint    a key would travel over plain http to another host
     agent.provider_crashed     a bug in Rio's provider code (not the server's fault)
 
@@ -66,6 +67,15 @@ def unexpected_response(provider: str, what: str, **details: Any) -> AgentError:
                       "Check that the endpoint is a real "
                       f"{'Anthropic' if provider == 'anthropic' else 'OpenAI-compatible'} API "
                       "server, then try again.", provider=provider, **details)
+
+
+def output_truncated(provider: str, tool_name: str) -> AgentError:
+    """The model hit its output limit while writing a tool call's input, so the call is
+    unusable; running it with half its arguments would be worse than not running it."""
+    return AgentError("output_truncated",
+                      f"The model ran out of output tokens while writing a {tool_name} call.",
+                      f"Raise max_tokens under [providers.{provider}] in config.toml, or ask "
+                      "for a smaller step.", provider=provider)
 
 
 def stream_cut(provider: str) -> AgentError:

@@ -404,3 +404,27 @@ def test_default_construction_reads_config_env_and_key(server: FakeModelServer,
     assert events[0] == Delta("configured")
     [request] = server.requests
     assert request.headers["x-api-key"] == KEY and request.json["model"] == "from-config"
+
+
+def test_max_tokens_inside_a_tool_call_is_output_truncated(server: FakeModelServer) -> None:
+    events = anthropic_events("Writing.",
+                              tool_uses=[("t1", "propose_edit", {"new_text": "x" * 50})],
+                              json_pieces=5, stop_reason="max_tokens")
+    # Drop the last input_json_delta: the input JSON ends half-way, as when tokens run out.
+    last_piece = max(i for i, e in enumerate(events) if b"input_json_delta" in e)
+    server.push(Reply(chunks=tuple(events[:last_piece] + events[last_piece + 1:])))
+    run = Run(server.url)
+    run()
+    assert run.text == "Writing."
+    assert not any(isinstance(e, ToolCall) for e in run.events)
+    assert run.failure.error.kind == "agent.output_truncated" and run.failure.partial
+    assert "max_tokens" in run.failure.error.next
+
+
+def test_broken_tool_json_without_max_tokens_is_unexpected(server: FakeModelServer) -> None:
+    events = anthropic_events(tool_uses=[("t1", "fs_read", {"path": "abc"})], json_pieces=3)
+    last_piece = max(i for i, e in enumerate(events) if b"input_json_delta" in e)
+    server.push(Reply(chunks=tuple(events[:last_piece] + events[last_piece + 1:])))
+    run = Run(server.url)
+    run()
+    assert run.failure.error.kind == "agent.unexpected_response"

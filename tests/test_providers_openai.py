@@ -12,6 +12,7 @@ from fakes.model_servers import (
     FakeModelServer, Reply, openai_chunks, openai_error, openai_text, openai_tool_call, sse)
 
 from rio.agent_config import ProviderSettings
+from rio.errors import AgentError
 from rio.failures import RetryPolicy
 from rio.providers.base import (
     Delta, Done, Event, Message, ProviderFailure, ProviderRequest, ToolCall, ToolResultBlock,
@@ -250,3 +251,16 @@ def test_cancel_closes_the_connection(server: FakeModelServer) -> None:
 
 def test_discovered_through_entry_points() -> None:
     assert discover_providers()["openai"] is OpenAICompatProvider
+
+
+def test_length_inside_tool_arguments_is_output_truncated() -> None:
+    posted: list[Event] = []
+    parser = OpenAIStreamParser(posted.append)
+    parser.handle(SseEvent("message", json.dumps({"choices": [{"delta": {"tool_calls": [
+        {"index": 0, "id": "c", "function": {"name": "propose_edit",
+                                             "arguments": '{"new_text": "abc'}}]}}]})))
+    with pytest.raises(AgentError) as caught:
+        parser.handle(SseEvent("message", json.dumps(
+            {"choices": [{"delta": {}, "finish_reason": "length"}]})))
+    assert caught.value.kind == "agent.output_truncated"
+    assert posted == []

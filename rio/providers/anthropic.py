@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
-from rio.failures import RetryPolicy, classify_stream_error, stream_cut, unexpected_response
+from rio.failures import (
+    RetryPolicy, classify_stream_error, output_truncated, stream_cut, unexpected_response)
 from rio.providers.base import (
     AuthFace, Delta, Done, Message, Post, ProviderRequest, Sleep, TextBlock, ToolCall,
     ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, stream_with_retries)
@@ -103,6 +104,7 @@ class AnthropicStreamParser:
         self._tools: dict[int, _ToolInProgress] = {}
         self._stop_reason = "end_turn"
         self._usage: dict[str, int] = {}
+        self._broken_tool: str | None = None
         self.started = False
         self.finished = False
 
@@ -157,8 +159,10 @@ class AnthropicStreamParser:
         try:
             tool_input = json.loads(raw)
         except ValueError:
-            raise unexpected_response(self._provider, f"the input of tool call {tool.name!r} "
-                                      "is not valid JSON") from None
+            # Judged at message_stop: after a max_tokens stop this is a truncation the user
+            # can fix, otherwise the server sent garbage.
+            self._broken_tool = self._broken_tool or tool.name
+            return
         if not isinstance(tool_input, dict):
             raise unexpected_response(self._provider, f"the input of tool call {tool.name!r} "
                                       "is not a JSON object")
@@ -171,6 +175,11 @@ class AnthropicStreamParser:
         self._merge_usage(data.get("usage"))
 
     def _on_message_stop(self, data: dict[str, Any]) -> None:
+        if self._broken_tool is not None:
+            if self._stop_reason == "max_tokens":
+                raise output_truncated(self._provider, self._broken_tool)
+            raise unexpected_response(self._provider, f"the input of tool call "
+                                      f"{self._broken_tool!r} is not valid JSON")
         self.finished = True
         self._post(Done(self._stop_reason, Usage(self._usage.get("input_tokens", 0),
                                                  self._usage.get("output_tokens", 0))))

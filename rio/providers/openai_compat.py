@@ -26,7 +26,8 @@ from typing import Any
 
 from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
 from rio.failures import (
-    RetryPolicy, classify_stream_error, insecure_endpoint, stream_cut, unexpected_response)
+    RetryPolicy, classify_stream_error, insecure_endpoint, output_truncated, stream_cut,
+    unexpected_response)
 from rio.providers.base import (
     AuthFace, Delta, Done, Message, Post, ProviderRequest, Sleep, TextBlock, ToolCall,
     ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, key_may_travel_to, stream_with_retries)
@@ -193,6 +194,8 @@ class OpenAIStreamParser:
             try:
                 arguments = json.loads(raw)
             except ValueError:
+                if self._finish_reason == "length":
+                    raise output_truncated(self._provider, tool.name or "tool") from None
                 raise unexpected_response(self._provider, f"the arguments of tool call "
                                           f"{tool.name!r} are not valid JSON") from None
             if not isinstance(arguments, dict) or not tool.name:
