@@ -36,14 +36,15 @@ def server() -> Iterator[FakeModelServer]:
 
 
 class Run:
-    def __init__(self, endpoint: str, key: str | None = None, **settings: object) -> None:
+    def __init__(self, endpoint: str, key: str | None = None, attempts: int = 3,
+                 **settings: object) -> None:
         self.events: list[Event] = []
         self.sleeps: list[float] = []
         config = ProviderSettings("openai", endpoint, "llama-test", max_tokens=256,
                                   timeout_s=10.0, **settings)  # type: ignore[arg-type]
         auth = BearerKeyAuth(lambda: (Secret(key) if key else None, "test"))
         self.provider = OpenAICompatProvider(config, auth=auth, sleep=self._sleep,
-                                             retry=RetryPolicy(max_attempts=3))
+                                             retry=RetryPolicy(max_attempts=attempts))
 
     async def _sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
@@ -264,3 +265,20 @@ def test_length_inside_tool_arguments_is_output_truncated() -> None:
             {"choices": [{"delta": {}, "finish_reason": "length"}]})))
     assert caught.value.kind == "agent.output_truncated"
     assert posted == []
+
+
+def test_script_entries_can_answer_from_the_request(server: FakeModelServer) -> None:
+    # The form agent-loop tests use: the reply depends on what the client sent.
+    server.push(lambda request: openai_text(f"{len(request.json['messages'])} messages"))
+    run = Run(server.url)
+    run()
+    assert run.text == "2 messages"  # system + user
+    assert server.wait_for_requests(1)[0].path == "/chat/completions"
+    assert server.pending == 0
+
+
+def test_an_exhausted_script_answers_500(server: FakeModelServer) -> None:
+    run = Run(server.url, attempts=1)
+    run()
+    assert run.failure.error.kind == "agent.server_error"
+    assert "script exhausted" in run.failure.error.message

@@ -77,6 +77,9 @@ class _State:
     received: threading.Event = field(default_factory=threading.Event)
     open_streams: int = 0
 
+    def __post_init__(self) -> None:
+        self.changed = threading.Condition(self.lock)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -107,6 +110,7 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.requests.append(request)
             entry = state.script.pop(0) if state.script else None
+            state.changed.notify_all()
         state.received.set()
         if entry is None:
             reply = json_reply(500, {"type": "error", "error": {
@@ -225,6 +229,21 @@ class FakeModelServer:
     def disconnected(self) -> threading.Event:
         """Set when a client went away while a stream was still being served."""
         return self.state.disconnected
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        """Block until ``count`` requests arrived (for tests driving another process)."""
+        with self.state.changed:
+            if not self.state.changed.wait_for(lambda: len(self.state.requests) >= count,
+                                               timeout):
+                raise AssertionError(f"expected {count} requests, got "
+                                     f"{len(self.state.requests)}")
+            return list(self.state.requests)
+
+    @property
+    def pending(self) -> int:
+        """Script entries not yet consumed."""
+        with self.state.lock:
+            return len(self.state.script)
 
     def push(self, *entries: ScriptEntry) -> None:
         with self.state.lock:
