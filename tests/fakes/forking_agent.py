@@ -12,12 +12,17 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
-from stubborn_agent import sleep_forever  # same folder: run as a script
+
+def sleep_forever() -> None:
+    while True:
+        time.sleep(3600)
 
 
 def _escape(report_fd: int) -> None:
-    """In the first child: new session, fork the helper, report its pid, exit."""
+    """In the first child: new session, fork the helper, report its pid, exit. The helper
+    inherits the new session and SIGTERM ignored."""
     os.setsid()
     pid = os.fork()
     if pid == 0:
