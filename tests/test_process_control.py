@@ -208,7 +208,6 @@ def test_stopping_a_child_that_already_exited(fleet: Fleet) -> None:
     assert wait_until(lambda: not alive(spawned.pid))
     report = pc.stop(spawned, **FAST)
     assert (report.how, report.returncode, report.swept) == ("exited", 3, [])
-    assert report.elapsed < FAST["stdin_grace"] + FAST["term_grace"]  # no grace was waited
     again = pc.stop(spawned, **FAST)  # stopping twice is harmless
     assert again.returncode == 3
 
@@ -384,9 +383,9 @@ def test_without_a_stdin_pipe_the_stdin_grace_is_not_waited(fleet: Fleet) -> Non
     spawned = fleet.start([PY, "-c", "import time; print('ready', flush=True); time.sleep(99)"],
                           stdin=pc.DEVNULL)
     read_line(spawned.popen)
-    report = pc.stop(spawned, stdin_grace=30.0, term_grace=5.0, kill_grace=2.0)
+    # Were the stdin grace waited, the test's own timeout would fail it long before.
+    report = pc.stop(spawned, stdin_grace=3600.0, term_grace=5.0, kill_grace=2.0)
     assert report.how == "terminated"
-    assert report.elapsed < 30.0  # it went straight to SIGTERM
 
 
 @pytest.mark.timeout(30)
