@@ -48,6 +48,8 @@ class Endpoints:
     requests: str
     events: str
     server_key: bytes | None = None   # CURVE: the server's public key (tcp only)
+    client_public: bytes | None = None  # CURVE: this client's authorised keypair (Z85);
+    client_secret: bytes | None = None  # without one a throwaway pair is used (ZAP refuses it)
 
 
 class BusConnection:
@@ -73,7 +75,10 @@ class BusConnection:
         self.sub = self.ctx.socket(zmq.SUB)
         configure(self.sub)
         if endpoints.server_key is not None:
-            public, secret = zmq.curve_keypair()
+            if endpoints.client_secret is not None and endpoints.client_public is not None:
+                public, secret = endpoints.client_public, endpoints.client_secret
+            else:
+                public, secret = zmq.curve_keypair()
             for sock in (self.dealer, self.sub):
                 sock.curve_serverkey = endpoints.server_key
                 sock.curve_publickey = public
