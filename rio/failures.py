@@ -229,9 +229,10 @@ def classify_exception(provider: str, exc: BaseException, endpoint: str = "") ->
                           f"URL ({exc}).", f"Fix endpoint under [providers.{provider}] in "
                           "config.toml.", provider=provider)
     if isinstance(exc, (httpx.TransportError, httpx.StreamError)):
-        return AgentError("network", f"The connection to {provider} was cut ({type(exc).__name__}"
-                          f": {exc}).", "Check your network connection and try again.",
-                          provider=provider)
+        said = f": {exc}" if str(exc) else ""
+        return AgentError("network", f"The connection to {provider} was cut "
+                          f"({type(exc).__name__}{said}).",
+                          "Check your network connection and try again.", provider=provider)
     if isinstance(exc, (ValueError, UnicodeError)):
         return unexpected_response(provider, str(exc)[:200])
     return provider_crashed(exc)

@@ -428,3 +428,11 @@ def test_broken_tool_json_without_max_tokens_is_unexpected(server: FakeModelServ
     run = Run(server.url)
     run()
     assert run.failure.error.kind == "agent.unexpected_response"
+
+
+def test_connection_reset_mid_stream_is_network_partial(server: FakeModelServer) -> None:
+    server.push(Reply(chunks=tuple(anthropic_events("one ", "two"))).cut(after=4, reset=True))
+    run = Run(server.url)
+    run()
+    assert run.text == "one "
+    assert run.failure.error.kind == "agent.network" and run.failure.partial

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -44,9 +45,11 @@ class Reply:
     cut_after: int | None = None
     hold_open: bool = False
     streamed: bool = True
+    reset: bool = False
 
-    def cut(self, after: int) -> Reply:
-        return replace(self, cut_after=after)
+    def cut(self, after: int, reset: bool = False) -> Reply:
+        """Close after ``after`` chunks: with FIN, or with a TCP reset when ``reset``."""
+        return replace(self, cut_after=after, reset=reset)
 
     def slow(self, delay_s: float = 0.0, hold_open: bool = True) -> Reply:
         return replace(self, delay_s=delay_s, hold_open=hold_open)
@@ -147,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for number, chunk in enumerate(reply.chunks):
                 if reply.cut_after is not None and number >= reply.cut_after:
-                    self._cut()
+                    self._cut(reply.reset)
                     return
                 if reply.delay_s and self._client_gone(reply.delay_s):
                     state.disconnected.set()
@@ -155,7 +158,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
             if reply.cut_after is not None:
-                self._cut()
+                self._cut(reply.reset)
                 return
             if reply.hold_open:
                 while not state.closing.is_set():
@@ -187,10 +190,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         return True
 
-    def _cut(self) -> None:
+    def _cut(self, reset: bool = False) -> None:
         self.close_connection = True
         try:
-            self.connection.shutdown(socket.SHUT_RDWR)
+            if reset:
+                # Linger on with a zero timeout makes close() send RST instead of FIN:
+                # the client sees "connection reset by peer", as when a proxy dies.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+                self.rfile.close()
+                self.connection.close()
+            else:
+                self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
 
