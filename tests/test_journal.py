@@ -1,0 +1,256 @@
+"""The journal: round trip, torn tails, corruption, compaction, discard, permissions, crashes."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rio.document import Document
+from rio.errors import FileError
+from rio.journal import (MAGIC, JournalWriter, MemoryJournalStore, OsJournalStore,
+                         encode_record, keeps_base_text, recover)
+
+HEADER = {"buffer": "b1", "path": "src/a.py", "format": {"encoding": "utf-8", "newline": "lf"},
+          "fingerprint": {"size": 5, "mtime_ns": 123, "sha256": "ab"}}
+
+
+def edit_session(store, name="b1", base="hello", header=HEADER, keep_base=True):
+    """A document whose every change goes to a journal, like the document actor does."""
+    doc = Document(base)
+    writer = JournalWriter(store, name, header, base if keep_base else None)
+    return doc, writer
+
+
+def do(doc, writer, start, end, text):
+    change = doc.replace(start, end, text)
+    writer.append(change)
+    return change
+
+
+def test_round_trip_recovers_text_version_and_header():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store)
+    do(doc, writer, 5, 5, " world")
+    do(doc, writer, 0, 1, "J")
+    for change in doc.undo():
+        writer.append(change)
+    writer.flush()
+    got = recover(store.read("b1"))
+    assert got.text == doc.text() == "hello world"
+    assert got.version == doc.version == 3
+    assert got.header == HEADER and not got.dropped_tail and got.replayed == 3
+
+
+def test_untitled_unicode_round_trip():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, header={"buffer": "u1", "path": None}, base="")
+    do(doc, writer, 0, 0, "😀 naïve\n中文")
+    assert recover(store.read("b1")).text == "😀 naïve\n中文"
+
+
+def full_journal() -> tuple[bytes, list[tuple[int, str]]]:
+    """A journal and, for each record boundary, (offset, text recovered up to there)."""
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, base="abc")
+    boundaries = [(len(store.read("b1")), doc.text())]
+    for start, end, text in [(3, 3, "d"), (0, 1, "😀"), (1, 3, ""), (0, 0, "x\ny"), (2, 4, "Z")]:
+        do(doc, writer, start, end, text)
+        boundaries.append((len(store.read("b1")), doc.text()))
+    return store.read("b1"), boundaries
+
+
+def test_torn_tail_at_every_byte_recovers_the_prefix_exactly():
+    data, boundaries = full_journal()
+    header_end = boundaries[0][0]
+    for cut in range(len(data) + 1):
+        if cut < header_end:
+            with pytest.raises(FileError) as caught:
+                recover(data[:cut])
+            assert caught.value.kind == "file.journal_unreadable"
+            continue
+        got = recover(data[:cut])
+        complete = [(off, text) for off, text in boundaries if off <= cut]
+        offset, expected = complete[-1]
+        assert got.text == expected
+        assert got.version == len(complete) - 1
+        assert got.dropped_tail == (cut != offset)
+
+
+def test_flipped_byte_is_caught_by_the_crc():
+    data, boundaries = full_journal()
+    second_change = boundaries[1][0]
+    corrupt = bytearray(data)
+    corrupt[second_change + 10] ^= 0xFF          # inside the second change's body
+    got = recover(bytes(corrupt))
+    assert got.text == boundaries[1][1] and got.version == 1 and got.dropped_tail
+
+
+def test_a_record_out_of_order_is_not_replayed():
+    data, boundaries = full_journal()
+    bad = data + encode_record([0, 0, "late", 99])
+    got = recover(bad)
+    assert got.text == boundaries[-1][1] and got.dropped_tail
+
+
+@given(st.binary(max_size=64))
+@settings(max_examples=200, deadline=None)
+def test_garbage_after_the_journal_never_changes_what_is_recovered(junk):
+    data, boundaries = full_journal()
+    got = recover(data + junk)
+    assert got.text == boundaries[-1][1]
+    assert got.dropped_tail == bool(junk)
+
+
+def test_garbage_is_not_a_journal():
+    with pytest.raises(FileError) as caught:
+        recover(b"not a journal at all", location="/state/journals/b1")
+    assert caught.value.kind == "file.journal_unreadable"
+    assert "/state/journals/b1" in caught.value.next
+
+
+def test_compaction_rewrites_a_snapshot():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, base="x")
+    for i in range(200):
+        do(doc, writer, 0, len(doc), f"text {i}")
+    before = len(store.read("b1"))
+    writer.compact(doc.text(), doc.version)
+    assert len(store.read("b1")) < before / 10
+    do(doc, writer, 0, 0, ">")
+    got = recover(store.read("b1"))
+    assert got.text == ">text 199" and got.version == 201 and got.replayed == 1
+
+
+def test_should_compact_once_changes_outgrow_the_text(monkeypatch):
+    import rio.journal as journal
+    monkeypatch.setattr(journal, "COMPACT_FLOOR", 100)
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, base="x")
+    assert not writer.should_compact(len(doc))
+    for i in range(20):
+        do(doc, writer, 0, len(doc), f"text {i}")
+    assert writer.should_compact(len(doc))
+    writer.compact(doc.text(), doc.version)
+    assert not writer.should_compact(len(doc))
+
+
+def test_big_file_keeps_only_a_fingerprint_and_reads_the_base():
+    assert keeps_base_text(None, 10**9) and keeps_base_text("a", 16 * 1024 * 1024)
+    assert not keeps_base_text("a", 16 * 1024 * 1024 + 1)
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, keep_base=False)
+    do(doc, writer, 0, 0, ">")
+    assert b"hello" not in store.read("b1")
+    got = recover(store.read("b1"), read_base=lambda: ("hello", dict(HEADER["fingerprint"])))
+    assert got.text == ">hello"
+
+
+def test_changed_file_under_a_fingerprint_journal_is_a_conflict():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, keep_base=False)
+    do(doc, writer, 0, 0, ">")
+    with pytest.raises(FileError) as caught:
+        recover(store.read("b1"), read_base=lambda: ("HELLO", {"size": 5, "mtime_ns": 999}),
+                location="/state/journals/b1")
+    assert caught.value.kind == "file.conflict"
+    assert "/state/journals/b1" in caught.value.message
+    assert store.read("b1")                                  # the journal is still there
+    with pytest.raises(FileError) as caught:
+        recover(store.read("b1"))
+    assert caught.value.kind == "file.journal_needs_base"
+
+
+def test_crash_keeps_exactly_what_was_flushed():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store)
+    do(doc, writer, 5, 5, "!")
+    writer.flush()
+    flushed = doc.text()
+    do(doc, writer, 0, 0, "lost ")
+    store.crash()
+    got = recover(store.read("b1"))
+    assert got.text == flushed and not got.dropped_tail
+
+
+def test_discard_removes_the_journal():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store)
+    do(doc, writer, 0, 0, "x")
+    writer.discard()
+    assert store.list() == []
+    with pytest.raises(FileError):
+        writer.append(doc.replace(0, 0, "y"))
+
+
+def test_bad_names_are_refused():
+    for name in ["../escape", "a/b", "", ".hidden", "x.tmp"]:
+        with pytest.raises(FileError) as caught:
+            MemoryJournalStore().append_bytes(name, b"x")
+        assert caught.value.kind == "file.bad_journal_name"
+
+
+# --- the OS store ---------------------------------------------------------------------------
+
+
+def test_os_store_files_are_private_and_round_trip(tmp_path):
+    folder = tmp_path / "journals"
+    store = OsJournalStore(folder)
+    try:
+        doc, writer = edit_session(store)
+        do(doc, writer, 5, 5, " there")
+        writer.flush()
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(folder / "b1").st_mode) == 0o600
+        assert store.list() == ["b1"]
+        assert recover(store.read("b1"), location=store.location("b1")).text == "hello there"
+        writer.compact(doc.text(), doc.version)
+        assert stat.S_IMODE(os.stat(folder / "b1").st_mode) == 0o600
+        do(doc, writer, 0, 0, "¡")
+        writer.close()
+        assert recover(store.read("b1")).text == "¡hello there"
+        assert store.list() == ["b1"]                      # close keeps it; discard removes it
+        writer.discard()
+        assert store.list() == [] and not (folder / "b1").exists()
+    finally:
+        store.close_all()
+
+
+def test_os_store_tightens_an_existing_folder(tmp_path):
+    folder = tmp_path / "journals"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    OsJournalStore(folder)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+
+
+def test_os_store_torn_file_recovers_prefix(tmp_path):
+    store = OsJournalStore(tmp_path / "j")
+    try:
+        doc, writer = edit_session(store)
+        do(doc, writer, 0, 0, "a")
+        writer.flush()
+        do(doc, writer, 0, 0, "b")
+        writer.close()
+        path = tmp_path / "j" / "b1"
+        data = path.read_bytes()
+        path.write_bytes(data[:-2])                        # kill -9 in the middle of a write
+        got = recover(store.read("b1"))
+        assert got.text == "ahello" and got.dropped_tail
+    finally:
+        store.close_all()
+
+
+def test_reading_a_missing_journal_is_a_file_error(tmp_path):
+    with pytest.raises(FileError) as caught:
+        OsJournalStore(tmp_path).read("nothing")
+    assert caught.value.kind == "file.read_failed"
+
+
+def test_magic_is_first():
+    store = MemoryJournalStore()
+    edit_session(store)
+    assert store.read("b1").startswith(MAGIC)
