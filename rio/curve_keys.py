@@ -1,0 +1,212 @@
+"""CURVE key files for remote access: the server's keypair, client keypairs, authorised clients.
+
+Layout under ``config_base()/curve/`` (folder 0700, every file 0600)::
+
+    server.key              the server's public key (give it to clients: --server-key)
+    server.key_secret       the server's public + secret key
+    authorized_clients/     NAME.key: one public key per client the server accepts
+    clients/                NAME.key + NAME.key_secret: client keypairs made on this machine
+
+Files use pyzmq's certificate format (``zmq.auth.load_certificate`` reads them), so the ZAP
+authenticator can load ``authorized_clients/`` as it is. Keys are Z85 text (40 characters).
+Only key material lives here: no sockets (the listener is actors/remote.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import zmq
+import zmq.auth
+from zmq.utils import z85
+
+from rio.errors import BusError, ConfigError
+from rio.instance import config_base
+
+SERVER = "server"
+AUTHORIZED = "authorized_clients"
+CLIENTS = "clients"
+_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_Z85_KEY = re.compile(r"^[0-9a-zA-Z.:+=^!/*?&<>()\[\]{}@%$#-]{40}$")
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    public: bytes            # Z85, 40 bytes
+    secret: bytes | None     # Z85, 40 bytes; None for a public-only file
+
+
+def curve_dir(base: Path | None = None) -> Path:
+    """The curve folder (``config_base()/curve`` unless ``base`` says otherwise)."""
+    return base if base is not None else config_base() / "curve"
+
+
+def private_folder(path: Path) -> Path:
+    """Create ``path`` as 0700 (and fix a looser mode): key folders are for the user alone."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if stat.S_IMODE(path.stat().st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    return path
+
+
+def check_client_name(name: str) -> str:
+    if not _NAME_OK.match(name):
+        raise ConfigError("bad_client_name", f"Client name {name!r} is not allowed.",
+                          "Use letters, digits, '.', '_' or '-' (at most 64 characters).")
+    return name
+
+
+def check_public_key(key: str | bytes) -> bytes:
+    raw = key.encode() if isinstance(key, str) else key
+    raw = raw.strip()
+    if not _Z85_KEY.match(raw.decode(errors="replace")) or len(z85.decode(raw)) != 32:
+        raise ConfigError("bad_public_key", "That is not a CURVE public key.",
+                          "Copy the 40-character key printed by `rio keys` exactly.")
+    return raw
+
+
+# --- files --------------------------------------------------------------------------------------
+
+def write_key_file(path: Path, public: bytes, secret: bytes | None = None) -> Path:
+    """Write a pyzmq-format certificate, 0600 from the first byte, replaced atomically."""
+    lines = [f"#   Rio CURVE {'secret' if secret else 'public'} key, "
+             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC",
+             "#   ZeroMQ certificate format (zmq.auth.load_certificate reads it).",
+             "" if secret is None else "#   SECRET: never share this file.",
+             "metadata", "curve", f'    public-key = "{public.decode()}"']
+    if secret is not None:
+        lines.append(f'    secret-key = "{secret.decode()}"')
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_key_file(path: Path) -> KeyPair:
+    try:
+        public, secret = zmq.auth.load_certificate(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError("bad_key_file", f"Cannot read the key file {path}: {exc}",
+                          "Create it again with `rio keys` (or `rio keys --client NAME`).") \
+            from None
+    return KeyPair(check_public_key(public), secret)
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+def server_paths(base: Path | None = None) -> tuple[Path, Path]:
+    folder = curve_dir(base)
+    return folder / f"{SERVER}.key", folder / f"{SERVER}.key_secret"
+
+
+def create_server_keys(base: Path | None = None, *, replace: bool = False) -> tuple[KeyPair, bool]:
+    """The server keypair, created when missing (or when ``replace``); returns (keys, created)."""
+    folder = private_folder(curve_dir(base))
+    private_folder(folder / AUTHORIZED)
+    public_file, secret_file = server_paths(base)
+    if secret_file.exists() and not replace:
+        return read_key_file(secret_file), False
+    public, secret = zmq.curve_keypair()
+    write_key_file(secret_file, public, secret)
+    write_key_file(public_file, public)
+    return KeyPair(public, secret), True
+
+
+def load_server_keys(base: Path | None = None) -> KeyPair:
+    """The server keypair for ``rio serve --listen``; missing keys are an error naming `rio keys`."""
+    _public_file, secret_file = server_paths(base)
+    if not secret_file.exists():
+        raise BusError("no_server_keys",
+                       f"Remote access needs the server's CURVE keys and {secret_file} does not "
+                       "exist.",
+                       "Run `rio keys` once to create them, authorise a client with "
+                       "`rio keys --client NAME`, then start `rio serve --listen` again.")
+    pair = read_key_file(secret_file)
+    if pair.secret is None:
+        raise ConfigError("bad_key_file", f"{secret_file} holds no secret key.",
+                          "Create the server keys again with `rio keys --rotate`.")
+    return pair
+
+
+# --- clients ------------------------------------------------------------------------------------
+
+def authorized_dir(base: Path | None = None) -> Path:
+    return private_folder(curve_dir(base) / AUTHORIZED)
+
+
+def authorize(name: str, public: str | bytes, base: Path | None = None) -> Path:
+    """Let the client with this public key connect (takes effect within a few seconds)."""
+    key = check_public_key(public)
+    return write_key_file(authorized_dir(base) / f"{check_client_name(name)}.key", key)
+
+
+def revoke(name: str, base: Path | None = None) -> bool:
+    """Refuse new connections with this client's key; open connections stay until they close."""
+    try:
+        (authorized_dir(base) / f"{check_client_name(name)}.key").unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def authorized(base: Path | None = None) -> dict[str, bytes]:
+    """Name → public key of every authorised client."""
+    folder = curve_dir(base) / AUTHORIZED
+    if not folder.is_dir():
+        return {}
+    return {p.stem: read_key_file(p).public for p in sorted(folder.glob("*.key"))}
+
+
+def create_client_keys(name: str, base: Path | None = None, *,
+                       authorise: bool = True) -> tuple[KeyPair, Path]:
+    """A new client keypair in ``clients/`` (and its public key authorised); returns the secret file."""
+    check_client_name(name)
+    folder = private_folder(curve_dir(base) / CLIENTS)
+    public, secret = zmq.curve_keypair()
+    secret_file = write_key_file(folder / f"{name}.key_secret", public, secret)
+    write_key_file(folder / f"{name}.key", public)
+    if authorise:
+        authorize(name, public, base)
+    return KeyPair(public, secret), secret_file
+
+
+def client_key_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    override = env.get("RIO_CLIENT_KEY_DIR")
+    return Path(override) if override else curve_dir() / CLIENTS
+
+
+def load_client_keys(environ: dict[str, str] | None = None) -> KeyPair:
+    """The keypair a remote client presents: RIO_CLIENT_KEY_DIR (or config/curve/clients/),
+    the file named by RIO_CLIENT_KEY, else the only ``*.key_secret`` there."""
+    env = os.environ if environ is None else environ
+    folder = client_key_dir(env)
+    wanted = env.get("RIO_CLIENT_KEY")
+    if wanted:
+        candidates = [folder / f"{check_client_name(wanted)}.key_secret"]
+        candidates = [p for p in candidates if p.exists()]
+    else:
+        candidates = sorted(folder.glob("*.key_secret")) if folder.is_dir() else []
+    if not candidates:
+        raise BusError("no_client_key", f"No client key in {folder}"
+                       + (f" named {wanted!r}." if wanted else "."),
+                       "Run `rio keys --client NAME` on the server and copy the .key_secret "
+                       "file it names into that folder (or set RIO_CLIENT_KEY_DIR).")
+    if len(candidates) > 1:
+        names = ", ".join(p.stem for p in candidates)
+        raise BusError("ambiguous_client_key", f"Several client keys in {folder} ({names}).",
+                       "Pick one with RIO_CLIENT_KEY=NAME.")
+    pair = read_key_file(candidates[0])
+    if pair.secret is None:
+        raise ConfigError("bad_key_file", f"{candidates[0]} holds no secret key.",
+                          "Copy the .key_secret file, not the .key file.")
+    return pair
