@@ -16,7 +16,7 @@ import time
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass, replace as dc_replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from rio.errors import BufferError
 from rio.text import ChunkedText
@@ -148,7 +148,7 @@ class Document:
         return self.apply([(start, end, text)], origin=origin, base_version=base_version,
                           label=label)[0]
 
-    def apply(self, edits: Sequence[tuple[int, int, str] | RangeEdit], *, origin: str = "user",
+    def apply(self, edits: Sequence[Sequence[Any] | RangeEdit], *, origin: str = "user",
               base_version: int | None = None, label: str | None = None) -> list[Change]:
         """Several edits made on the same version, applied as ONE undo step.
 
@@ -156,7 +156,12 @@ class Document:
         ``base_version`` and over the earlier edits of the list (so their order only matters on
         ties, where the earlier one stays first). Replace-all and an agent's batch use this.
         """
-        plain = [e if isinstance(e, tuple) else (e.start, e.end, e.text) for e in edits]
+        # Triples arrive as lists from msgpack, or as Edit/Change records from Python callers.
+        plain = [tuple(e) if isinstance(e, (tuple, list)) else (e.start, e.end, e.text)
+                 for e in edits]
+        if any(len(e) != 3 for e in plain):
+            raise BufferError("buffer.bad_range", "Each edit must be [start, end, text].",
+                              "Send edits as [start, end, text] triples.")
         if not plain:
             return []
         landed = self.changes_since(self.version if base_version is None else base_version)

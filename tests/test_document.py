@@ -240,6 +240,16 @@ def test_apply_is_one_step_and_edits_are_concurrent():
     assert doc.text() == "one two one"
 
 
+def test_apply_takes_wire_lists_and_records():
+    from rio.transform import Edit
+    doc = Document("abc")
+    doc.apply([[0, 1, "A"], Edit(2, 3, "C")])
+    assert doc.text() == "AbC"
+    with pytest.raises(BufferError) as caught:
+        doc.apply([[0, 1]])
+    assert caught.value.kind == "buffer.bad_range"
+
+
 def test_dirty_follows_the_saved_state(clock):
     doc = Document("abc", clock=clock)
     assert not doc.dirty

@@ -99,7 +99,7 @@ class TextMachine(RuleBasedStateMachine):
         assert self.t.line_count == self.s.count("\n") + 1
 
 
-TextMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+TextMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=30, deadline=None)
 
 
 @pytest.mark.usefixtures("small_chunks")
