@@ -102,13 +102,12 @@ def _watch_stdin(stopping: threading.Event) -> None:
     stopping.set()
 
 
-def _set_pdeathsig() -> None:
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+def _parent_gone(host: "Host") -> None:
+    """The supervisor vanished: end cleanly (journals flushed), but never linger."""
+    host.stopping.set()
+    timer = threading.Timer(5.0, lambda: os._exit(1))
+    timer.daemon = True
+    timer.start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format=f"%(asctime)s {args.process}[%(process)d] %(name)s: %(message)s")
-    _set_pdeathsig()
+    from actors import process_control
     import actors.factories  # noqa: F401 -- registers the actor factories
 
     host = Host(args)
@@ -133,11 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.stdin_watchdog:
         threading.Thread(target=_watch_stdin, args=(host.stopping,), daemon=True,
                          name="stdin-watchdog").start()
+    # PR_SET_PDEATHSIG (set at spawn) sends SIGTERM; the lifeline pipe catches the rest.
+    process_control.watchdog_from_parent(lambda: _parent_gone(host))
     try:
         return host.run()
     finally:
         pykka.ActorRegistry.stop_all(timeout=5)
+        process_control.stop_all(**process_control.ORPHAN_GRACES)  # agents, run commands
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the canonical module's main: the factories register into actors.host, not __main__.
+    from actors.host import main as canonical_main
+    sys.exit(canonical_main())

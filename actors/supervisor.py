@@ -12,6 +12,7 @@ that the monitor loop publishes under a lock.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -106,13 +107,11 @@ class Supervisor:
         self.paths.write_info(InstanceInfo(self.name, str(self.root), os.getpid(),
                                            endpoints.requests, endpoints.events, self.started))
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for spec in self.config.processes.values():
-            if spec.per:          # started on demand (one per agent conversation)
-                continue
-            if spec.when == "desktop" and not self.desktop:
+        for spec in self.config.to_start(desktop=self.desktop):
+            if spec.per != "instance":   # started on demand (one per agent conversation)
                 continue
             child = Child(spec, self._argv_for(spec))
-            child.budget = RestartBudget(spec)
+            child.budget = spec.budget()
             self.children[spec.name] = child
             self._spawn(child)
         self.conn = connect(endpoints, name="supervisor")
@@ -191,9 +190,9 @@ class Supervisor:
 
     def _ping(self, child: Child, now: float) -> None:
         spec = child.spec
-        if "ui" in spec.actors or spec.ping_interval_ms <= 0:
+        if "ui" in spec.actors or spec.ping_interval_s <= 0:
             return
-        interval = spec.ping_interval_ms / 1000
+        interval = spec.ping_interval_s
         if child.ping_outstanding is not None:
             if now - child.ping_sent_at < interval:
                 return
@@ -205,7 +204,8 @@ class Supervisor:
             if child.missed_pings >= spec.ping_misses:
                 child.last_exit = f"hung: {child.missed_pings} pings missed"
                 self._event(child, "hung")
-                process_control.stop(child.spawned, stdin_grace=0, term_grace=0.5)
+                process_control.stop(child.spawned, stdin_grace=0, term_grace=0.5,
+                                     kill_grace=1.0)
                 self._exited(child, None, now, hung=True)
             return
         if now - child.ping_sent_at < interval and child.ready:
@@ -291,17 +291,17 @@ class Supervisor:
 
     def spawn_on_demand(self, args: dict[str, Any]) -> dict[str, Any]:
         kind, key = args["kind"], args["key"]
-        spec = self.config.processes.get(kind)
-        if spec is None or not spec.per:
+        spec = next((p for p in self.config.processes if p.name == kind), None)
+        if spec is None or spec.per == "instance":
             raise ConfigError("invalid", f"No on-demand process kind {kind!r} in supervisor.toml.")
         name = f"{kind}:{key}"
         with self.lock:
             child = self.children.get(name)
             if child is not None and child.state in ("running", "starting", "restarting"):
                 return {"name": name, "pid": child.pid, "state": child.state}
-            spec = spec.renamed(name)
+            spec = dataclasses.replace(spec, name=name)
             child = Child(spec, self._argv_for(spec))
-            child.budget = RestartBudget(spec)
+            child.budget = spec.budget()
             self.children[name] = child
             self._spawn(child)
             return {"name": name, "pid": child.pid, "state": child.state}
@@ -327,9 +327,7 @@ class Supervisor:
         for child in order:
             if child.spawned is not None and child.state in ("running", "restarting", "starting"):
                 child.state = "stopping"
-                process_control.stop(child.spawned,
-                                     stdin_grace=child.spec.stdin_grace_ms / 1000,
-                                     term_grace=child.spec.term_grace_ms / 1000)
+                process_control.stop(child.spawned, **child.spec.stop_graces())
                 child.state = "stopped"
         # Anything that escaped to us as subreaper and still carries our cookies:
         for child in children:
@@ -366,9 +364,7 @@ def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
     try:
         from rio.instance import config_base
         user = config_base() / "supervisor.toml"
-        config = load_config(REPO_ROOT / "supervisor.toml" if (REPO_ROOT / "supervisor.toml")
-                             .exists() else None, user if user.exists() else None,
-                             placement=placement)
+        config = load_config(None, user if user.exists() else None, placement=placement)
         sup = Supervisor(root=root, instance=instance, desktop=desktop, config=config,
                          listen=listen, fault_injection=fault_injection, open_files=open_files)
         sup.start()

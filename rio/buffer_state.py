@@ -32,12 +32,13 @@ Events = list[tuple[str, dict[str, Any]]]
 def change_event(buffer_id: str, change: Change) -> tuple[str, dict[str, Any]]:
     return ("buffer.changed", {"buffer": buffer_id, "version": change.version,
                                "start": change.start, "end": change.end, "text": change.text,
-                               "origin": change.origin, "label": change.label})
+                               "origin": change.origin, "label": change.label,
+                               "kind": change.kind})
 
 
 def change_wire(change: Change) -> dict[str, Any]:
     return {"version": change.version, "start": change.start, "end": change.end,
-            "text": change.text, "origin": change.origin}
+            "text": change.text, "origin": change.origin, "kind": change.kind}
 
 
 @dataclass(frozen=True)
@@ -98,22 +99,9 @@ class OpenBuffer:
                 [change_event(self.id, change)])
 
     def op_apply(self, args: dict[str, Any]) -> tuple[Any, Events]:
-        edits = sorted(args["edits"], key=lambda e: (e[0], e[1]), reverse=True)
-        for (s1, e1, _), (s2, e2, _) in zip(edits[1:], edits):
-            if e1 > s2:
-                raise BufferError("bad_range", "buffer.apply: the edits overlap.",
-                                  "Send edits whose ranges do not overlap.")
-        before = self.document.version
-        changes: list[Change] = []
-        base = args["base_version"]
-        for start, end, text in edits:
-            # Descending order: an applied edit never moves the ones still to come.
-            changes.append(self.document.replace(start, end, text, origin=args["origin"],
-                                                 base_version=base, label=args["label"]))
-            if base is not None:
-                base = None if base == before else base
-        if len(changes) > 1:
-            self.document.merge_since(before, args["label"] or "Replace All")
+        changes = self.document.apply([tuple(e) for e in args["edits"]], origin=args["origin"],
+                                      base_version=args["base_version"],
+                                      label=args["label"] or "Replace All")
         self._journal(changes)
         return ({"version": self.document.version, "count": len(changes)},
                 [change_event(self.id, c) for c in changes])
@@ -219,6 +207,8 @@ class OpenBuffer:
             return
         for change in changes:
             self.journal.append(change)
+        if self.journal.should_compact(len(self.document.buffer)):
+            self.journal.compact(self.document.text(), self.document.version)
 
     def _start_journal(self, changes: list[Change]) -> None:
         # The base is the text before these changes: rebuild it by undoing them on a copy.
@@ -231,7 +221,8 @@ class OpenBuffer:
                   "base_version": changes[0].version - 1}
         keep_text = self.path is None or len(text) <= JOURNAL_BASE_TEXT_LIMIT
         self.journal = JournalWriter(self.journal_store, self.id, header,
-                                     text if keep_text else None)
+                                     text if keep_text else None,
+                                     base_version=changes[0].version - 1)
         for change in changes:
             self.journal.append(change)
 

@@ -355,3 +355,14 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
     # Stopping short of the end means a torn or corrupt record: everything after it is dropped.
     dropped = not clean or position != len(data)
     return Recovered(header, text.text(), version, dropped, replayed)
+
+
+def peek_header(data: bytes) -> dict[str, Any]:
+    """The header of a journal without replaying it ({} when unreadable)."""
+    if not data.startswith(MAGIC):
+        return {}
+    first = next(_records(data, len(MAGIC)), None)
+    if first is None or not isinstance(first[0], dict):
+        return {}
+    header = first[0].get("header")
+    return header if isinstance(header, dict) else {}

@@ -1,0 +1,184 @@
+"""Start and end real ``rio serve`` instances for tests and benchmarks.
+
+Every instance gets its own runtime, state and config folders under the test's tmp path, so tests
+never see the user's Rio nor each other. :meth:`RioServer.stop` ends the whole tree and checks
+that nothing with the instance's processes survived.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def rio_env(base: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    runtime = Path("/tmp") / f"rio-t-{uuid.uuid4().hex[:8]}"   # short: ipc paths ≤ 107 bytes
+    env.update({"RIO_RUNTIME_DIR": str(runtime), "RIO_STATE_DIR": str(base / "state"),
+                "RIO_CONFIG_DIR": str(base / "config"), "PYTHONPATH": str(REPO),
+                "RIO_LOG_LEVEL": env.get("RIO_LOG_LEVEL", "WARNING")})
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    return env
+
+
+class RioServer:
+    """One ``rio serve`` process tree on ``root``."""
+
+    def __init__(self, root: Path, base: Path, *, name: str | None = None,
+                 extra_args: list[str] | None = None, env: dict[str, str] | None = None):
+        self.root = root
+        self.base = base
+        self.name = name or f"t{uuid.uuid4().hex[:8]}"
+        self.env = env or rio_env(base)
+        self.extra_args = extra_args or []
+        self.proc: subprocess.Popen | None = None
+        self.known_pids: set[int] = set()
+
+    @property
+    def runtime(self) -> Path:
+        return Path(self.env["RIO_RUNTIME_DIR"]) / self.name
+
+    def start(self, timeout: float = 30.0, wait_ready: tuple[str, ...] = ("core",)) -> "RioServer":
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rio.cli", "serve", "--root", str(self.root), "--instance",
+             self.name, *self.extra_args],
+            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, cwd=str(self.root))
+        self.known_pids.add(self.proc.pid)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                out, err = self.proc.communicate()
+                raise RuntimeError(f"rio serve exited {self.proc.returncode}: {err.decode()}")
+            if (self.runtime / "instance.json").exists():
+                try:
+                    status = self.call("system.status", timeout=2)
+                except Exception:  # noqa: BLE001 -- not up yet
+                    time.sleep(0.05)
+                    continue
+                ready = {p["name"] for p in status["processes"] if p.get("ready")}
+                for p in status["processes"]:
+                    if p.get("pid"):
+                        self.known_pids.add(p["pid"])
+                if all(w in ready for w in wait_ready):
+                    return self
+            time.sleep(0.05)
+        self.stop()
+        raise TimeoutError(f"rio serve did not become ready in {timeout} s")
+
+    def info(self) -> dict[str, Any]:
+        return json.loads((self.runtime / "instance.json").read_text())
+
+    def connect(self, name: str = "test", subscribe: tuple[str, ...] = ()):
+        from actors.bus import Endpoints, connect
+        info = self.info()
+        return connect(Endpoints(info["requests"], info["events"]), name=name,
+                       subscribe=subscribe)
+
+    def call(self, op: str, args: dict | None = None, timeout: float = 10.0) -> Any:
+        conn = self.connect("call")
+        try:
+            return conn.call(op, args or {}, timeout=timeout)
+        finally:
+            conn.close()
+
+    def cli(self, *args: str, input: str | None = None, timeout: float = 30) -> \
+            subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "rio.cli", *args], env=self.env,
+                              capture_output=True, text=True, input=input, timeout=timeout,
+                              cwd=str(self.root))
+
+    def pids(self) -> dict[str, int]:
+        status = self.call("system.status")
+        out = {p["name"]: p["pid"] for p in status["processes"] if p.get("pid")}
+        self.known_pids.update(out.values())
+        return out
+
+    def tree(self) -> list[psutil.Process]:
+        if self.proc is None:
+            return []
+        try:
+            return [psutil.Process(self.proc.pid)] + psutil.Process(self.proc.pid).children(
+                recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def kill9(self) -> None:
+        """SIGKILL the supervisor alone (its children must then end by themselves)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        if self.proc is None:
+            return None
+        tree = self.tree()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        code = self.proc.returncode
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        survivors = wait_gone(tree + [p for p in map(_proc, self.known_pids) if p], 10)
+        for p in survivors:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        self.proc = None
+        try:
+            self.runtime.parent.rmdir()
+        except OSError:
+            pass
+        if survivors:
+            raise AssertionError(f"processes survived rio serve: {survivors}")
+        return code
+
+
+def _proc(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout
+    alive = list(procs)
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _alive(p)]
+        if alive:
+            time.sleep(0.05)
+    return alive
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def wait_for(predicate, timeout: float = 10.0, step: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
