@@ -1,0 +1,205 @@
+"""The look: themes, fonts and icons. GUI tests run under Xvfb (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tkinter as tk
+from pathlib import Path
+from tkinter import ttk
+
+import pytest
+
+from rio.highlight import STYLE_CLASSES, TAGS, Highlighter, tk_ranges
+from ui.tk import fonts, icons, theme
+from ui.tk.theme import THEMES, apply_theme, get_theme, syntax_tag_options
+
+HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
+EXPECTED_EDITOR_FAMILIES = {c[0] for c in fonts.EDITOR_CANDIDATES}
+EXPECTED_UI_FAMILIES = {c[0] for c in fonts.UI_CANDIDATES}
+
+
+# --- display-free checks -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+def test_theme_colours_are_complete_and_valid(name):
+    t = THEMES[name]
+    for field_name, value in vars(t).items():
+        if field_name not in ("name", "ttk_name", "syntax"):
+            assert HEX.match(value), (field_name, value)
+    assert set(t.syntax) == set(STYLE_CLASSES)
+    opts = syntax_tag_options(t, ("Terminus", 12))
+    assert set(opts) == set(TAGS)
+    assert opts["syn.keyword"]["font"] == "{Terminus} 12 bold roman"
+
+
+def test_get_theme_by_short_or_ttk_name():
+    assert get_theme("dark") is get_theme("rio-dark") is THEMES["dark"]
+    with pytest.raises(KeyError):
+        get_theme("neon")
+
+
+def test_classic_is_the_grey_navy_desktop():
+    t = THEMES["classic"]
+    assert (t.face, t.selection_bg, t.title_active_bg) == ("#c0c0c0", "#000080", "#000080")
+
+
+@pytest.mark.parametrize("name", icons.ICON_NAMES)
+def test_icon_pixels_are_16x16_in_palette_and_not_empty(name):
+    rows = icons.pixels(name)
+    assert len(rows) == 16 and all(len(r) == 16 for r in rows)
+    used = set("".join(rows)) - {"."}
+    assert used <= set(icons.PALETTE)
+    assert sum(ch != "." for row in rows for ch in row) > 40  # a drawing, not a speck
+
+
+def test_required_icons_exist():
+    assert set(icons.ICON_NAMES) >= {"new", "open", "save", "save_all", "cut", "copy", "paste",
+                                      "undo", "redo", "find", "replace", "run", "stop", "agent",
+                                      "bookmarks"}
+    assert len({icons.pixels(n) for n in icons.ICON_NAMES}) == len(icons.ICON_NAMES)
+    with pytest.raises(KeyError):
+        icons.pixels("nope")
+
+
+# --- under a display ---------------------------------------------------------------------------
+
+def _window(root: tk.Tk, theme_name: str = "classic") -> dict[str, tk.Misc]:
+    root.geometry("640x420+0+0")
+    editor_font, _ = fonts.install_named_fonts(root)
+    menubar = tk.Menu(root)
+    filemenu = tk.Menu(menubar)
+    filemenu.add_command(label="Open…")
+    menubar.add_cascade(label="File", menu=filemenu)
+    root.configure(menu=menubar)
+    bar = ttk.Frame(root, style="Raised.TFrame")
+    bar.pack(fill="x")
+    for name in ("new", "open", "save", "cut", "copy", "paste", "find", "run", "stop"):
+        ttk.Button(bar, image=icons.icon(root, name, theme_name),
+                   style="Toolbutton").pack(side="left")
+    body = ttk.Panedwindow(root, orient="horizontal")
+    body.pack(fill="both", expand=True)
+    tree = ttk.Treeview(body, show="tree")
+    tree.insert("", "end", text="rio/")
+    tree.insert("", "end", text="README.md")
+    body.add(tree, weight=1)
+    notebook = ttk.Notebook(body)
+    text = tk.Text(notebook, width=40, height=10, font=editor_font.as_tuple())
+    source = "@cache\nclass Greeter:\n    def hello(self, name):\n" \
+             "        return f'hi {name}' * 2  # greet\n"
+    text.insert("1.0", source)
+    theme.style_text(text, get_theme(theme_name), editor_font.as_tuple())
+    for tag, indices in tk_ranges(Highlighter("hello.py", source).visible(0, 10)).items():
+        text.tag_add(tag, *indices)
+    notebook.add(text, text="hello.py")
+    body.add(notebook, weight=3)
+    form = ttk.Frame(root)
+    form.pack(fill="x")
+    ttk.Entry(form).pack(side="left")
+    ttk.Combobox(form, values=["Python", "C"]).pack(side="left")
+    ttk.Checkbutton(form, text="Match case").pack(side="left")
+    ttk.Button(form, text="Find Next").pack(side="left")
+    listbox = tk.Listbox(root, height=2)
+    listbox.insert("end", "a.py:1:1: hit")
+    listbox.pack(fill="x")
+    canvas = tk.Canvas(root, height=10)
+    canvas.pack(fill="x")
+    ttk.Label(root, text="Ln 1, Col 1", style="Status.TLabel").pack(fill="x")
+    return {"text": text, "listbox": listbox, "canvas": canvas, "menu": filemenu}
+
+
+def _screenshot(root: tk.Tk, name: str) -> Path | None:
+    """Save the screen to /tmp for a human to look at (not committed, not compared)."""
+    if shutil.which("import") is None:
+        return None
+    root.update()
+    out = Path(f"/tmp/rio-theme-{name}.png")
+    subprocess.run(["import", "-window", "root", str(out)], check=True, timeout=30,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["classic", "dark"])
+def test_apply_theme_styles_ttk_and_classic_widgets(tk_root, name):
+    t = apply_theme(tk_root, name)
+    widgets = _window(tk_root, name)
+    style = ttk.Style(tk_root)
+    assert style.theme_use() == t.ttk_name
+    assert style.lookup("TButton", "background") == t.face
+    assert style.lookup("Treeview", "fieldbackground") == t.field_bg
+    # Classic widgets created after apply_theme take colours from the option database.
+    assert str(widgets["text"].cget("background")) == t.editor_bg
+    assert str(widgets["text"].cget("selectbackground")) == t.selection_bg
+    assert str(widgets["listbox"].cget("background")) == t.field_bg
+    assert str(widgets["menu"].cget("activebackground")) == t.title_active_bg
+    assert widgets["text"].tag_ranges("syn.keyword")  # highlight runs landed on the widget
+    comment_fg = widgets["text"].tag_cget("syn.comment", "foreground")
+    assert str(comment_fg) == t.syntax["comment"].foreground
+    shot = _screenshot(tk_root, name)
+    if shot is not None:
+        assert shot.stat().st_size > 1000
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(60)
+def test_switching_theme_recolours_existing_widgets(tk_root):
+    apply_theme(tk_root, "classic")
+    widgets = _window(tk_root)
+    dark = apply_theme(tk_root, "dark")
+    assert str(widgets["text"].cget("background")) == dark.editor_bg
+    assert str(widgets["listbox"].cget("background")) == dark.field_bg
+    assert str(tk_root.cget("background")) == dark.face
+    # And back: both ttk themes exist once in this interpreter.
+    classic = apply_theme(tk_root, "classic")
+    assert str(widgets["text"].cget("background")) == classic.editor_bg
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(60)
+def test_fonts_are_expected_families_that_really_resolve(tk_root):
+    editor = fonts.editor_font(tk_root)
+    ui = fonts.ui_font(tk_root)
+    assert editor.family in EXPECTED_EDITOR_FAMILIES, editor
+    assert ui.family in EXPECTED_UI_FAMILIES, ui
+    assert not editor.fallback and not ui.fallback
+    for choice in (editor, ui):
+        actual = tk.font.Font(root=tk_root, family=choice.family, size=choice.size).actual()
+        assert actual["family"].lower() == choice.family.lower()
+    # A family that does not exist is silently substituted by Xft: resolves() must say so.
+    assert not fonts.resolves(tk_root, "No Such Font Rio", 10)
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(60)
+def test_missing_candidates_fall_back_to_named_font(tk_root):
+    choice = fonts.pick_font(tk_root, (("No Such Font Rio", 10),), "TkFixedFont")
+    assert choice.fallback
+    assert choice.family == tk.font.nametofont("TkFixedFont", root=tk_root).actual("family")
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(60)
+def test_install_named_fonts(tk_root):
+    editor, ui = fonts.install_named_fonts(tk_root)
+    assert tk.font.nametofont("TkFixedFont", root=tk_root).actual("family") == editor.family
+    assert tk.font.nametofont("TkDefaultFont", root=tk_root).actual("family") == ui.family
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(60)
+def test_icons_are_photoimages_with_transparency_and_cached(tk_root):
+    img = icons.icon(tk_root, "save")
+    assert (img.width(), img.height()) == (16, 16)
+    rows = icons.pixels("save")
+    assert img.transparency_get(0, 0) is True and rows[0][0] == "."
+    y, x = next((y, x) for y, row in enumerate(rows) for x, ch in enumerate(row) if ch == "B")
+    assert not img.transparency_get(x, y)
+    assert img.get(x, y) == (0, 0, 128)  # navy
+    assert icons.icon(tk_root, "save") is img
+    dark = icons.icon(tk_root, "save", "dark")
+    assert dark is not img and dark.get(x, y) != (0, 0, 128)
+    for name in icons.ICON_NAMES:
+        assert icons.icon(tk_root, name).width() == 16
