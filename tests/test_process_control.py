@@ -136,10 +136,11 @@ def test_spawn_gives_a_cookie_a_group_and_pdeathsig(fleet: Fleet) -> None:
     assert seen["extra"] == "yes"
     assert spawned.argv == (PY, "-c", probe)
 
-    plain = fleet.start([PY, "-c", probe], cookie="mine", die_with_parent=False,
+    mine = f"chosen-{os.getpid()}-{time.monotonic_ns()}"  # unique: other runs sweep theirs
+    plain = fleet.start([PY, "-c", probe], cookie=mine, die_with_parent=False,
                         new_session=False)
     seen = json.loads(plain.popen.stdout.readline())  # type: ignore[union-attr]
-    assert seen["cookie"] == "mine" and seen["pdeathsig"] == 0
+    assert seen["cookie"] == mine and seen["pdeathsig"] == 0
     assert seen["pgid"] == os.getpgrp() == plain.pgid
 
 
