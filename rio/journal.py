@@ -298,6 +298,44 @@ def _records(data: bytes, offset: int):
         yield body, offset
 
 
+def same_content(now: dict[str, Any] | None, then: dict[str, Any] | None) -> bool:
+    """Do two disk fingerprints describe the same bytes?
+
+    With a content hash on both sides only size and hash count: a file touched but unchanged
+    (a checkout, a backup tool) still replays. Otherwise every field must match.
+    """
+    if isinstance(now, dict) and isinstance(then, dict) and now.get("sha256") and then.get("sha256"):
+        return now.get("sha256") == then.get("sha256") and now.get("size") == then.get("size")
+    return now == then
+
+
+def _read_head(data: bytes, location: str) -> tuple[dict[str, Any], int]:
+    """The header record's body and where it ends; ``file.journal_unreadable`` if there is none."""
+    unreadable = FileError("file.journal_unreadable",
+                           f"The journal at {location} has no readable header, so it holds no "
+                           f"edits that can be brought back.",
+                           f"Delete the journal at {location}.")
+    if not data.startswith(MAGIC):
+        raise unreadable
+    first = next(_records(data, len(MAGIC)), None)
+    if first is None or not isinstance(first[0], dict) or "header" not in first[0]:
+        raise unreadable
+    head, end = first
+    if head.get("journal") != FORMAT_VERSION:
+        raise FileError("file.journal_unreadable",
+                        f"The journal at {location} is format {head.get('journal')!r}; this Rio "
+                        f"reads format {FORMAT_VERSION}.", "Open it with the Rio that wrote it.")
+    return head, end
+
+
+def peek_header(data: bytes, *, location: str = "the journal folder") -> dict[str, Any]:
+    """The caller's header dict (buffer id, path, format, fingerprint) without replaying.
+
+    Recovery of a big file needs the path to read the base from before calling :func:`recover`.
+    """
+    return _read_head(data, location)[0]["header"]
+
+
 def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = None,
             location: str = "the journal folder") -> Recovered:
     """Rebuild a document from journal bytes.
@@ -306,21 +344,8 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
     fingerprint; a fingerprint that differs from the header's means the edits cannot be
     replayed, and ``file.conflict`` is raised (the journal is left where it is).
     """
-    unreadable = FileError("file.journal_unreadable",
-                           f"The journal at {location} has no readable header, so it holds no "
-                           f"edits that can be brought back.",
-                           f"Delete the journal at {location}.")
-    if not data.startswith(MAGIC):
-        raise unreadable
-    records = _records(data, len(MAGIC))
-    first = next(records, None)
-    if first is None or not isinstance(first[0], dict) or "header" not in first[0]:
-        raise unreadable
-    head, end = first
-    if head.get("journal") != FORMAT_VERSION:
-        raise FileError("file.journal_unreadable",
-                        f"The journal at {location} is format {head.get('journal')!r}; this Rio "
-                        f"reads format {FORMAT_VERSION}.", "Open it with the Rio that wrote it.")
+    head, end = _read_head(data, location)
+    records = _records(data, end)
     header = head["header"]
     base = head.get("base")
     version = int(head.get("base_version", 0))
@@ -330,7 +355,7 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
                             f"The journal at {location} keeps only a fingerprint of its file.",
                             "Recover it with the file at hand.")
         base, fingerprint = read_base()
-        if fingerprint != header.get("fingerprint"):
+        if not same_content(fingerprint, header.get("fingerprint")):
             raise FileError("file.conflict",
                             f"The file {header.get('path')!r} changed on disk after its unsaved "
                             f"edits were journaled, so they cannot be replayed onto it. The "

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rio.document import Document
 from rio.errors import FileError
 from rio.journal import (MAGIC, JournalWriter, MemoryJournalStore, OsJournalStore,
-                         encode_record, keeps_base_text, recover)
+                         encode_record, keeps_base_text, peek_header, recover, same_content)
 
 HEADER = {"buffer": "b1", "path": "src/a.py", "format": {"encoding": "utf-8", "newline": "lf"},
           "fingerprint": {"size": 5, "mtime_ns": 123, "sha256": "ab"}}
@@ -162,6 +162,27 @@ def test_changed_file_under_a_fingerprint_journal_is_a_conflict():
     with pytest.raises(FileError) as caught:
         recover(store.read("b1"))
     assert caught.value.kind == "file.journal_needs_base"
+
+
+def test_touched_but_unchanged_file_still_replays():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, keep_base=False)
+    do(doc, writer, 0, 0, ">")
+    touched = dict(HEADER["fingerprint"], mtime_ns=456)
+    assert recover(store.read("b1"), read_base=lambda: ("hello", touched)).text == ">hello"
+    assert not same_content({"size": 5, "sha256": "ab"}, {"size": 5, "sha256": "cd"})
+    assert not same_content({"size": 5, "mtime_ns": 1}, {"size": 5, "mtime_ns": 2})
+    assert same_content(None, None)
+
+
+def test_peek_header_gives_the_callers_header_without_replaying():
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, keep_base=False)
+    do(doc, writer, 0, 0, ">")
+    assert peek_header(store.read("b1")) == HEADER
+    with pytest.raises(FileError) as caught:
+        peek_header(b"RIOJ", location="/x/b1")
+    assert caught.value.kind == "file.journal_unreadable" and "/x/b1" in caught.value.message
 
 
 def test_crash_keeps_exactly_what_was_flushed():
