@@ -66,7 +66,8 @@ def default_user_path() -> Path:
     return Path(platformdirs.user_config_dir("rio")) / "supervisor.toml"
 
 
-def shipped_path() -> Path:
+def packaged_path() -> Path:
+    """The shipped file inside the installed package."""
     return Path(str(resources.files("rio").joinpath(SHIPPED_NAME)))
 
 
@@ -410,13 +411,15 @@ _BUILTIN_DEFAULTS: dict[str, Any] = {  # what a file without [defaults] gets
 }
 
 
-def load_config(shipped: Path | str | None = None, user: Path | str | None = None,
+def load_config(shipped_path: Path | str | None = None, user_path: Path | str | None = None,
                 placement: str | None = None) -> SupervisorConfig:
-    """Read the shipped file (default: the packaged one), apply the user copy if it exists,
-    then the named placement. Raises ConfigError; never returns a half-valid config."""
-    sources = [_read(Path(shipped) if shipped is not None else shipped_path(), shipped=True)]
-    if user is not None and Path(user).is_file():
-        sources.append(_read(Path(user), shipped=False))
+    """Read the shipped file (default: the packaged one), apply the user copy if it exists
+    (see :func:`default_user_path`), then the named placement. Raises ConfigError; never
+    returns a half-valid config."""
+    shipped = Path(shipped_path) if shipped_path is not None else packaged_path()
+    sources = [_read(shipped, shipped=True)]
+    if user_path is not None and Path(user_path).is_file():
+        sources.append(_read(Path(user_path), shipped=False))
     for src in sources:
         _check_document(src)
     doc: dict[str, Any] = {}

@@ -16,7 +16,7 @@ from rio.supervisor_config import (
     backoff_delay,
     find_key_line,
     load_config,
-    shipped_path,
+    packaged_path,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,8 +31,8 @@ def write(tmp_path: Path, text: str, name: str = "supervisor.toml") -> Path:
 # ------------------------------------------------------------------------- shipped file
 
 def test_the_repo_root_file_is_the_packaged_one() -> None:
-    assert shipped_path().name == "default_supervisor.toml"
-    assert (REPO / "supervisor.toml").read_bytes() == shipped_path().read_bytes()
+    assert packaged_path().name == "default_supervisor.toml"
+    assert (REPO / "supervisor.toml").read_bytes() == packaged_path().read_bytes()
 
 
 def test_the_shipped_defaults() -> None:
@@ -53,7 +53,7 @@ def test_the_shipped_defaults() -> None:
     assert [p.name for p in config.to_start(desktop=False)] == ["core", "agent"]
     assert [p.name for p in config.to_start(desktop=True)] == ["core", "agent", "ui"]
     assert config.placements == ("isolated",) and config.placement is None
-    assert config.sources == (shipped_path(),)
+    assert config.sources == (packaged_path(),)
     with pytest.raises(KeyError):
         config.process("nope")
 
@@ -86,14 +86,14 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
         [process.core]
         restart = "never"
     """)
-    config = load_config(user=user)
+    config = load_config(user_path=user)
     core = config.process("core")
     assert core.restart == "never"
     assert core.actors == ("documents", "conversations", "gate", "mcp")  # kept from shipped
     assert core.max_restarts == 2 and core.term_grace_s == 0.25
     assert config.process("agent").max_restarts == 2
     assert config.process("agent").stdin_grace_s == 1.0
-    assert config.sources == (shipped_path(), user)
+    assert config.sources == (packaged_path(), user)
 
 
 def test_the_user_copy_can_move_an_actor_and_change_a_placement(tmp_path: Path) -> None:
@@ -108,16 +108,16 @@ def test_the_user_copy_can_move_an_actor_and_change_a_placement(tmp_path: Path) 
         [placement.isolated.gate]
         max_restarts = 9
     """)
-    config = load_config(user=user)
+    config = load_config(user_path=user)
     assert config.process_for("mcp").name == "endpoint"
     assert config.process("endpoint").restart == "never"
-    isolated = load_config(user=user, placement="isolated")
+    isolated = load_config(user_path=user, placement="isolated")
     assert isolated.process("gate").max_restarts == 9
     assert "endpoint" not in [p.name for p in isolated.processes]  # its actor moved away
 
 
 def test_a_missing_user_copy_means_the_defaults(tmp_path: Path) -> None:
-    assert load_config(user=tmp_path / "absent.toml") == load_config()
+    assert load_config(user_path=tmp_path / "absent.toml") == load_config()
 
 
 BAD = [
@@ -152,7 +152,7 @@ def test_a_bad_user_copy_is_refused_with_its_file_and_line(tmp_path: Path, text:
     user = write(tmp_path, text)
     placement = "isolated" if "placement" in text else None
     with pytest.raises(ConfigError) as info:
-        load_config(user=user, placement=placement)
+        load_config(user_path=user, placement=placement)
     error = info.value
     assert error.kind == "config.invalid"
     assert str(user) in error.message and f"line {line}:" in error.message
@@ -171,7 +171,7 @@ def test_a_bad_shipped_file_is_blamed_on_itself(tmp_path: Path) -> None:
         actors = ["documents", "conversations", "gate", "mcp", "agent_session", "ui", "ui"]
     """, name="default_supervisor.toml")
     with pytest.raises(ConfigError) as info:
-        load_config(shipped=shipped)
+        load_config(shipped_path=shipped)
     assert "line 5:" in info.value.message and "listed twice" in info.value.message
     assert "reinstall" in info.value.next
 
@@ -180,7 +180,7 @@ def test_an_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
     user = tmp_path / "supervisor.toml"
     user.write_bytes(b"[defaults]\nrestart = \"\xff\"\n")
     with pytest.raises(ConfigError) as info:
-        load_config(user=user)
+        load_config(user_path=user)
     assert info.value.kind == "config.invalid" and str(user) in info.value.message
 
 
@@ -189,7 +189,7 @@ def test_a_minimal_shipped_file_gets_built_in_defaults(tmp_path: Path) -> None:
         [process.all]
         actors = ["documents", "conversations", "gate", "mcp", "agent_session", "ui"]
     """)
-    spec = load_config(shipped=shipped).process("all")
+    spec = load_config(shipped_path=shipped).process("all")
     assert (spec.restart, spec.max_restarts, spec.per, spec.when) == ("on-failure", 5,
                                                                       "instance", "always")
 
@@ -290,7 +290,7 @@ def test_a_placement_takes_its_actors_out_of_the_base_processes(tmp_path: Path) 
         [placement.isolated.gate]
         actors = ["gate", "ui"]
     """)
-    config = load_config(user=user, placement="isolated")
+    config = load_config(user_path=user, placement="isolated")
     assert config.process_for("ui").name == "gate"
     assert [p.name for p in config.processes] == ["agent", "documents", "conversations",
                                                   "gate", "mcp"]  # "ui" had nothing left
