@@ -328,14 +328,6 @@ def _read_head(data: bytes, location: str) -> tuple[dict[str, Any], int]:
     return head, end
 
 
-def peek_header(data: bytes, *, location: str = "the journal folder") -> dict[str, Any]:
-    """The caller's header dict (buffer id, path, format, fingerprint) without replaying.
-
-    Recovery of a big file needs the path to read the base from before calling :func:`recover`.
-    """
-    return _read_head(data, location)[0]["header"]
-
-
 def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = None,
             location: str = "the journal folder") -> Recovered:
     """Rebuild a document from journal bytes.
@@ -383,11 +375,13 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
 
 
 def peek_header(data: bytes) -> dict[str, Any]:
-    """The header of a journal without replaying it ({} when unreadable)."""
-    if not data.startswith(MAGIC):
+    """The caller's header dict (buffer id, path, format, fingerprint) without replaying.
+
+    Recovery of a big file needs the path to read the base from before calling :func:`recover`.
+    An unreadable journal gives ``{}``; :func:`recover` then says why.
+    """
+    try:
+        header = _read_head(data, "the journal")[0]["header"]
+    except FileError:
         return {}
-    first = next(_records(data, len(MAGIC)), None)
-    if first is None or not isinstance(first[0], dict):
-        return {}
-    header = first[0].get("header")
     return header if isinstance(header, dict) else {}
