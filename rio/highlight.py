@@ -182,7 +182,8 @@ def _shebang_alias(head: str) -> str | None:
     return prog.rstrip("0123456789.") or None
 
 
-_MODELINE = re.compile(r"-\*-\s*(?:mode:\s*)?([\w+#-]+)[\s;]|\bvim?:.*\b(?:ft|filetype|syntax)=([\w+#-]+)")
+_MODELINE = re.compile(r"-\*-\s*(?:mode:\s*)?([\w+#-]+)[\s;]"
+                       r"|\bvim?:.*\b(?:ft|filetype|syntax)=([\w+#-]+)")
 
 
 def _hinted_alias(head: str) -> str | None:

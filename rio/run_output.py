@@ -10,7 +10,7 @@ Recognised forms (the span covers the whole reference, so a click anywhere on it
 
 A bare ``name:12`` is only taken when the name has an extension or a directory part (or is a
 known extension-less build file such as ``Makefile``): times like ``12:30:45`` and words like
-``error:3`` must not become links. Anything inside a URL is ignored.
+``error:3`` must not become links. Anything inside a URL is ignored, and so are ``File "<stdin>"``-style pseudo files.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ class FileRef(NamedTuple):
     col: int | None
 
 
+# Colour escapes (gcc -fdiagnostics-color, pytest --color) are blanked to spaces of the same
+# length before matching, so offsets still index the original text.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _PY_TRACEBACK = re.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d+)')
 # A path: optional drive letter, then characters that are not spaces, quotes, brackets or
@@ -52,6 +55,7 @@ def _looks_like_path(path: str) -> bool:
 
 def find_file_refs(text: str) -> list[FileRef]:
     """All file references in ``text`` (one line or many), in order, not overlapping."""
+    text = _ANSI.sub(lambda m: " " * len(m.group()), text)
     urls = [m.span() for m in _URL.finditer(text)]
     found: list[FileRef] = []
 
@@ -60,7 +64,7 @@ def find_file_refs(text: str) -> list[FileRef]:
             not any(r.start < end and start < r.end for r in found)
 
     for m in _PY_TRACEBACK.finditer(text):
-        if free(*m.span()):
+        if free(*m.span()) and not m.group("path").startswith("<"):  # <stdin>, <string>
             found.append(FileRef(m.start(), m.end(), m.group("path"), int(m.group("line")), None))
     for rx in (_COLON_FORM, _PAREN_FORM):
         for m in rx.finditer(text):

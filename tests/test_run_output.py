@@ -60,5 +60,16 @@ def test_span_covers_the_whole_reference():
     assert found[0] == FileRef(13, 32, "m.py", 3, None)
 
 
+def test_colour_escapes_do_not_leak_into_paths_and_offsets_stay_original():
+    line = "\x1b[01m\x1b[Ksrc/main.c:12:5:\x1b[m \x1b[01;31merror:\x1b[m boom"
+    (ref,) = find_file_refs(line)
+    assert (ref.path, ref.line, ref.col) == ("src/main.c", 12, 5)
+    assert line[ref.start:ref.end] == "src/main.c:12:5"
+
+
+def test_pseudo_files_in_tracebacks_are_not_links():
+    assert find_file_refs('  File "<stdin>", line 1, in <module>') == []
+
+
 def test_line_zero_is_not_a_reference():
     assert find_file_refs("a.py:0: something") == []
