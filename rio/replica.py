@@ -82,7 +82,12 @@ class Replica:
 
     def take_request(self) -> Request | None:
         """The next pending edit to send, if none is in flight; call it after each change."""
-        if self._in_flight or not self._pending:
+        if self._in_flight:
+            return None
+        # A waiting edit that remote changes reduced to nothing need not travel at all.
+        while self._pending and self._pending[0].is_noop:
+            self._pending.pop(0)
+        if not self._pending:
             return None
         self._in_flight = True
         first = self._pending[0]
