@@ -53,7 +53,7 @@ def parse_listen(listen: str) -> tuple[str, str]:
     if parts.scheme != "tcp" or not parts.hostname or port is None or not 0 < port < 65535 \
             or parts.path or parts.query:
         raise BusError("bad_listen_address", f"{listen!r} is not a tcp://HOST:PORT address.",
-                       "Use e.g. --listen tcp://0.0.0.0:7311 (events then use port 7312).")
+                       "Use tcp://HOST:PORT, e.g. tcp://0.0.0.0:7311 (events then use PORT+1).")
     host = parts.netloc.rsplit(":", 1)[0]
     return f"tcp://{host}:{port}", f"tcp://{host}:{port + 1}"
 

@@ -97,6 +97,9 @@ class Supervisor:
         self.paths.create()
 
     def start(self) -> None:
+        if self.listen:  # no keys or a bad address: refuse before claiming anything
+            from actors.remote import check_listen
+            check_listen(self.listen)
         self.claim_instance()
         process_control.become_subreaper()
         endpoints = Endpoints(self.paths.requests_endpoint, self.paths.events_endpoint)
@@ -118,7 +121,7 @@ class Supervisor:
 
     def _start_remote_listener(self) -> None:
         from actors.remote import start_curve_proxy
-        start_curve_proxy(self, self.listen)
+        self.remote = start_curve_proxy(self, self.listen)
 
     def _argv_for(self, spec: ProcessSpec) -> list[str]:
         if "ui" in spec.actors:
@@ -336,6 +339,8 @@ class Supervisor:
         process_control.reap_zombies(set())
         if self.conn is not None:
             self.conn.close()
+        if getattr(self, "remote", None) is not None:
+            self.remote.stop()
         if self.hub is not None:
             self.hub.stop()
         self.paths.remove()

@@ -55,11 +55,13 @@ def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()):
         if not key:
             raise BusError("no_server_key", "A tcp:// connection needs the server's public key.",
                            "Pass --server-key (printed by `rio keys` on the server).")
-        requests = args.connect
-        host, port = requests.rsplit(":", 1)
-        events = f"{host}:{int(port) + 1}"
-        return connect(Endpoints(requests, events, key.encode()), name="cli",
-                       timeout=args.timeout, subscribe=subscribe)
+        from actors.remote import parse_listen
+        from rio.curve_keys import check_public_key, load_client_keys
+        requests, events = parse_listen(args.connect)   # events on PORT+1, as the server binds
+        mine = load_client_keys()   # RIO_CLIENT_KEY_DIR or config/curve/clients/
+        return connect(Endpoints(requests, events, check_public_key(key), mine.public,
+                                 mine.secret), name="cli", timeout=args.timeout,
+                       subscribe=subscribe)
     info = find_instance(args.instance)
     return connect(info, name="cli", timeout=args.timeout, subscribe=subscribe)
 
