@@ -24,6 +24,9 @@ from rio.transform import Edit, RangeEdit, transform_edit
 
 #: Typing joins one undo step until a pause longer than this (seconds, by the injected clock).
 TYPING_PAUSE = 1.0
+#: A typing run longer than this starts a new step (holding a key down never reaches a word
+#: boundary, and joining copies the step's change tuple).
+TYPING_RUN_LIMIT = 200
 #: How many past changes are kept to transform stale edits; older base versions are refused.
 HISTORY_LIMIT = 100_000
 #: How many undo steps are kept; the oldest are forgotten first.
@@ -220,7 +223,7 @@ class Document:
     def _joins(self, top: _Step, change: Change, kind: str, now: float) -> bool:
         if not self._group_open or top.typing != kind or top.origin != change.origin:
             return False
-        if now - top.last_time > TYPING_PAUSE:
+        if now - top.last_time > TYPING_PAUSE or len(top.changes) >= TYPING_RUN_LIMIT:
             return False
         last = top.changes[-1]
         if kind == "type":

@@ -108,6 +108,14 @@ def test_a_pause_ends_the_typing_step(clock):
     assert doc.text() == "ab"
 
 
+def test_a_held_key_is_split_into_bounded_steps(clock):
+    from rio.document import TYPING_RUN_LIMIT
+    doc = Document(clock=clock)
+    type_text(doc, 0, "a" * (TYPING_RUN_LIMIT + 5))
+    doc.undo()
+    assert doc.text() == "a" * TYPING_RUN_LIMIT
+
+
 def test_a_cursor_jump_ends_the_typing_step(clock):
     doc = Document("xxxx", clock=clock)
     type_text(doc, 0, "ab")
