@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rio.run_output import FileRef, find_file_refs
 
@@ -73,3 +75,16 @@ def test_pseudo_files_in_tracebacks_are_not_links():
 
 def test_line_zero_is_not_a_reference():
     assert find_file_refs("a.py:0: something") == []
+
+
+@given(st.lists(st.sampled_from(list("ab./\\:()0123456789 \n\"'Fileln,") +
+                                ["File \"", ", line ", "http://", ".py", "\x1b[1m"]),
+                max_size=40).map("".join))
+def test_refs_are_ordered_disjoint_spans_inside_the_text(text):
+    found = find_file_refs(text)
+    for ref in found:
+        assert 0 <= ref.start < ref.end <= len(text)
+        assert ref.line >= 1 and (ref.col is None or ref.col >= 0)
+        assert ref.path and ref.path in text[ref.start:ref.end]
+    for a, b in zip(found, found[1:]):
+        assert a.end <= b.start

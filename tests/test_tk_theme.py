@@ -76,7 +76,7 @@ def _window(root: tk.Tk, theme_name: str = "classic") -> dict[str, tk.Misc]:
     bar = ttk.Frame(root, style="Raised.TFrame")
     bar.pack(fill="x")
     for name in ("new", "open", "save", "cut", "copy", "paste", "find", "run", "stop"):
-        ttk.Button(bar, image=icons.icon(root, name, theme_name),
+        ttk.Button(bar, image=icons.icon(name, theme_name, root),
                    style="Toolbutton").pack(side="left")
     body = ttk.Panedwindow(root, orient="horizontal")
     body.pack(fill="both", expand=True)
@@ -191,15 +191,15 @@ def test_install_named_fonts(tk_root):
 @pytest.mark.gui
 @pytest.mark.timeout(60)
 def test_icons_are_photoimages_with_transparency_and_cached(tk_root):
-    img = icons.icon(tk_root, "save")
+    img = icons.icon("save", root=tk_root)
     assert (img.width(), img.height()) == (16, 16)
     rows = icons.pixels("save")
     assert img.transparency_get(0, 0) is True and rows[0][0] == "."
     y, x = next((y, x) for y, row in enumerate(rows) for x, ch in enumerate(row) if ch == "B")
     assert not img.transparency_get(x, y)
     assert img.get(x, y) == (0, 0, 128)  # navy
-    assert icons.icon(tk_root, "save") is img
-    dark = icons.icon(tk_root, "save", "dark")
+    assert icons.icon("save") is img  # default root: the same interpreter
+    dark = icons.icon("save", "dark", tk_root)
     assert dark is not img and dark.get(x, y) != (0, 0, 128)
     for name in icons.ICON_NAMES:
-        assert icons.icon(tk_root, name).width() == 16
+        assert icons.icon(name, root=tk_root).width() == 16

@@ -5,7 +5,7 @@ painted onto a 16×16 canvas, then turned into a ``tk.PhotoImage``. The palette 
 16-colour set plus two golds, so the icons have the crisp, flat '90s look of the theme.
 The dark theme remaps a few colours (navy and grey vanish on a dark face).
 
-``icon(root, name, theme)`` caches images per Tk interpreter: a PhotoImage belongs to one
+``icon(name, theme, root)`` caches images per Tk interpreter: a PhotoImage belongs to one
 interpreter, and Tk drops an image whose last Python reference goes away, so the cache is also
 what keeps the toolbar's images alive.
 """
@@ -338,8 +338,14 @@ _CACHE: weakref.WeakKeyDictionary[tk.Misc, dict[tuple[str, str], tk.PhotoImage]]
     weakref.WeakKeyDictionary()
 
 
-def icon(root: tk.Misc, name: str, theme: str = "classic") -> tk.PhotoImage:
-    """The icon ``name`` for ``theme``, built once per Tk root and kept alive by the cache."""
+def icon(name: str, theme: str = "classic", root: tk.Misc | None = None) -> tk.PhotoImage:
+    """The icon ``name`` for ``theme``, built once per Tk root and kept alive by the cache.
+
+    ``root`` defaults to tkinter's default root (the first ``tk.Tk()``), which is what a
+    single-window app has.
+    """
+    if root is None:
+        root = tk._get_default_root("create an icon")  # type: ignore[attr-defined]
     top = root._root()  # type: ignore[attr-defined]  # the Tk instance owning the interpreter
     per_root = _CACHE.setdefault(top, {})
     key = (name, "dark" if theme in ("dark", "rio-dark") else "classic")
