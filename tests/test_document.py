@@ -333,3 +333,49 @@ def test_undo_everything_restores_the_start_and_redo_everything_returns(ops):
     while doc.can_redo:
         doc.redo()
     assert doc.text() == final
+
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("edit"), st.integers(0, 30), st.integers(0, 4), st.text("ab \n😀", max_size=3),
+              st.sampled_from(["ui", "agent"]), st.floats(0, 1.5)),
+    st.tuples(st.just("undo")), st.tuples(st.just("redo")), st.tuples(st.just("save")),
+    st.tuples(st.just("merge"), st.integers(0, 5)),
+), max_size=40)
+
+
+@given(OPS)
+@settings(max_examples=300, deadline=None)
+def test_random_interleaving_keeps_undo_redo_and_dirty_exact(ops):
+    clock = FakeClock()
+    doc = Document("seed\ntext", clock=clock)
+    saved_text = doc.text()
+    for op in ops:
+        before, version = doc.text(), doc.version
+        if op[0] == "edit":
+            _, at, length, text, origin, pause = op
+            clock.advance(pause)
+            at = min(at, len(doc))
+            doc.replace(at, min(at + length, len(doc)), text, origin=origin)
+            assert doc.version == version + 1
+        elif op[0] == "undo" and doc.can_undo:
+            changes = doc.undo()
+            assert doc.version == version + len(changes)
+            doc.redo()
+            assert doc.text() == before                  # undo then redo is the identity
+            doc.undo()
+        elif op[0] == "redo" and doc.can_redo:
+            doc.redo()
+            doc.undo()
+            assert doc.text() == before                  # and redo then undo too
+            doc.redo()
+        elif op[0] == "save":
+            doc.mark_saved()
+            saved_text = doc.text()
+        elif op[0] == "merge":
+            doc.merge_since(max(0, doc.version - op[1]), "Agent: turn")
+            assert doc.text() == before
+        if not doc.dirty:
+            assert doc.text() == saved_text              # clean always means "as saved"
+    while doc.can_undo:
+        doc.undo()
+    assert doc.text() == "seed\ntext"

@@ -273,3 +273,34 @@ def test_magic_is_first():
     store = MemoryJournalStore()
     edit_session(store)
     assert store.read("b1").startswith(MAGIC)
+
+
+@given(st.lists(st.one_of(
+    st.tuples(st.just("edit"), st.integers(0, 20), st.integers(0, 3), st.text("ab\n😀", max_size=3)),
+    st.tuples(st.just("undo")), st.tuples(st.just("redo")), st.tuples(st.just("flush")),
+    st.tuples(st.just("compact"))), max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_journaled_document_recovers_exactly(ops):
+    """What the document actor does: every change, undo and redo included, goes to the journal."""
+    store = MemoryJournalStore()
+    doc, writer = edit_session(store, base="base\ntext")
+    for op in ops:
+        if op[0] == "edit":
+            at = min(op[1], len(doc))
+            changes = [doc.replace(at, min(at + op[2], len(doc)), op[3])]
+        elif op[0] == "undo" and doc.can_undo:
+            changes = doc.undo()
+        elif op[0] == "redo" and doc.can_redo:
+            changes = doc.redo()
+        elif op[0] == "flush":
+            writer.flush()
+            changes = []
+        elif op[0] == "compact":
+            writer.compact(doc.text(), doc.version)
+            changes = []
+        else:
+            changes = []
+        for change in changes:
+            writer.append(change)
+    got = recover(store.read("b1"))
+    assert (got.text, got.version, got.dropped_tail) == (doc.text(), doc.version, False)
