@@ -26,9 +26,11 @@ def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
     ref = DocumentsActor.start(host.root, journal_dir(host.root), host.bus, file_port=file_port,
                                process=host.name)
     ws = WorkspaceActor.start(host.root)
-    host.refs += [ref, ws]
+    from actors.runner_actor import RunnerActor
+    runner = RunnerActor.start(host.root, host.bus)
+    host.refs += [ref, ws, runner]
     host.ping_targets.append(ref)
     stop = threading.Event()
     threading.Thread(target=flush_ticker, args=(ref, 0.25, stop), daemon=True,
                      name="journal-flush").start()
-    return {"buffer": ref.tell, "fs": ws.tell}
+    return {"buffer": ref.tell, "fs": ws.tell, "run": runner.tell}

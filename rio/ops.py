@@ -201,3 +201,24 @@ define("system.fault", "Inject a fault (only with `rio serve --fault-injection`)
        Arg("fault", str, check=non_empty, doc="kill, stop, cont, save_fail, bus_drop ..."),
        Arg("target", str, False, None, doc="process name"),
        Arg("params", dict, False, None))
+
+
+# --- run.*: the project's Run/Build commands (actors/runner_actor.py) ---------------------------
+
+def run_command(value: Any) -> str | None:
+    if isinstance(value, str):
+        return None if value.strip() else "must not be empty"
+    if not value or not all(isinstance(a, str) and a for a in value[:1]) or \
+            not all(isinstance(a, str) for a in value):
+        return "must be a shell string or a non-empty list of strings"
+    return None
+
+
+define("run.start", "Start a command in its own process group; output streams as run.output.",
+       Arg("command", (str, list), check=run_command,
+           doc="a shell string (run as /bin/sh -c) or an argv list (run as is)"),
+       Arg("cwd", str, False, ".", doc="folder inside the project, relative to the root"),
+       Arg("timeout_s", float, False, None, doc="end the whole group after this many seconds"))
+define("run.stop", "Stop a run: its whole process group ends; replies once it has.",
+       Arg("run", str, check=non_empty, doc="run id from run.start"))
+define("run.list", "Runs still going and the last finished ones.")
