@@ -248,6 +248,21 @@ def test_apply_is_one_step_and_edits_are_concurrent():
     assert doc.text() == "one two one"
 
 
+def test_stale_batch_is_transformed_edit_by_edit():
+    doc = Document("one two one")
+    doc.replace(0, 0, "[", origin="ui")                     # lands before the agent's batch
+    doc.apply([(0, 3, "1"), (8, 11, "1")], origin="agent", base_version=0, label="Agent: x")
+    assert doc.text() == "[1 two 1"
+    doc.undo()
+    assert doc.text() == "[one two one"
+
+
+def test_batch_of_noops_makes_no_undo_step():
+    doc = Document("abc")
+    changes = doc.apply([(1, 1, ""), (2, 2, "")])
+    assert len(changes) == 2 and doc.version == 2 and not doc.can_undo
+
+
 def test_apply_takes_wire_lists_and_records():
     from rio.transform import Edit
     doc = Document("abc")
