@@ -24,7 +24,21 @@ How re-lexing stays cheap and right:
   background pass corrects them when it gets there.
 
 Line numbers in this API are 0-based (Tk's are 1-based: add one); offsets count ``str``
-characters.
+characters. In a Tk view::
+
+    def retag(line_runs):
+        for first, last, ranges in retag_plan(line_runs):
+            for tag in TAGS:
+                text.tag_remove(tag, first, last)
+            for tag, pairs in ranges.items():
+                text.tag_add(tag, *pairs)
+
+    retag(h.visible(top, bottom))            # after an edit (debounced) or a scroll
+    def idle():                               # then in the background
+        changed, done = h.step()
+        retag(changed)
+        if not done:
+            text.after_idle(idle)
 """
 
 from __future__ import annotations
@@ -555,3 +569,29 @@ def tk_ranges(line_runs: list[LineRuns]) -> dict[str, list[str]]:
         for tag, c0, c1 in runs:
             out.setdefault(tag, []).extend((f"{tk_line}.{c0}", f"{tk_line}.{c1}"))
     return out
+
+
+def retag_plan(line_runs: list[LineRuns]) -> list[tuple[str, str, dict[str, list[str]]]]:
+    """What the Tk view does with runs, per block of consecutive lines:
+    ``(first, last, ranges)`` — remove every tag in :data:`TAGS` from ``first`` to ``last``
+    (Tk indices), then ``tag_add(tag, *pairs)`` for each item of ``ranges``.
+
+    Blocks matter because :meth:`Highlighter.step` reports only changed lines: clearing one
+    span over a gap would strip lines that are not re-added. Ten ``tag_remove`` calls per block
+    instead of per line keeps the Tcl round trips few.
+    """
+    plan: list[tuple[str, str, dict[str, list[str]]]] = []
+    block: list[LineRuns] = []
+    for item in sorted(line_runs):
+        if block and item[0] != block[-1][0] + 1:
+            plan.append(_block_plan(block))
+            block = []
+        if not block or item[0] != block[-1][0]:
+            block.append(item)
+    if block:
+        plan.append(_block_plan(block))
+    return plan
+
+
+def _block_plan(block: list[LineRuns]) -> tuple[str, str, dict[str, list[str]]]:
+    return (f"{block[0][0] + 1}.0", f"{block[-1][0] + 1}.end", tk_ranges(block))

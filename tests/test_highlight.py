@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rio import highlight
-from rio.highlight import (TAGS, Highlighter, choose_lexer, lexer_by_name, style_class,
-                           tk_ranges)
+from rio.highlight import (TAGS, Highlighter, choose_lexer, lexer_by_name, retag_plan,
+                           style_class, tk_ranges)
 
 PY = 'import os\n\n@decorator\ndef f(x):\n    """Doc."""\n    return x + 1  # note\n'
 
@@ -70,6 +70,14 @@ def test_tk_ranges_groups_by_tag_with_one_based_lines():
     ranges = tk_ranges(h.visible(0, 1))
     assert ranges["syn.keyword"] == ["1.0", "1.6"]
     assert ranges["syn.number"] == ["2.4", "2.5"]
+
+
+def test_retag_plan_splits_blocks_of_consecutive_lines():
+    runs = [(4, (("syn.string", 0, 3),)), (0, (("syn.keyword", 0, 6),)), (1, ())]
+    plan = retag_plan(runs)
+    assert plan == [("1.0", "2.end", {"syn.keyword": ["1.0", "1.6"]}),
+                    ("5.0", "5.end", {"syn.string": ["5.0", "5.3"]})]
+    assert retag_plan([]) == []
 
 
 def test_plain_text_has_no_runs():

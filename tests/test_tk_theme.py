@@ -11,7 +11,7 @@ from tkinter import ttk
 
 import pytest
 
-from rio.highlight import STYLE_CLASSES, TAGS, Highlighter, tk_ranges
+from rio.highlight import STYLE_CLASSES, TAGS, Highlighter, retag_plan
 from ui.tk import fonts, icons, theme
 from ui.tk.theme import THEMES, apply_theme, get_theme, syntax_tag_options
 
@@ -90,8 +90,11 @@ def _window(root: tk.Tk, theme_name: str = "classic") -> dict[str, tk.Misc]:
              "        return f'hi {name}' * 2  # greet\n"
     text.insert("1.0", source)
     theme.style_text(text, get_theme(theme_name), editor_font.as_tuple())
-    for tag, indices in tk_ranges(Highlighter("hello.py", source).visible(0, 10)).items():
-        text.tag_add(tag, *indices)
+    for first, last, ranges in retag_plan(Highlighter("hello.py", source).visible(0, 10)):
+        for tag in TAGS:
+            text.tag_remove(tag, first, last)
+        for tag, pairs in ranges.items():
+            text.tag_add(tag, *pairs)
     notebook.add(text, text="hello.py")
     body.add(notebook, weight=3)
     form = ttk.Frame(root)
@@ -135,7 +138,10 @@ def test_apply_theme_styles_ttk_and_classic_widgets(tk_root, name):
     assert str(widgets["text"].cget("selectbackground")) == t.selection_bg
     assert str(widgets["listbox"].cget("background")) == t.field_bg
     assert str(widgets["menu"].cget("activebackground")) == t.title_active_bg
-    assert widgets["text"].tag_ranges("syn.keyword")  # highlight runs landed on the widget
+    # Highlight runs landed on the right characters.
+    text = widgets["text"]
+    assert text.get(*text.tag_ranges("syn.name.class")) == "Greeter"
+    assert text.get(*text.tag_ranges("syn.comment")) == "# greet"
     comment_fg = widgets["text"].tag_cget("syn.comment", "foreground")
     assert str(comment_fg) == t.syntax["comment"].foreground
     shot = _screenshot(tk_root, name)
