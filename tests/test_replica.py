@@ -150,6 +150,17 @@ class World:
                 client.view = apply_to_str(client.view, edit)
             client.send(client.replica.take_request())
 
+    def core_batch(self, edits: list[tuple[int, int, str]]) -> None:
+        """An edit made in the core itself (an approved proposal, a revert): no replica's."""
+        size = len(self.core)
+        batch, taken = [], 0
+        for at, length, text in edits:   # non-overlapping, increasing, as replace-all makes them
+            start = min(size, taken + at)
+            end = min(size, start + length)
+            batch.append((start, end, text))
+            taken = end
+        self.broadcast(self.core.apply(batch, origin="core", label="Batch"))
+
     def core_undo(self) -> None:
         if self.core.can_undo:
             self.broadcast(self.core.undo(origin="ui"))
@@ -173,6 +184,9 @@ ACTION = st.one_of(
     st.tuples(st.just("down"), NAMES),
     st.tuples(st.just("undo")),
     st.tuples(st.just("redo")),
+    st.tuples(st.just("batch"), st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3),
+                                                   st.text("Z\n", max_size=2)),
+                                         min_size=1, max_size=3)),
 )
 
 
@@ -190,6 +204,8 @@ def test_replicas_converge_with_the_core(initial, actions):
             world.deliver_down(action[1])
         elif kind == "undo":
             world.core_undo()
+        elif kind == "batch":
+            world.core_batch(action[1])
         else:
             world.core_redo()
         for client in world.clients.values():   # the view always mirrors the replica's text
