@@ -96,13 +96,15 @@ _PY_DEDENT = re.compile(r"^\s*(return\b|pass\b|break\b|continue\b|raise\b)")
 
 
 def newline_with_indent(text: str, sel_start: int, sel_end: int | None = None,
-                        style: IndentStyle = IndentStyle(),
-                        language: str = "") -> tuple[TextEdit, int]:
+                        style: IndentStyle = IndentStyle(), language: str = "",
+                        comment_token: str | None = None) -> tuple[TextEdit, int]:
     """Return the edit for Enter at ``sel_start`` (replacing a selection) and the new cursor.
 
     The new line copies the indentation of the current line, adds a level after a line ending in
-    ``:`` ``{`` ``(`` ``[`` and, between a bracket pair (``{|}``), puts the closer on its own
-    line. With ``language="python"`` a ``return``/``pass``/``raise``… line dedents the next one.
+    ``:`` ``{`` ``(`` ``[`` (a trailing ``comment_token`` comment outside quotes is ignored, so
+    ``if x:  # why`` still indents) and, between a bracket pair (``{|}``), puts the closer on
+    its own line. With ``language="python"`` a ``return``/``pass``/``raise``… line dedents the
+    next one.
     """
     end = sel_start if sel_end is None else sel_end
     lo, hi = min(sel_start, end), max(sel_start, end)
@@ -111,7 +113,7 @@ def newline_with_indent(text: str, sel_start: int, sel_end: int | None = None,
     before = text[start_of_line:lo]
     if len(indent) > len(before):  # cursor inside the indentation: keep only what is left of it
         indent = before
-    stripped = before.rstrip()
+    stripped = _strip_comment(before, comment_token).rstrip()
     after_rest = text[hi:line_end(text, hi)]
     after = after_rest.lstrip(" \t")
     hi_trimmed = hi + (len(after_rest) - len(after))  # eat spaces that would trail the cursor
@@ -125,6 +127,42 @@ def newline_with_indent(text: str, sel_start: int, sel_end: int | None = None,
         indent = _dedent_once(indent, style)
     inserted = "\n" + indent
     return TextEdit(lo, hi_trimmed, inserted), lo + len(inserted)
+
+
+def _strip_comment(line: str, token: str | None) -> str:
+    if not token:
+        return line
+    mask = _quoted_mask(line, 0)
+    at = line.find(token)
+    while at >= 0:
+        if not mask[at]:
+            return line[:at]
+        at = line.find(token, at + 1)
+    return line
+
+
+def dedent_for_closer(text: str, offset: int, closer: str,
+                      style: IndentStyle = IndentStyle()) -> TextEdit | None:
+    """Typing ``}`` ``)`` ``]`` on a line that is blank up to the cursor: the edit that puts the
+    line back at the indentation of the line holding the matching opener (or one level less).
+
+    The caller inserts the closer itself after applying this edit. None when nothing changes.
+    """
+    if closer not in _CLOSERS:
+        return None
+    start = line_start(text, offset)
+    if text[start:offset].strip(" \t"):
+        return None
+    probe = text[:offset] + closer
+    found = match_bracket(probe, offset)
+    if found is not None:
+        opener_line = line_start(probe, found[1])
+        target = _leading_ws(probe, opener_line)
+    else:
+        target = _dedent_once(text[start:offset], style)
+    if target == text[start:offset]:
+        return None
+    return TextEdit(start, offset, target)
 
 
 def _dedent_once(indent: str, style: IndentStyle) -> str:
@@ -349,6 +387,6 @@ def prev_word_boundary(text: str, offset: int) -> int:
 
 __all__: Sequence[str] = (
     "TextEdit", "apply_edits", "IndentStyle", "line_start", "line_end", "touched_line_starts",
-    "newline_with_indent", "indent_lines", "dedent_lines", "comment_token_for", "toggle_comment",
+    "newline_with_indent", "dedent_for_closer", "indent_lines", "dedent_lines", "comment_token_for", "toggle_comment",
     "match_bracket", "word_at", "next_word_boundary", "prev_word_boundary",
 )

@@ -11,6 +11,7 @@ in the file's text the editor selects when a result is opened.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -101,6 +102,32 @@ def _clip(text: str, bol: int, eol: int, at: int) -> str:
         return line_text
     lo = max(0, at - bol - MAX_LINE_TEXT // 4)
     return line_text[lo:lo + MAX_LINE_TEXT]
+
+
+def filter_paths(paths: Iterable[str], include: str = "", exclude: str = "") -> Iterator[str]:
+    """Paths matching the dialog's "Files:" and "Exclude:" fields.
+
+    Each field is a comma- or space-separated list of globs (``*.py, src/*.c``). A glob without a
+    ``/`` matches the file name anywhere; one with a ``/`` matches the relative path
+    (``*`` crosses folders, as in fnmatch). Empty ``include`` means every file.
+    """
+    inc = _globs(include)
+    exc = _globs(exclude)
+    for path in paths:
+        if inc and not _matches(path, inc):
+            continue
+        if exc and _matches(path, exc):
+            continue
+        yield path
+
+
+def _globs(field: str) -> list[str]:
+    return [g for g in field.replace(",", " ").split() if g]
+
+
+def _matches(path: str, globs: list[str]) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(path if "/" in g else name, g) for g in globs)
 
 
 def find_in_files(paths: Iterable[str], read_text: ReadText, pattern: str,

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rio.edit_commands import (IndentStyle, TextEdit, apply_edits, comment_token_for,
-                               dedent_lines, indent_lines, match_bracket, newline_with_indent,
+                               dedent_for_closer, dedent_lines, indent_lines, match_bracket, newline_with_indent,
                                next_word_boundary, prev_word_boundary, toggle_comment,
                                touched_line_starts, word_at)
 
@@ -63,6 +63,32 @@ def test_python_dedent_after_return():
     assert out.endswith("return 1\n")
     out, _ = enter(text, len(text))
     assert out.endswith("return 1\n    ")  # only Python knows about return
+
+
+def test_trailing_comment_does_not_hide_the_colon():
+    text = "if x:  # why: because"
+    out, _ = enter(text, len(text), comment_token="#")
+    assert out.endswith("\n    ")
+    text = "s = '#' + 'a'"  # a '#' inside quotes is not a comment; no colon either
+    out, _ = enter(text, len(text), comment_token="#")
+    assert out.endswith("'a'\n")
+    text = "f = {  // map"
+    out, _ = enter(text, len(text), comment_token="//")
+    assert out.endswith("\n    ")
+
+
+def test_closer_goes_back_to_the_opener_indentation():
+    text = "  if (x) {\n      a;\n      "
+    edit = dedent_for_closer(text, len(text), "}")
+    assert apply_edits(text, [edit]) + "}" == "  if (x) {\n      a;\n  }"
+    # Not on a line with code before the cursor, and not for non-closers.
+    assert dedent_for_closer("  a", 3, "}") is None
+    assert dedent_for_closer("    ", 4, "x") is None
+
+
+def test_closer_without_opener_dedents_once():
+    edit = dedent_for_closer("        ", 8, ")")
+    assert edit == TextEdit(0, 8, "    ")
 
 
 # --- block indent ------------------------------------------------------------------------------

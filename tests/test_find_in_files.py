@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rio.errors import BufferError
-from rio.find_in_files import MAX_LINE_TEXT, ProjectSearch, find_in_files, format_match
+from rio.find_in_files import (MAX_LINE_TEXT, ProjectSearch, filter_paths, find_in_files,
+                               format_match)
 from rio.search import SearchOptions
 
 FILES = {
@@ -95,3 +96,12 @@ def test_very_long_lines_are_clipped_around_the_match():
     assert len(hit.line_text) == MAX_LINE_TEXT
     assert "needle" in hit.line_text
     assert hit.col == 5001
+
+
+def test_filter_paths_include_and_exclude_globs():
+    paths = ["a.py", "pkg/b.py", "pkg/c.txt", "build/d.py", "README.md"]
+    assert list(filter_paths(paths, "*.py")) == ["a.py", "pkg/b.py", "build/d.py"]
+    assert list(filter_paths(paths, "*.py, *.md", "build/*")) == ["a.py", "pkg/b.py",
+                                                                  "README.md"]
+    assert list(filter_paths(paths, "", "*.txt *.md")) == ["a.py", "pkg/b.py", "build/d.py"]
+    assert list(filter_paths(paths)) == paths
