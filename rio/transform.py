@@ -6,7 +6,8 @@ the other so that it still means what its author meant. The same function, with 
 flipped, lets a replica transform the core's change over its own unacknowledged edits, and the
 pair satisfies the convergence property (TP1)::
 
-    apply(apply(S, a), transform_edit(b, a))  ==  apply(apply(S, b), transform_edit(a, b, wins_ties=True))
+    apply(apply(S, a), transform_edit(b, a))
+        == apply(apply(S, b), transform_edit(a, b, wins_ties=True))
 
 which ``tests/test_transform.py`` checks on random texts and edits.
 

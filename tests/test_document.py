@@ -351,8 +351,8 @@ def test_undo_everything_restores_the_start_and_redo_everything_returns(ops):
 
 
 OPS = st.lists(st.one_of(
-    st.tuples(st.just("edit"), st.integers(0, 30), st.integers(0, 4), st.text("ab \n😀", max_size=3),
-              st.sampled_from(["ui", "agent"]), st.floats(0, 1.5)),
+    st.tuples(st.just("edit"), st.integers(0, 30), st.integers(0, 4),
+              st.text("ab \n😀", max_size=3), st.sampled_from(["ui", "agent"]), st.floats(0, 1.5)),
     st.tuples(st.just("undo")), st.tuples(st.just("redo")), st.tuples(st.just("save")),
     st.tuples(st.just("merge"), st.integers(0, 5)),
 ), max_size=40)

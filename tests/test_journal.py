@@ -276,7 +276,8 @@ def test_magic_is_first():
 
 
 @given(st.lists(st.one_of(
-    st.tuples(st.just("edit"), st.integers(0, 20), st.integers(0, 3), st.text("ab\n😀", max_size=3)),
+    st.tuples(st.just("edit"), st.integers(0, 20), st.integers(0, 3),
+              st.text("ab\n😀", max_size=3)),
     st.tuples(st.just("undo")), st.tuples(st.just("redo")), st.tuples(st.just("flush")),
     st.tuples(st.just("compact"))), max_size=30))
 @settings(max_examples=200, deadline=None)
