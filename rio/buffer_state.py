@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rio.document import Change, Document
-from rio.errors import BufferError, FileError, RioError
+from rio.errors import BufferError, RioError
 from rio.files import (DEFAULT_MAX_BYTES, FileFormat, Fingerprint, OsFilePort, disk_changed,
                        load_file, save_file)
 from rio.journal import JournalWriter, OsJournalStore, recover
@@ -161,13 +161,8 @@ class OpenBuffer:
                 raise BufferError("bad_format", f"Cannot save as {encoding}: {exc}.",
                                   "Pick utf-8, utf-8-sig, utf-16-le, utf-16-be or latin-1.")
         expected = self.fingerprint if target == self.path else None
-        try:
-            fingerprint = save_file(target, self.document.buffer.iter_chunks(), fmt,
-                                    expected=expected, port=self.file_port, force=args["force"])
-        except FileError as err:
-            if err.leaf == "conflict":
-                return self._conflict(err)
-            raise
+        fingerprint = save_file(target, self.document.buffer.iter_chunks(), fmt,
+                                expected=expected, port=self.file_port, force=args["force"])
         self.path, self.format, self.fingerprint = target, fmt, fingerprint
         self.conflict_reported = None
         self.document.mark_saved()
@@ -175,9 +170,6 @@ class OpenBuffer:
         self.recovered = False
         summary = self.summary()
         return summary, [("buffer.saved", summary)]
-
-    def _conflict(self, err: FileError) -> tuple[Any, Events]:
-        raise err
 
     def op_close(self, args: dict[str, Any]) -> tuple[Any, Events]:
         if self.document.dirty and not args["discard"]:
