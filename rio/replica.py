@@ -22,6 +22,7 @@ change to everyone. This is central-server OT in the Jupiter style (ADR-0005):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from rio.document import EDIT, Change
 from rio.errors import BufferError
@@ -92,6 +93,16 @@ class Replica:
         self._in_flight = True
         first = self._pending[0]
         return Request(first.start, first.end, first.text, self.version, self.origin)
+
+    def on_event(self, data: Mapping[str, Any]) -> list[Edit]:
+        """:meth:`on_change` for a ``buffer.changed`` event's data, as it comes off the bus."""
+        try:
+            change = Change(int(data["version"]), int(data["start"]), int(data["end"]),
+                            str(data["text"]), str(data.get("removed", "")), str(data["origin"]),
+                            str(data.get("label", "")), str(data.get("kind", EDIT)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _resync(f"A buffer.changed event was malformed ({exc!r}).") from exc
+        return self.on_change(change)
 
     def on_change(self, change: Change) -> list[Edit]:
         """Take the core's next change; returns the edits to apply to the local view, in order."""

@@ -79,6 +79,17 @@ def test_waiting_edit_emptied_by_a_remote_change_is_not_sent():
     assert ui.text == core.text() == "Xab"
 
 
+def test_events_off_the_bus_are_changes():
+    ui = Replica("abc", 4, "ui")
+    event = {"buffer": "b1", "version": 5, "start": 0, "end": 1, "text": "X", "origin": "agent",
+             "label": "Replace", "kind": "edit"}
+    assert ui.on_event(event) == [Edit(0, 1, "X")]
+    assert ui.text == "Xbc" and ui.version == 5
+    with pytest.raises(BufferError) as caught:
+        ui.on_event({"version": 6})
+    assert caught.value.kind == "buffer.out_of_sync"
+
+
 def test_a_missed_change_asks_for_a_resync():
     r = Replica("abc", 0, "ui")
     with pytest.raises(BufferError) as caught:
