@@ -137,10 +137,8 @@ class ChunkedText:
 
     def _locate(self, offset: int) -> tuple[int, int]:
         """(chunk index, offset inside it) for ``0 <= offset <= len``; an end counts as inside."""
+        # No chunk is empty (except the only one), so the search never runs past the last chunk.
         index, before = self._lengths.search(offset)
-        if index >= len(self._chunks):  # offset == len with trailing search overshoot
-            index = len(self._chunks) - 1
-            before = self._len - len(self._chunks[index])
         return index, offset - before
 
     def _splice(self, first: int, last: int, pieces: list[str], dnl: int = 0) -> None:
