@@ -101,6 +101,8 @@ class RemoteListener:
         self._thread.start()
         self._ready.wait(10)
         if self._error is not None:
+            self._thread.join(5)   # it has already returned: nothing to tell it
+            self._thread = None
             self.stop()
             raise BusError("listen_failed", f"Cannot listen on {self.listen}: {self._error}",
                            "Pick another port (the events socket uses PORT+1 too) or stop "
@@ -128,24 +130,22 @@ class RemoteListener:
 
     # --- the loop -------------------------------------------------------------------------------
     def _serve(self) -> None:
+        front = self._curve_socket(zmq.ROUTER)
+        front.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        events = self._curve_socket(zmq.XPUB)
+        events.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME)
+        upstream = self._ctx.socket(zmq.XSUB)
+        configure(upstream)
+        ctl = self._ctx.socket(zmq.PAIR)
         try:
-            front = self._curve_socket(zmq.ROUTER)
-            front.setsockopt(zmq.ROUTER_MANDATORY, 1)
-            events = self._curve_socket(zmq.XPUB)
-            events.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME)
-            upstream = self._ctx.socket(zmq.XSUB)
-            configure(upstream)
-            ctl = self._ctx.socket(zmq.PAIR)
-            ctl.bind(self._stop_endpoint)
             front.bind(self.requests_endpoint)
             events.bind(self.events_endpoint)
             upstream.connect(self.hub_events)
+            ctl.bind(self._stop_endpoint)
         except zmq.ZMQError as exc:
             self._error = exc
-            for name in ("front", "events", "upstream", "ctl"):
-                sock = locals().get(name)
-                if sock is not None:
-                    sock.close(linger=0)
+            for sock in (front, events, upstream, ctl):
+                sock.close(linger=0)
             self._ready.set()
             return
         self._ready.set()
