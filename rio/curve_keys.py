@@ -122,7 +122,8 @@ def create_server_keys(base: Path | None = None, *, replace: bool = False) -> tu
 
 
 def load_server_keys(base: Path | None = None) -> KeyPair:
-    """The server keypair for ``rio serve --listen``; missing keys are an error naming `rio keys`."""
+    """The server keypair for ``rio serve --listen``; missing keys are an error naming
+    `rio keys`."""
     _public_file, secret_file = server_paths(base)
     if not secret_file.exists():
         raise BusError("no_server_keys",
@@ -168,7 +169,8 @@ def authorized(base: Path | None = None) -> dict[str, bytes]:
 
 def create_client_keys(name: str, base: Path | None = None, *,
                        authorise: bool = True) -> tuple[KeyPair, Path]:
-    """A new client keypair in ``clients/`` (and its public key authorised); returns the secret file."""
+    """A new client keypair in ``clients/`` (its public key authorised unless told not to);
+    returns the keys and the secret file to copy to the client."""
     check_client_name(name)
     folder = private_folder(curve_dir(base) / CLIENTS)
     public, secret = zmq.curve_keypair()
