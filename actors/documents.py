@@ -1,15 +1,19 @@
 """The document actors: one :class:`DocumentActor` per open buffer, and the registry in front.
 
 :class:`DocumentsActor` serves the ``buffer.*`` ops that are not about one buffer (open, new,
-list, recover) and forwards the rest to the buffer's own actor, so edits to different documents
-never wait for each other and edits to one document are applied in arrival order. Each
-:class:`DocumentActor` is a thin shell: the logic is :class:`rio.document.Document`,
-:mod:`rio.files` and :mod:`rio.journal`.
+list, recover). Ops about one buffer go from the bus thread straight to that buffer's own actor
+(:class:`BufferRoutes`), so a keystroke costs one thread hop, edits to different documents never
+wait for each other, and edits to one document are applied in arrival order. Each
+:class:`DocumentActor` is a thin shell: the logic is :class:`rio.buffer_state.OpenBuffer`.
+
+Threads: only a buffer's own actor touches its :class:`OpenBuffer`; the registry asks it for its
+summary instead of reading it.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +21,50 @@ import pykka
 
 from actors.bus_thread import BusThread, RequestContext
 from actors.host import answer_ping
-from rio.buffer_state import OpenBuffer, RecoveryReport
+from rio.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 from rio.errors import BufferError, RioError
 
 log = logging.getLogger("rio.documents")
 
+REGISTRY_OPS = frozenset({"buffer.open", "buffer.new", "buffer.list", "buffer.recover"})
+
+
+class BufferRoutes:
+    """buffer id → actor ref, read by the bus thread and written by the registry actor."""
+
+    def __init__(self) -> None:
+        self._refs: dict[str, pykka.ActorRef] = {}
+        self._lock = threading.Lock()
+
+    def add(self, buffer_id: str, ref: pykka.ActorRef) -> None:
+        with self._lock:
+            self._refs[buffer_id] = ref
+
+    def remove(self, buffer_id: str) -> None:
+        with self._lock:
+            self._refs.pop(buffer_id, None)
+
+    def get(self, buffer_id: str | None) -> pykka.ActorRef | None:
+        return self._refs.get(buffer_id) if buffer_id else None
+
+    def items(self) -> list[tuple[str, pykka.ActorRef]]:
+        with self._lock:
+            return list(self._refs.items())
+
+
+def unknown_buffer(buffer_id: Any) -> BufferError:
+    return BufferError("unknown_buffer", f"No open buffer {buffer_id!r}.",
+                       "List the open buffers with buffer.list.")
+
 
 class DocumentActor(pykka.ThreadingActor):
-    """Serves one buffer. Every message is a :class:`RequestContext` or ``"flush"``."""
+    """Serves one buffer: request contexts, ``"flush"``, ``"summary"``."""
 
-    def __init__(self, buffer: OpenBuffer, bus: BusThread):
+    def __init__(self, buffer: OpenBuffer, bus: BusThread, registry: pykka.ActorRef):
         super().__init__()
         self.buffer = buffer
         self.bus = bus
+        self.registry = registry
 
     def on_receive(self, message: Any) -> Any:
         if message == "flush":
@@ -37,8 +72,13 @@ class DocumentActor(pykka.ThreadingActor):
             for topic, data in self.buffer.check_disk():
                 self.bus.publish(topic, data)
             return None
+        if message == "summary":
+            return self.buffer.summary()
         ctx: RequestContext = message
         try:
+            if ctx.op == "buffer.save" and ctx.args.get("path"):
+                target = self.buffer.factory_resolve(ctx.args["path"])
+                self.registry.ask(("claim_path", self.buffer.id, str(target)))
             result, events = self.buffer.handle(ctx.op, ctx.args)
         except RioError as err:
             ctx.fail(err)
@@ -51,6 +91,7 @@ class DocumentActor(pykka.ThreadingActor):
         for topic, data in events:
             self.bus.publish(topic, data)
         if ctx.op == "buffer.close":
+            self.registry.tell(("closed", self.buffer.id))
             self.stop()
         return None
 
@@ -59,20 +100,18 @@ class DocumentActor(pykka.ThreadingActor):
 
 
 class DocumentsActor(pykka.ThreadingActor):
-    """The registry: buffer id → :class:`DocumentActor`, path → buffer id."""
+    """The registry: opens and recovers buffers, starts their actors, keeps path → buffer id."""
 
     def __init__(self, workspace_root: Path, journal_dir: Path, bus: BusThread,
-                 *, file_port: Any = None, max_file_bytes: int | None = None,
-                 process: str = "core"):
+                 routes: BufferRoutes, *, file_port: Any = None,
+                 max_file_bytes: int | None = None, process: str = "core"):
         super().__init__()
         self.process = process
-        from rio.buffer_state import BufferFactory
         self.bus = bus
+        self.routes = routes
         self.factory = BufferFactory(workspace_root, journal_dir, file_port=file_port,
                                      max_file_bytes=max_file_bytes)
-        self.actors: dict[str, pykka.ActorRef] = {}
         self.by_path: dict[str, str] = {}
-        self.infos: dict[str, OpenBuffer] = {}
         self.recovered: RecoveryReport | None = None
 
     def on_start(self) -> None:
@@ -85,8 +124,9 @@ class DocumentsActor(pykka.ThreadingActor):
             self.bus.publish("buffer.recovered", report.to_wire())
 
     def _adopt(self, buf: OpenBuffer) -> None:
-        self.actors[buf.id] = DocumentActor.start(buf, self.bus)
-        self.infos[buf.id] = buf
+        buf.factory_resolve = lambda p: self.factory.resolve(p, must_exist=False)
+        ref = DocumentActor.start(buf, self.bus, self.actor_ref)
+        self.routes.add(buf.id, ref)
         if buf.path is not None:
             self.by_path[str(buf.path)] = buf.id
 
@@ -94,13 +134,12 @@ class DocumentsActor(pykka.ThreadingActor):
         if answer_ping(message, self.process):
             return None
         if message == "flush":
-            for ref in list(self.actors.values()):
+            for _, ref in self.routes.items():
                 if ref.is_alive():
                     ref.tell("flush")
             return None
-        if isinstance(message, tuple) and message[0] == "closed":
-            self._forget(message[1])
-            return None
+        if isinstance(message, tuple):
+            return self._registry_message(message)
         ctx: RequestContext = message
         try:
             self._dispatch(ctx)
@@ -111,73 +150,102 @@ class DocumentsActor(pykka.ThreadingActor):
             ctx.fail(exc)
         return None
 
+    def _registry_message(self, message: tuple) -> Any:
+        if message[0] == "closed":
+            self._forget(message[1])
+        elif message[0] == "claim_path":
+            _, bid, target = message
+            other = self.by_path.get(target)
+            if other and other != bid and self.routes.get(other) is not None:
+                raise BufferError("path_open", "That file is open in another buffer.",
+                                  "Close that buffer first, or save elsewhere.")
+            for path, owner in list(self.by_path.items()):
+                if owner == bid:
+                    del self.by_path[path]
+            self.by_path[target] = bid
+        return None
+
+    def _summaries(self, ids: list[str]) -> list[dict[str, Any]]:
+        futures = []
+        for bid in ids:
+            ref = self.routes.get(bid)
+            if ref is not None:
+                try:
+                    futures.append(ref.ask("summary", block=False))
+                except pykka.ActorDeadError:
+                    self._forget(bid)
+        out = []
+        for future in futures:
+            try:
+                out.append(future.get(timeout=10))
+            except pykka.ActorDeadError:
+                continue
+        return out
+
     def _dispatch(self, ctx: RequestContext) -> None:
         op = ctx.op
         if op == "buffer.open":
             path = self.factory.resolve(ctx.args["path"])
             existing = self.by_path.get(str(path))
-            if existing and self.actors[existing].is_alive():
-                ctx.reply(self.infos[existing].summary())
-                return
+            if existing and self.routes.get(existing) is not None:
+                summaries = self._summaries([existing])
+                if summaries:
+                    ctx.reply(summaries[0])
+                    return
             buf = self.factory.open(path)
+            summary = buf.summary()
             self._adopt(buf)
-            ctx.reply(buf.summary())
-            self.bus.publish("buffer.opened", buf.summary())
+            ctx.reply(summary)
+            self.bus.publish("buffer.opened", summary)
         elif op == "buffer.new":
             buf = self.factory.new(ctx.args["text"])
+            summary = buf.summary()
             self._adopt(buf)
-            ctx.reply(buf.summary())
-            self.bus.publish("buffer.opened", buf.summary())
+            ctx.reply(summary)
+            self.bus.publish("buffer.opened", summary)
         elif op == "buffer.list":
-            self._prune()
-            ctx.reply([self.infos[b].summary() for b in self.actors])
+            ctx.reply(self._summaries([bid for bid, _ in self.routes.items()]))
         elif op == "buffer.recover":
-            report = self.recovered or RecoveryReport((), ())
-            ctx.reply(report.to_wire())
-        else:
-            bid = ctx.args.get("buffer")
-            ref = self.actors.get(bid) if bid else None
-            if ref is None or not ref.is_alive():
-                self._forget(bid)
-                raise BufferError("unknown_buffer", f"No open buffer {bid!r}.",
-                                  "List the open buffers with buffer.list.")
-            if op == "buffer.save" and ctx.args.get("path"):
-                # save-as may move the buffer to another path: keep the index right
-                target = str(self.factory.resolve(ctx.args["path"], must_exist=False))
-                other = self.by_path.get(target)
-                if other and other != bid and self.actors.get(other) and \
-                        self.actors[other].is_alive():
-                    raise BufferError("path_open", f"{ctx.args['path']} is open in another "
-                                      "buffer.", "Close that buffer first, or save elsewhere.")
-                old = self.infos[bid].path
-                if old is not None:
-                    self.by_path.pop(str(old), None)
-                self.by_path[target] = bid
-            # buffer.close: the document actor stops itself after replying; _prune forgets it.
-            ref.tell(ctx)
-
-    def _prune(self) -> None:
-        for bid, ref in list(self.actors.items()):
-            if not ref.is_alive():
-                self._forget(bid)
+            ctx.reply((self.recovered or RecoveryReport((), ())).to_wire())
+        else:  # a per-buffer op whose buffer is gone
+            ctx.fail(unknown_buffer(ctx.args.get("buffer")))
 
     def _forget(self, bid: str | None) -> None:
         if not bid:
             return
-        self.actors.pop(bid, None)
-        buf = self.infos.pop(bid, None)
-        if buf is not None and buf.path is not None and self.by_path.get(str(buf.path)) == bid:
-            del self.by_path[str(buf.path)]
+        self.routes.remove(bid)
+        for path, owner in list(self.by_path.items()):
+            if owner == bid:
+                del self.by_path[path]
 
     def on_stop(self) -> None:
-        for ref in list(self.actors.values()):
+        for _, ref in self.routes.items():
             try:
                 ref.stop(timeout=5)
             except pykka.ActorDeadError:
                 pass
 
 
-def flush_ticker(ref: pykka.ActorRef, interval: float, stop_flag: Any) -> None:
+def buffer_handler(registry: pykka.ActorRef, routes: BufferRoutes):
+    """The bus thread's handler for ``buffer.*``: per-buffer ops go straight to their actor."""
+    def handle(ctx: RequestContext) -> None:
+        if ctx.op in REGISTRY_OPS:
+            registry.tell(ctx)
+            return
+        bid = ctx.args.get("buffer")
+        ref = routes.get(bid)
+        if ref is None:
+            ctx.fail(unknown_buffer(bid))
+            return
+        try:
+            ref.tell(ctx)
+        except pykka.ActorDeadError:
+            routes.remove(bid)
+            ctx.fail(unknown_buffer(bid))
+    return handle
+
+
+def flush_ticker(ref: pykka.ActorRef, interval: float, stop_flag: threading.Event) -> None:
     """Ask for journal fsyncs in batches (every ``interval`` s) until ``stop_flag`` is set."""
     while not stop_flag.wait(interval):
         try:

@@ -16,15 +16,16 @@ from rio.instance import journal_dir
 
 @actor_factory("documents")
 def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
-    from actors.documents import DocumentsActor, flush_ticker
+    from actors.documents import BufferRoutes, DocumentsActor, buffer_handler, flush_ticker
     from actors.workspace_actor import WorkspaceActor
 
     file_port = None
     if host.fault_injection:
         from actors.faults import SwitchableFilePort
         file_port = SwitchableFilePort.install(host)
-    ref = DocumentsActor.start(host.root, journal_dir(host.root), host.bus, file_port=file_port,
-                               process=host.name)
+    routes = BufferRoutes()
+    ref = DocumentsActor.start(host.root, journal_dir(host.root), host.bus, routes,
+                               file_port=file_port, process=host.name)
     ws = WorkspaceActor.start(host.root)
     from actors.runner_actor import RunnerActor
     runner = RunnerActor.start(host.root, host.bus)
@@ -33,4 +34,4 @@ def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
     stop = threading.Event()
     threading.Thread(target=flush_ticker, args=(ref, 0.25, stop), daemon=True,
                      name="journal-flush").start()
-    return {"buffer": ref.tell, "fs": ws.tell, "run": runner.tell}
+    return {"buffer": buffer_handler(ref, routes), "fs": ws.tell, "run": runner.tell}

@@ -66,6 +66,9 @@ class OpenBuffer:
         self.journal: JournalWriter | None = None
         self.conflict_reported: Fingerprint | None = None
         self.recovered = False
+        #: resolves a save-as path (set by whoever holds the workspace; default: ours)
+        self.factory_resolve: Callable[[str], Path] = (
+            lambda p: self.workspace.resolve(p, must_exist=False, kind="file"))
 
     # --- facts ----------------------------------------------------------------------------------
     @property
