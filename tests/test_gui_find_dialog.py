@@ -1,0 +1,156 @@
+"""The Find/Replace dialog and Go to line against a real core: replace goes through the core, and
+Replace All is ONE undo step there."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import RioServer
+from tests.tk_stub_app import StubApp
+from ui.tk import find_dialog
+
+pytestmark = [pytest.mark.gui, pytest.mark.timeout(90)]
+
+TEXT = "alpha beta\nBeta gamma beta\nalphabet\n"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("find")
+    root = base / "proj"
+    root.mkdir()
+    srv = RioServer(root, base).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def app(tk_root, server, request):
+    name = f"{request.node.name[:40]}.txt"
+    (server.root / name).write_text(TEXT)
+    stub = StubApp(tk_root, server)
+    stub.open_path(name)
+    yield stub
+    stub.conn.call("buffer.close", {"buffer": stub.active.buffer_id, "discard": True})
+    stub.close()
+
+
+def selected(app) -> str:
+    w = app.active.text
+    return w.get("sel.first", "sel.last") if w.tag_ranges("sel") else ""
+
+
+def sel_index(app) -> str:
+    return app.active.text.index("sel.first")
+
+
+def test_find_next_prev_wrap_and_options(app):
+    c = find_dialog.controller_for(app)
+    dlg = c.show()
+    dlg.pattern.set("beta")
+    dlg.buttons["find_next"].invoke()
+    assert selected(app) == "beta" and sel_index(app) == "1.6"
+    dlg.buttons["find_next"].invoke()
+    assert selected(app) == "Beta" and sel_index(app) == "2.0"  # case-insensitive by default
+    dlg.case.set(True)
+    dlg.buttons["find_next"].invoke()
+    assert selected(app) == "beta" and sel_index(app) == "2.11"
+    dlg.buttons["find_next"].invoke()  # wraps to the start
+    assert sel_index(app) == "1.6" and "continued" in c.message
+    dlg.buttons["find_prev"].invoke()   # and back over the start
+    assert sel_index(app) == "2.11"
+    dlg.case.set(False)
+    dlg.word.set(True)
+    dlg.pattern.set("alpha")
+    dlg.buttons["find_next"].invoke()
+    dlg.buttons["find_next"].invoke()
+    assert sel_index(app) == "1.0"  # "alphabet" is not the whole word
+    dlg.regex.set(True)
+    dlg.pattern.set("(unclosed")
+    dlg.buttons["find_next"].invoke()
+    assert "regular expression" in dlg.status.cget("text").lower()
+    # F3 with the dialog closed repeats the last search.
+    dlg.pattern.set("gamma")
+    dlg.regex.set(False)
+    dlg.close()
+    app.root.update()
+    c.find()
+    assert selected(app) == "gamma"
+    assert c.history[:3] == ("gamma", "alpha", "beta")  # a bad pattern is not kept
+
+
+def test_replace_all_is_one_undo_step_in_the_core(app):
+    editor = app.active
+    c = find_dialog.controller_for(app)
+    dlg = c.show(replace=True)
+    dlg.pattern.set("beta")
+    dlg.replacement.set("BETA!")
+    dlg.buttons["replace_all"].invoke()
+    expected = "alpha BETA!\nBETA! gamma BETA!\nalphabet\n"
+    assert app.pump(lambda: app.core_text(editor.buffer_id) == expected)
+    assert app.pump(lambda: editor.text.get("1.0", "end-1c") == expected)
+    assert app.pump(lambda: "Replaced 3 occurrences" in dlg.status.cget("text"))
+    info = app.conn.call("buffer.info", {"buffer": editor.buffer_id})
+    assert info["undo_label"] and "Replace All" in info["undo_label"]
+    app.conn.call("buffer.undo", {"buffer": editor.buffer_id})
+    assert app.core_text(editor.buffer_id) == TEXT  # ONE undo brings all three back
+    assert app.pump(lambda: editor.text.get("1.0", "end-1c") == TEXT)
+
+
+def test_replace_all_with_regex_groups_in_selection(app):
+    editor = app.active
+    editor.text.tag_add("sel", "2.0", "3.0")   # the second line only
+    c = find_dialog.controller_for(app)
+    dlg = c.show(replace=True)
+    assert dlg.in_sel.get()  # a multi-line selection turns "In selection" on
+    dlg.regex.set(True)
+    dlg.pattern.set(r"(\w+)a\b")
+    dlg.replacement.set(r"<\1>")
+    dlg.buttons["replace_all"].invoke()
+    expected = "alpha beta\n<Bet> <gamm> <bet>\nalphabet\n"
+    assert app.pump(lambda: app.core_text(editor.buffer_id) == expected)
+
+
+def test_replace_one_replaces_the_selected_match_then_finds_the_next(app):
+    editor = app.active
+    c = find_dialog.controller_for(app)
+    dlg = c.show(replace=True)
+    dlg.pattern.set("beta")
+    dlg.replacement.set("b")
+    dlg.buttons["replace"].invoke()    # first press selects the match
+    assert selected(app) == "beta" and app.core_text(editor.buffer_id) == TEXT
+    dlg.buttons["replace"].invoke()    # second press replaces it through the core
+    assert app.pump(lambda: app.core_text(editor.buffer_id) == TEXT.replace("beta", "b", 1))
+    assert app.pump(lambda: selected(app) == "Beta")  # ...and moves to the next one
+
+
+def test_replace_waits_for_keystrokes_in_flight(app):
+    editor = app.active
+    editor.type(0, "xbeta ")  # a local keystroke, unacknowledged for a moment
+    c = find_dialog.controller_for(app)
+    c.pattern, c.replacement = "beta", "Z"
+    assert c.replace_all() == 4
+    expected = "xZ alpha Z\nZ gamma Z\nalphabet\n"
+    app.pump(lambda: app.core_text(editor.buffer_id) == expected)
+    assert app.core_text(editor.buffer_id) == expected, (c.message, editor.replica, app.errors)
+    assert app.pump(lambda: editor.text.get("1.0", "end-1c") == expected)
+
+
+def test_goto_line(app):
+    editor = app.active
+    dlg = find_dialog.GotoDialog(app)
+    dlg.value.set("nonsense")
+    assert not dlg.ok() and "line number" in dlg.error.cget("text").lower()
+    dlg.value.set("2:6")
+    assert dlg.ok()
+    assert editor.text.index("insert") == "2.5"
+    dlg = find_dialog.GotoDialog(app)
+    dlg.value.set("999")
+    assert dlg.ok() and editor.text.index("insert") == "4.0"
+
+
+def test_install_registers_the_search_commands(app):
+    find_dialog.install(app)
+    assert {"search.find", "search.replace", "search.find_next", "search.find_prev",
+            "search.goto_line"} <= set(app.commands)
+    assert app.commands["search.find_next"][1] == "F3"

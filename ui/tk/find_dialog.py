@@ -1,0 +1,541 @@
+"""Find / Replace and Go to line: thin Tk dialogs over :mod:`rio.search` and
+:mod:`ui.tk.find_model`.
+
+Searching reads the active editor's text; replacing never edits the Tk widget. A replace is a
+``buffer.replace`` and Replace All ONE ``buffer.apply`` (one undo step in the core), both with the
+origin ``ui-batch:<pid>``: the change comes back as a ``buffer.changed`` event from another
+origin, and the editor's replica applies it to the widget like any remote edit (ui_common.md).
+Batches are only sent when the editor's replica has no unacknowledged keystroke, so the offsets
+computed from its text are exact at its ``version``.
+
+The editor is reached through :class:`EditorAccess`, which uses the EditorTab's own methods when
+it has them (``select_range``, ``cursor_offset``…) and falls back to the Tk Text widget.
+"""
+
+from __future__ import annotations
+
+import os
+import tkinter as tk
+from collections.abc import Callable
+from tkinter import ttk
+from typing import Any
+
+from rio.edit_commands import TextEdit
+from rio.errors import RioError, error_from_wire
+from rio.protocol import thaw
+from rio.search import SearchEngine, SearchOptions
+from ui.tk.find_model import (LineIndex, describe_replace_all, parse_goto, remember,
+                              search_start, shift_range)
+
+#: How long a batch waits for the editor's in-flight keystrokes to be acknowledged.
+SYNC_WAIT_MS = 3000
+_SYNC_POLL_MS = 10
+
+
+def batch_origin() -> str:
+    return f"ui-batch:{os.getpid()}"
+
+
+class EditorAccess:
+    """Offsets-in, offsets-out access to an EditorTab (duck-typed; see the module docstring)."""
+
+    def __init__(self, editor: Any):
+        self.editor = editor
+        self.widget: tk.Text = editor.text
+        self._index: LineIndex | None = None
+        self._text: str | None = None
+
+    def text(self) -> str:
+        if self._text is None:
+            replica = getattr(self.editor, "replica", None)
+            self._text = replica.text if replica is not None else self.widget.get("1.0", "end-1c")
+            self._index = LineIndex(self._text)
+        return self._text
+
+    @property
+    def index(self) -> LineIndex:
+        self.text()
+        assert self._index is not None
+        return self._index
+
+    def _offset(self, tk_index: str) -> int:
+        line, col = (int(x) for x in self.widget.index(tk_index).split("."))
+        return self.index.offset(line, col)
+
+    def cursor(self) -> int:
+        fn = getattr(self.editor, "cursor_offset", None)
+        return int(fn()) if callable(fn) else self._offset("insert")
+
+    def selection(self) -> tuple[int, int] | None:
+        fn = getattr(self.editor, "selection_range", None)
+        if callable(fn):
+            sel = fn()
+            return (int(sel[0]), int(sel[1])) if sel and sel[0] != sel[1] else None
+        ranges = self.widget.tag_ranges("sel")
+        if not ranges:
+            return None
+        return self._offset(str(ranges[0])), self._offset(str(ranges[1]))
+
+    def select(self, start: int, end: int) -> None:
+        fn = getattr(self.editor, "select_range", None)
+        if callable(fn):
+            fn(start, end)
+            return
+        w = self.widget
+        a, b = self.index.tk_index(start), self.index.tk_index(end)
+        w.tag_remove("sel", "1.0", "end")
+        w.tag_add("sel", a, b)
+        w.mark_set("insert", b)
+        w.see(a)
+        w.see(b)
+
+    def goto(self, line: int, col: int = 0) -> None:
+        offset = self.index.offset(line, col)
+        self.select(offset, offset)
+        self.widget.focus_set()
+
+
+class FindController:
+    """Search state shared by the dialog and F3/Shift+F3 when the dialog is closed."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.pattern = ""
+        self.replacement = ""
+        self.options = SearchOptions()
+        self.in_selection = False
+        self.scope: tuple[int, int] | None = None
+        self.history: tuple[str, ...] = ()
+        self.replace_history: tuple[str, ...] = ()
+        self.message = ""
+        self.on_message: Callable[[str, bool], None] | None = None
+        self.dialog: FindDialog | None = None
+
+    # --- helpers -------------------------------------------------------------------------------
+    def _say(self, message: str, error: bool = False) -> None:
+        self.message = message
+        if self.on_message is not None:
+            self.on_message(message, error)
+        else:
+            status = getattr(self.app, "show_status", None)
+            if callable(status):
+                status(message)
+
+    def _editor(self) -> EditorAccess | None:
+        editor = self.app.active_editor()
+        if editor is None:
+            self._say("No document is open.", True)
+            return None
+        return EditorAccess(editor)
+
+    def _engine(self) -> SearchEngine | None:
+        if not self.pattern:
+            self._say("Type something to find.", True)
+            return None
+        try:
+            return SearchEngine(self.pattern, self.options)
+        except RioError as err:
+            self._say(f"{err.message}. {err.next}.", True)
+            return None
+
+    # --- find ----------------------------------------------------------------------------------
+    def find(self, backward: bool = False) -> bool:
+        """Select the next (previous) match; False when there is none."""
+        access = self._editor()
+        engine = self._engine()
+        if access is None or engine is None:
+            return False
+        self.history = remember(self.history, self.pattern)
+        text = access.text()
+        scope = self.scope if self.in_selection else None
+        start = search_start(access.cursor(), access.selection(), backward)
+        found = (engine.find_prev(text, start, scope) if backward
+                 else engine.find_next(text, start, scope))
+        if found is None:
+            self._say(f"Cannot find {self.pattern!r}.", True)
+            return False
+        access.select(found.start, found.end)
+        self._say("Passed the end; continued from the start." if found.wrapped and not backward
+                  else "Passed the start; continued from the end." if found.wrapped else "")
+        return True
+
+    # --- replace -------------------------------------------------------------------------------
+    def replace(self) -> bool:
+        """Replace the selected match (or the next one) through the core, then find the next."""
+        access = self._editor()
+        engine = self._engine()
+        if access is None or engine is None:
+            return False
+        self.history = remember(self.history, self.pattern)
+        self.replace_history = remember(self.replace_history, self.replacement)
+        text = access.text()
+        scope = self.scope if self.in_selection else None
+        sel = access.selection()
+        offset = sel[0] if sel else access.cursor()
+        try:
+            found = engine.replace_one(text, offset, self.replacement, scope)
+        except RioError as err:
+            self._say(f"{err.message}. {err.next}.", True)
+            return False
+        if found is None:
+            self._say(f"Cannot find {self.pattern!r}.", True)
+            return False
+        edit, match = found
+        if sel != (match.start, match.end):
+            access.select(match.start, match.end)  # first show it; the next press replaces it
+            return True
+        after = match.start + len(edit.text)
+
+        def done(_result: dict[str, Any]) -> None:
+            if self.scope is not None:
+                self.scope = shift_range(self.scope, [edit])
+            editor = EditorAccess(access.editor)
+            editor.select(after, after)
+            self.find()
+
+        self.send([edit], "Replace", done)
+        return True
+
+    def replace_all(self) -> int:
+        """Every match (in the scope) replaced as ONE buffer.apply; returns the count sent."""
+        access = self._editor()
+        engine = self._engine()
+        if access is None or engine is None:
+            return 0
+        self.history = remember(self.history, self.pattern)
+        self.replace_history = remember(self.replace_history, self.replacement)
+        scope = self.scope if self.in_selection else None
+        try:
+            edits = engine.replace_all(access.text(), self.replacement, scope)
+        except RioError as err:
+            self._say(f"{err.message}. {err.next}.", True)
+            return 0
+        if not edits:
+            self._say(describe_replace_all(0, scope is not None), True)
+            return 0
+
+        def done(_result: dict[str, Any]) -> None:
+            if self.scope is not None:
+                self.scope = shift_range(self.scope, edits)
+            self._say(describe_replace_all(len(edits), scope is not None))
+
+        self.send(edits, f"Replace All ({len(edits)})", done)
+        return len(edits)
+
+    def send(self, edits: list[TextEdit], label: str,
+             on_done: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """``buffer.apply`` at the replica's version once it has nothing in flight."""
+        editor = self.app.active_editor()
+        widget: tk.Misc = editor.text
+        waited = [0]
+
+        def attempt() -> None:
+            replica = getattr(editor, "replica", None)
+            if replica is not None and replica.pending:
+                if waited[0] >= SYNC_WAIT_MS:
+                    self._say("The document is busy; try again.", True)
+                    return
+                waited[0] += _SYNC_POLL_MS
+                widget.after(_SYNC_POLL_MS, attempt)
+                return
+            args: dict[str, Any] = {"buffer": editor.buffer_id,
+                                    "edits": [[e.start, e.end, e.text] for e in edits],
+                                    "origin": batch_origin(), "label": label}
+            if replica is not None:
+                args["base_version"] = replica.version
+            self.app.conn.request("buffer.apply", args, reply)
+
+        def reply(rep: Any) -> None:
+            if not rep.ok:
+                err = error_from_wire(thaw(rep.error))
+                self._say(f"{err.message}. {err.next}", True)
+                return
+            result = thaw(rep.result)
+            if on_done is not None:
+                # The change event may land after the reply: wait until the replica has it.
+                self._when_version(editor, result.get("version", 0), lambda: on_done(result))
+
+        attempt()
+
+    def _when_version(self, editor: Any, version: int, fn: Callable[[], None]) -> None:
+        replica = getattr(editor, "replica", None)
+        waited = [0]
+
+        def check() -> None:
+            current = getattr(editor, "replica", replica)
+            if current is None or current.version >= version or waited[0] >= SYNC_WAIT_MS:
+                fn()
+                return
+            waited[0] += _SYNC_POLL_MS
+            editor.text.after(_SYNC_POLL_MS, check)
+
+        check()
+
+    # --- the dialogs -----------------------------------------------------------------------------
+    def show(self, replace: bool = False) -> "FindDialog":
+        access = self._editor()
+        if access is not None:
+            sel = access.selection()
+            if sel is not None:
+                selected = access.text()[sel[0]:sel[1]]
+                if "\n" in selected:  # a block selected: search inside it
+                    self.in_selection, self.scope = True, sel
+                elif selected:
+                    self.pattern, self.in_selection = selected, False
+        if self.dialog is None or not self.dialog.alive():
+            self.dialog = FindDialog(self, _parent(self.app))
+        self.dialog.set_mode(replace)
+        self.dialog.refresh()
+        self.dialog.present()
+        return self.dialog
+
+
+def _parent(app: Any) -> tk.Misc:
+    root = getattr(app, "root", None)
+    if root is not None:
+        return root
+    editor = app.active_editor()
+    return editor.text.winfo_toplevel() if editor is not None else tk._get_default_root()
+
+
+class FindDialog:
+    """The Find / Replace window (non-modal; stays open while you edit)."""
+
+    def __init__(self, controller: FindController, parent: tk.Misc):
+        self.c = controller
+        self.top = top = tk.Toplevel(parent)
+        top.withdraw()
+        top.title("Find")
+        top.transient(parent.winfo_toplevel())
+        top.resizable(True, False)
+        top.protocol("WM_DELETE_WINDOW", self.close)
+        body = ttk.Frame(top, padding=8)
+        body.pack(fill="both", expand=True)
+        body.columnconfigure(1, weight=1)
+
+        self.pattern = tk.StringVar(top)
+        self.replacement = tk.StringVar(top)
+        self.regex = tk.BooleanVar(top)
+        self.case = tk.BooleanVar(top)
+        self.word = tk.BooleanVar(top)
+        self.in_sel = tk.BooleanVar(top)
+        self.wrap = tk.BooleanVar(top, value=True)
+
+        ttk.Label(body, text="Find what:", underline=5).grid(row=0, column=0, sticky="w")
+        self.find_entry = ttk.Combobox(body, textvariable=self.pattern, width=36)
+        self.find_entry.grid(row=0, column=1, sticky="ew", padx=(6, 8), pady=2)
+        self.replace_label = ttk.Label(body, text="Replace with:", underline=1)
+        self.replace_label.grid(row=1, column=0, sticky="w")
+        self.replace_entry = ttk.Combobox(body, textvariable=self.replacement, width=36)
+        self.replace_entry.grid(row=1, column=1, sticky="ew", padx=(6, 8), pady=2)
+
+        opts = ttk.Frame(body)
+        opts.grid(row=2, column=0, columnspan=2, sticky="w", pady=(6, 0))
+        checks = [("Match case", self.case, 0), ("Whole word", self.word, 0),
+                  ("Regular expression", self.regex, 0), ("In selection", self.in_sel, 3),
+                  ("Wrap around", self.wrap, 0)]
+        self.checks: dict[str, ttk.Checkbutton] = {}
+        for i, (label, var, underline) in enumerate(checks):
+            cb = ttk.Checkbutton(opts, text=label, variable=var, underline=underline,
+                                 command=self._options_changed)
+            cb.grid(row=i // 3, column=i % 3, sticky="w", padx=(0, 10))
+            self.checks[label] = cb
+
+        buttons = ttk.Frame(body)
+        buttons.grid(row=0, column=2, rowspan=4, sticky="n")
+        self.buttons: dict[str, ttk.Button] = {}
+        for name, label, underline, fn in [
+                ("find_next", "Find Next", 5, lambda: self._run(self.c.find)),
+                ("find_prev", "Find Previous", 5, lambda: self._run(self.c.find, True)),
+                ("replace", "Replace", 0, lambda: self._run(self.c.replace)),
+                ("replace_all", "Replace All", 8, lambda: self._run(self.c.replace_all)),
+                ("close", "Close", -1, self.close)]:
+            b = ttk.Button(buttons, text=label, underline=underline, command=fn, width=14)
+            b.pack(fill="x", pady=1)
+            self.buttons[name] = b
+
+        self.status = ttk.Label(body, text="", anchor="w")
+        self.status.grid(row=4, column=0, columnspan=3, sticky="ew", pady=(6, 0))
+        controller.on_message = self._show_message
+
+        top.bind("<Return>", lambda e: self._run(self.c.find))
+        top.bind("<KP_Enter>", lambda e: self._run(self.c.find))
+        top.bind("<Shift-Return>", lambda e: self._run(self.c.find, True))
+        top.bind("<F3>", lambda e: self._run(self.c.find))
+        top.bind("<Shift-F3>", lambda e: self._run(self.c.find, True))
+        top.bind("<Escape>", lambda e: self.close())
+        for key, action in [("n", "find_next"), ("p", "find_prev"), ("r", "replace"),
+                            ("a", "replace_all")]:
+            top.bind(f"<Alt-{key}>", lambda e, a=action: self.buttons[a].invoke())
+        top.bind("<Alt-c>", lambda e: self._toggle(self.case))
+        top.bind("<Alt-w>", lambda e: self._toggle(self.word))
+        top.bind("<Alt-g>", lambda e: self._toggle(self.regex))
+        top.bind("<Alt-s>", lambda e: self._toggle(self.in_sel))
+
+    # --- state ↔ widgets ---------------------------------------------------------------------
+    def alive(self) -> bool:
+        try:
+            return bool(self.top.winfo_exists())
+        except tk.TclError:
+            return False
+
+    def set_mode(self, replace: bool) -> None:
+        self.replace_mode = replace
+        self.top.title("Replace" if replace else "Find")
+        for w in (self.replace_label, self.replace_entry):
+            if replace:
+                w.grid()
+            else:
+                w.grid_remove()
+        for name in ("replace", "replace_all"):
+            if replace:
+                self.buttons[name].pack(fill="x", pady=1, before=self.buttons["close"])
+            else:
+                self.buttons[name].pack_forget()
+
+    def refresh(self) -> None:
+        c = self.c
+        self.pattern.set(c.pattern)
+        self.replacement.set(c.replacement)
+        self.regex.set(c.options.regex)
+        self.case.set(c.options.match_case)
+        self.word.set(c.options.whole_word)
+        self.wrap.set(c.options.wrap)
+        self.in_sel.set(c.in_selection)
+        self.find_entry.configure(values=c.history)
+        self.replace_entry.configure(values=c.replace_history)
+
+    def pull(self) -> None:
+        """Copy the fields into the controller."""
+        c = self.c
+        c.pattern = self.pattern.get()
+        c.replacement = self.replacement.get()
+        c.options = SearchOptions(regex=self.regex.get(), match_case=self.case.get(),
+                                  whole_word=self.word.get(), wrap=self.wrap.get())
+        c.in_selection = self.in_sel.get()
+
+    def present(self) -> None:
+        self.top.deiconify()
+        self.top.lift()
+        self.find_entry.focus_set()
+        self.find_entry.select_range(0, "end")
+
+    def close(self) -> None:
+        self.pull()
+        self.c.on_message = None
+        self.top.destroy()
+        editor = self.c.app.active_editor()
+        if editor is not None:
+            editor.text.focus_set()
+
+    def _toggle(self, var: tk.BooleanVar) -> None:
+        var.set(not var.get())
+        self._options_changed()
+
+    def _options_changed(self) -> None:
+        turned_on = self.in_sel.get() and not self.c.in_selection
+        self.pull()
+        if turned_on:
+            access = self.c._editor()
+            sel = access.selection() if access is not None else None
+            if sel is None:
+                self.in_sel.set(False)
+                self.c.in_selection = False
+                self._show_message("Select some text first to search inside it.", True)
+            else:
+                self.c.scope = sel
+
+    def _run(self, fn: Callable[..., Any], *args: Any) -> str:
+        self.pull()
+        fn(*args)
+        self.find_entry.configure(values=self.c.history)
+        self.replace_entry.configure(values=self.c.replace_history)
+        return "break"
+
+    def _show_message(self, message: str, error: bool) -> None:
+        if self.alive():
+            self.status.configure(text=message, foreground="#c00000" if error else "")
+
+
+# --------------------------------------------------------------------------------- go to line
+
+class GotoDialog:
+    """Ctrl+G: a small modal box asking for ``line[:col]``."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        editor = app.active_editor()
+        if editor is None:
+            raise LookupError("no active editor")
+        self.access = EditorAccess(editor)
+        parent = _parent(app)
+        self.top = top = tk.Toplevel(parent)
+        top.title("Go to Line")
+        top.transient(parent.winfo_toplevel())
+        top.resizable(False, False)
+        body = ttk.Frame(top, padding=8)
+        body.pack(fill="both", expand=True)
+        count = self.access.index.line_count
+        line, _ = self.access.index.position(self.access.cursor())
+        ttk.Label(body, text=f"Line number (1–{count}), or line:column:").grid(
+            row=0, column=0, columnspan=2, sticky="w")
+        self.value = tk.StringVar(top, value=str(line))
+        self.entry = ttk.Entry(body, textvariable=self.value, width=24)
+        self.entry.grid(row=1, column=0, columnspan=2, sticky="ew", pady=4)
+        self.error = ttk.Label(body, text="", foreground="#c00000")
+        self.error.grid(row=2, column=0, columnspan=2, sticky="w")
+        ttk.Button(body, text="OK", command=self.ok, default="active").grid(row=3, column=0,
+                                                                            sticky="e", padx=2)
+        ttk.Button(body, text="Cancel", command=self.cancel).grid(row=3, column=1, sticky="w",
+                                                                  padx=2)
+        top.bind("<Return>", lambda e: self.ok())
+        top.bind("<KP_Enter>", lambda e: self.ok())
+        top.bind("<Escape>", lambda e: self.cancel())
+        top.protocol("WM_DELETE_WINDOW", self.cancel)
+        self.entry.focus_set()
+        self.entry.select_range(0, "end")
+
+    def ok(self) -> bool:
+        try:
+            target = parse_goto(self.value.get(), self.access.index.line_count)
+        except ValueError as exc:
+            self.error.configure(text=str(exc))
+            return False
+        self.top.destroy()
+        self.access.goto(target.line, (target.col - 1) if target.col else 0)
+        return True
+
+    def cancel(self) -> None:
+        self.top.destroy()
+        self.access.widget.focus_set()
+
+
+# --------------------------------------------------------------------------------- wiring
+
+def controller_for(app: Any) -> FindController:
+    """The app's one FindController (kept on the app so F3 remembers the last search)."""
+    c = getattr(app, "_find_controller", None)
+    if c is None:
+        c = FindController(app)
+        app._find_controller = c
+    return c
+
+
+def install(app: Any) -> FindController:
+    """Register the Search menu's commands on the app."""
+    c = controller_for(app)
+
+    def goto() -> None:
+        if app.active_editor() is not None:
+            GotoDialog(app)
+
+    app.register_command("search.find", "&Find…", "Ctrl+F", lambda: c.show(False),
+                         menu="Search")
+    app.register_command("search.replace", "&Replace…", "Ctrl+H", lambda: c.show(True),
+                         menu="Search")
+    app.register_command("search.find_next", "Find &Next", "F3", lambda: c.find(False),
+                         menu="Search")
+    app.register_command("search.find_prev", "Find &Previous", "Shift+F3",
+                         lambda: c.find(True), menu="Search")
+    app.register_command("search.goto_line", "&Go to Line…", "Ctrl+G", goto, menu="Search")
+    return c
