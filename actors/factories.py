@@ -35,3 +35,4 @@ def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
     threading.Thread(target=flush_ticker, args=(ref, 0.25, stop), daemon=True,
                      name="journal-flush").start()
     return {"buffer": buffer_handler(ref, routes), "fs": ws.tell, "run": runner.tell}
+import actors.faults  # noqa: E402,F401 -- registers the fake_agent factory (fault harness)

@@ -37,6 +37,11 @@ from rio.supervisor_config import ProcessSpec, RestartBudget, SupervisorConfig, 
 
 log = logging.getLogger("rio.supervisor")
 
+# Defined here rather than in rio/ops.py's catalogue because only the supervisor serves it.
+ops.define("system.restart", "Stop one process with the stop sequence and start it again.",
+           ops.Arg("process", str, check=ops.non_empty, doc="a name from system.status"),
+           ops.Arg("again", bool, False, True, doc="false: stop it and leave it stopped"))
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -268,8 +273,14 @@ class Supervisor:
         if req.op == "system.stop":
             self.stop_requested.set()
             return Reply.success(req.id, {"stopping": self.name})
-        if req.op == "system.spawn":
-            return Reply.success(req.id, self.spawn_on_demand(args))
+        try:  # a refused spawn or restart is an error reply, never an exception in the hub
+            if req.op == "system.spawn":
+                return Reply.success(req.id, self.spawn_on_demand(args))
+            if req.op == "system.restart":
+                return Reply.success(req.id, self.request_restart(args["process"],
+                                                                  again=args["again"]))
+        except RioError as err:
+            return Reply.failure(req.id, err)
         if req.op == "system.fault":
             return self._fault(req, args)
         return Reply.failure(req.id, ProtocolError("unknown_op", f"Unknown op {req.op!r}."))
@@ -308,6 +319,46 @@ class Supervisor:
             self.children[name] = child
             self._spawn(child)
             return {"name": name, "pid": child.pid, "state": child.state}
+
+    def request_restart(self, name: str, *, again: bool = True) -> dict[str, Any]:
+        """``system.restart``: run the stop sequence on one process, then start it again (or
+        leave it stopped when ``again`` is false: an on-demand agent whose conversation ended).
+        The stop runs on a thread of its own so neither the hub nor the monitor loop waits for
+        the graces; the respawn stays on the monitor loop (PDEATHSIG follows the forking
+        thread, ADR-0007)."""
+        with self.lock:
+            child = self.children.get(name)
+            if child is None:
+                raise ConfigError("invalid", f"No process {name!r} in this instance.",
+                                  "Pick a name from `rio status`.")
+            if child.state == "stopping":
+                return {"name": name, "pid": child.pid, "state": child.state}
+            spawned = child.spawned if child.state == "running" else None
+            child.state = "stopping"
+
+        def stop_then_restart() -> None:
+            report = None
+            if spawned is not None:
+                report = process_control.stop(spawned, **child.spec.stop_graces())
+            if self.hub is not None:
+                self.hub.drop_service(name)
+            with self.lock:
+                child.last_exit = (f"{'restarted' if again else 'ended'} on request"
+                                   + (f" ({report.how})" if report is not None else ""))
+                child.budget.reset()
+                if again and not self.stop_requested.is_set():
+                    child.state = "restarting"
+                    child.restart_at = time.monotonic()
+                else:
+                    child.state = "stopped"
+                self._event(child, "restarting" if child.state == "restarting" else "stopped",
+                            reason="requested",
+                            stop={"how": report.how, "elapsed_s": round(report.elapsed, 3),
+                                  "survivors": report.survivors} if report else None)
+
+        threading.Thread(target=stop_then_restart, name=f"rio-restart-{name}",
+                         daemon=True).start()
+        return {"name": name, "pid": child.pid, "state": "stopping"}
 
     def _fault(self, req: Request, args: dict[str, Any]) -> Reply:
         if not self.fault_injection:

@@ -31,7 +31,9 @@ import platformdirs
 
 from rio.errors import ConfigError
 
-KNOWN_ACTORS = ("documents", "conversations", "gate", "mcp", "agent_session", "ui")
+# fake_agent: the fault harness's stand-in agent (actors/faults.py), never started unless asked.
+KNOWN_ACTORS = ("documents", "conversations", "gate", "mcp", "agent_session", "fake_agent", "ui")
+OPTIONAL_ACTORS = ("fake_agent",)  # may have no process: nothing but the harness asks for it
 RESTART_POLICIES = ("always", "on-failure", "never")
 PER_CHOICES = ("instance", "conversation")        # one process, or one per conversation
 WHEN_CHOICES = ("always", "desktop", "headless")  # desktop: only when the Tk UI runs
@@ -469,7 +471,7 @@ def load_config(shipped_path: Path | str | None = None, user_path: Path | str | 
                                 f"backoff_initial_ms ({spec.backoff_initial_s * 1000:g}) "
                                 f"for process {name!r}")
         specs.append(spec)
-    missing = [a for a in KNOWN_ACTORS if a not in home]
+    missing = [a for a in KNOWN_ACTORS if a not in home and a not in OPTIONAL_ACTORS]
     if missing:
         src, key = _last_actors_key(sources, [path for path, _ in tables.values()])
         raise src.fail(key, f"no process hosts {', '.join(missing)}: every actor needs one")

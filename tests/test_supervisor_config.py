@@ -37,7 +37,7 @@ def test_the_repo_root_file_is_the_packaged_one() -> None:
 
 def test_the_shipped_defaults() -> None:
     config = load_config()
-    assert [p.name for p in config.processes] == ["core", "agent", "ui"]
+    assert [p.name for p in config.processes] == ["core", "agent", "fake", "ui"]
     core = config.process("core")
     assert core.actors == ("documents", "conversations", "gate", "mcp")
     assert core.restart == "always"
@@ -50,8 +50,9 @@ def test_the_shipped_defaults() -> None:
                                                         "on-failure")
     assert config.process_for("ui").when == "desktop"
     assert config.process_for("gate") is core
-    assert [p.name for p in config.to_start(desktop=False)] == ["core", "agent"]
-    assert [p.name for p in config.to_start(desktop=True)] == ["core", "agent", "ui"]
+    assert [p.name for p in config.to_start(desktop=False)] == ["core", "agent", "fake"]
+    assert [p.name for p in config.to_start(desktop=True)] == ["core", "agent", "fake", "ui"]
+    assert config.process("fake").per == "conversation"  # the fault harness's, on demand
     assert config.placements == ("isolated",) and config.placement is None
     assert config.sources == (packaged_path(),)
     with pytest.raises(KeyError):
@@ -62,7 +63,8 @@ def test_the_isolated_placement_gives_each_actor_its_own_process() -> None:
     config = load_config(placement="isolated")
     hosts = {actor: config.process_for(actor).name for actor in KNOWN_ACTORS}
     assert hosts == {"documents": "documents", "conversations": "conversations",
-                     "gate": "gate", "mcp": "mcp", "agent_session": "agent", "ui": "ui"}
+                     "gate": "gate", "mcp": "mcp", "agent_session": "agent", "fake_agent": "fake",
+                     "ui": "ui"}
     assert all(len(p.actors) == 1 for p in config.processes)
     assert config.process("gate").restart == "always"
     assert config.placement == "isolated"
@@ -292,5 +294,5 @@ def test_a_placement_takes_its_actors_out_of_the_base_processes(tmp_path: Path) 
     """)
     config = load_config(user_path=user, placement="isolated")
     assert config.process_for("ui").name == "gate"
-    assert [p.name for p in config.processes] == ["agent", "documents", "conversations",
-                                                  "gate", "mcp"]  # "ui" had nothing left
+    assert [p.name for p in config.processes] == ["agent", "fake", "documents",
+                                                  "conversations", "gate", "mcp"]  # no "ui"
