@@ -17,6 +17,7 @@ The listener owns its own ZeroMQ context (the ZAP handler is per context) and on
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -40,7 +41,11 @@ CLIENT_PREFIX = b"remote:"
 IDLE_CLOSE_S = 600.0        # a remote client silent this long loses its hub-side DEALER
 MAX_CLIENTS = 256           # bounds the sockets one listener can hold
 RELOAD_EVERY_S = 1.0        # how often authorized_clients/ is checked for changes
-_CLIENT_ONLY = ("bus.register", "bus.unregister")
+# Service plumbing a remote peer has no business with: registering would let a key take over an
+# op prefix; host.* pings and stops one process by name (the supervisor's liveness checks).
+_NOT_REMOTE = ("bus.register", "bus.unregister")
+_NOT_REMOTE_PREFIXES = ("host.",)
+_MAX_ROUTING_ID = 255       # libzmq's limit for ZMQ_ROUTING_ID
 
 
 def parse_listen(listen: str) -> tuple[str, str]:
@@ -159,18 +164,21 @@ class RemoteListener:
                 ready = dict(poller.poll(int(RELOAD_EVERY_S * 1000)))
                 if ctl in ready:
                     break
-                if events in ready:
-                    self._forward_subscriptions(events, upstream)
-                if upstream in ready:
-                    self._forward_events(upstream, events)
-                if front in ready:
-                    self._from_clients(front, poller, by_dealer)
-                for dealer in [s for s in ready if s in by_dealer]:
-                    self._from_hub(dealer, by_dealer[dealer], front)
-                if time.monotonic() >= next_chores:
-                    next_chores = time.monotonic() + RELOAD_EVERY_S
-                    self._reload_authorized()
-                    self._close_idle(poller, by_dealer)
+                try:
+                    if events in ready:
+                        self._forward_subscriptions(events, upstream)
+                    if upstream in ready:
+                        self._forward_events(upstream, events)
+                    if front in ready:
+                        self._from_clients(front, poller, by_dealer)
+                    for dealer in [s for s in ready if s in by_dealer]:
+                        self._from_hub(dealer, by_dealer[dealer], front)
+                    if time.monotonic() >= next_chores:
+                        next_chores = time.monotonic() + RELOAD_EVERY_S
+                        self._reload_authorized()
+                        self._close_idle(poller, by_dealer)
+                except Exception:  # noqa: BLE001 -- one bad frame must not end remote access
+                    log.exception("remote bridge: an error handling a message (continuing)")
         finally:
             for client in self._clients.values():
                 client.dealer.close(linger=0)
@@ -227,7 +235,7 @@ class RemoteListener:
                 return None
         dealer = self._ctx.socket(zmq.DEALER)
         configure(dealer)
-        dealer.setsockopt(zmq.ROUTING_ID, CLIENT_PREFIX + ident)
+        dealer.setsockopt(zmq.ROUTING_ID, hub_identity(ident))
         dealer.connect(self.hub_requests)
         client = _Client(dealer, time.monotonic())
         self._clients[ident] = client
@@ -314,13 +322,22 @@ def _refusal(payload: bytes) -> Reply | None:
         return None  # the hub answers malformed frames with the right error
     if isinstance(frame, Event):
         return _DROP  # remote peers do not publish
-    if isinstance(frame, Request) and frame.op in _CLIENT_ONLY:
+    if isinstance(frame, Request) and (frame.op in _NOT_REMOTE
+                                       or frame.op.startswith(_NOT_REMOTE_PREFIXES)):
         return Reply.failure(frame.id, BusError(
             "remote_not_allowed", f"{frame.op} is not allowed over a remote connection.",
             "Remote clients can call ops and watch events; services run on the server."))
     if isinstance(frame, Reply):
         return _DROP
     return None
+
+
+def hub_identity(ident: bytes) -> bytes:
+    """The identity the hub sees for a remote client: readable, and within libzmq's limit
+    (a client may pick a 255-byte identity; the prefix must not make it invalid)."""
+    if len(CLIENT_PREFIX) + len(ident) <= _MAX_ROUTING_ID:
+        return CLIENT_PREFIX + ident
+    return CLIENT_PREFIX + b"sha256:" + hashlib.sha256(ident).hexdigest().encode()
 
 
 def _peek(payload: bytes) -> str:

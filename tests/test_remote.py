@@ -313,3 +313,34 @@ def test_frames_cross_unchanged(listener, keys, service):
         assert reply.id == "r1" and reply.ok and reply.result["path"] == "v"
     finally:
         raw.close()
+
+
+def test_remote_clients_cannot_reach_host_ops(listener, keys, service):
+    _, server, client = keys
+    conn = connect(remote_endpoints(listener, server, client), name="far", timeout=10)
+    try:
+        with pytest.raises(BusError) as info:
+            conn.call("host.stop", {"process": "echo"}, timeout=10)
+        assert info.value.kind == "bus.remote_not_allowed"
+    finally:
+        conn.close()
+    assert service == []
+
+
+def test_a_client_with_the_longest_identity_is_served(listener, keys, service):
+    """libzmq caps identities at 255 bytes: the bridge's hub-side name must stay valid."""
+    _, server, client = keys
+    ctx = zmq.Context.instance()
+    raw = ctx.socket(zmq.DEALER)
+    raw.setsockopt(zmq.LINGER, 0)
+    raw.setsockopt(zmq.ROUTING_ID, b"x" * 255)
+    raw.curve_serverkey = server.public
+    raw.curve_publickey = client.public
+    raw.curve_secretkey = client.secret
+    raw.connect(listener.requests_endpoint)
+    try:
+        raw.send(encode(Request("long", "fs.read", {"path": "l"})))
+        assert raw.poll(10_000)
+        assert decode(raw.recv()).result["path"] == "l"
+    finally:
+        raw.close()
