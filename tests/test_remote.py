@@ -256,6 +256,8 @@ def test_serve_listen_without_keys_refuses_to_start(tmp_path):
     assert done.returncode != 0
     assert "rio keys" in done.stderr
     assert "bus.no_server_keys" in done.stderr
+    # refused before claiming the instance: no runtime folder, no socket left behind
+    assert not os.path.exists(env["RIO_RUNTIME_DIR"])
 
 
 @pytest.mark.timeout(120)
