@@ -191,7 +191,7 @@ class RunnerActor(pykka.ThreadingActor):
             if ctx.op == "run.start":
                 self._start(ctx)
             elif ctx.op == "run.stop":
-                self._stop(ctx)
+                self._stop_run(ctx)
             elif ctx.op == "run.list":
                 ctx.reply([r.to_wire() for r in self.records.values()])
             else:
@@ -237,7 +237,7 @@ class RunnerActor(pykka.ThreadingActor):
                 for ctx in message[2]:
                     ctx.reply(message[1])
 
-    def _stop(self, ctx: RequestContext) -> None:
+    def _stop_run(self, ctx: RequestContext) -> None:
         run_id = ctx.args["run"]
         monitor = self.monitors.get(run_id)
         if monitor is None:
