@@ -1,0 +1,264 @@
+"""The supervisor with real processes: independent restarts, give-up, hung detection, and the
+stop sequence against fake agents (actors/faults.py) — zero survivors every time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support import RioServer, rio_env, wait_for, wait_gone
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("first line\n")
+    return root
+
+
+def user_config(tmp_path: Path, text: str) -> dict[str, str]:
+    """An environment whose config folder holds ``text`` as the user's supervisor.toml."""
+    env = rio_env(tmp_path)
+    folder = Path(env["RIO_CONFIG_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "supervisor.toml").write_text(textwrap.dedent(text))
+    return env
+
+
+@pytest.fixture
+def server(project: Path, tmp_path: Path):
+    srv = RioServer(project, tmp_path, extra_args=["--fault-injection"]).start()
+    yield srv
+    srv.stop()
+
+
+def process(srv: RioServer, name: str) -> dict:
+    return next((p for p in srv.call("system.status")["processes"] if p["name"] == name), {})
+
+
+def spawn_fake(srv: RioServer, key: str, helpers: int = 0) -> int:
+    name = f"fake:{key}"
+    srv.call("system.spawn", {"kind": "fake", "key": key})
+    assert wait_for(lambda: process(srv, name).get("ready"), 20), process(srv, name)
+    pid = process(srv, name)["pid"]
+    srv.known_pids.add(pid)
+    if helpers:
+        assert wait_for(lambda: len(helper_pids(srv)) >= helpers, 20)
+    return pid
+
+
+def helper_pids(srv: RioServer) -> set[int]:
+    """Live helper processes anywhere in the tree (escapees reparent to the supervisor, which
+    is a subreaper, so they are in its tree)."""
+    found = set()
+    for p in srv.tree():
+        try:
+            cmd = p.cmdline()
+            if "actors.faults" in cmd and "helper" in cmd and p.status() != psutil.STATUS_ZOMBIE:
+                found.add(p.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def edit(srv: RioServer, conn, bid: str, text: str) -> None:
+    conn.call("buffer.replace", {"buffer": bid, "start": 0, "end": 0, "text": text}, timeout=10)
+
+
+# ---------------------------------------------------------------------------------- restarts
+
+def test_the_core_restarts_alone_and_keeps_its_buffers(server: RioServer) -> None:
+    fake = spawn_fake(server, "polite-polite-1", helpers=1)
+    conn = server.connect()
+    try:
+        bid = conn.call("buffer.open", {"path": "notes.txt"})["buffer"]
+        edit(server, conn, bid, "kept ")
+    finally:
+        conn.close()
+    core = server.pids()["core"]
+    os.kill(core, signal.SIGKILL)
+    assert wait_for(lambda: process(server, "core").get("pid") not in (None, core)
+                    and process(server, "core").get("ready"), 20)
+    status = process(server, "core")
+    assert status["restarts"] == 1 and "SIGKILL" in status["last_exit"]
+    assert server.call("buffer.text", {"buffer": bid})["text"] == "kept first line\n"
+    assert process(server, "fake:polite-polite-1")["pid"] == fake  # untouched
+    assert process(server, "fake:polite-polite-1")["restarts"] == 0
+
+
+def test_an_agent_process_dies_and_the_core_never_notices(server: RioServer) -> None:
+    core = server.pids()["core"]
+    fake = spawn_fake(server, "polite-forking-1", helpers=1)
+    escaped = helper_pids(server)
+    events: list[dict] = []
+    watcher = server.connect("watch", subscribe=("system.process",))
+    watcher.subscribe("system.process", lambda e: events.append(dict(e.data)))
+    conn = server.connect()
+    typed: list[str] = []
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    bid = conn.call("buffer.open", {"path": "notes.txt"})["buffer"]
+
+    def typist() -> None:  # its own connection: sockets belong to one thread
+        c = server.connect("typist")
+        try:
+            while not stop.is_set():
+                word = f"w{len(typed)} "
+                edit(server, c, bid, word)
+                typed.append(word)
+                time.sleep(0.01)
+        except BaseException as exc:  # noqa: BLE001 -- reported below
+            failures.append(exc)
+        finally:
+            c.close()
+
+    thread = threading.Thread(target=typist)
+    thread.start()
+    try:
+        time.sleep(0.2)
+        os.kill(fake, signal.SIGKILL)
+        assert wait_for(lambda: process(server, "fake:polite-forking-1").get("pid")
+                        not in (None, fake)
+                        and process(server, "fake:polite-forking-1").get("ready"), 20)
+        assert not wait_gone([psutil.Process(p) for p in escaped if psutil.pid_exists(p)], 5), \
+            "the escaped helper of the killed agent survived"
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        thread.join(20)
+    assert not failures, failures
+    assert len(typed) > 10
+    text = conn.call("buffer.text", {"buffer": bid})["text"]
+    assert text == "".join(reversed(typed)) + "first line\n"   # every edit, during and after
+    assert server.pids()["core"] == core
+    assert process(server, "core")["restarts"] == 0
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(e["event"] == "ready" and
+                                                  e["pid"] != fake for e in events):
+        watcher.drain()
+        time.sleep(0.05)
+    mine = [e for e in events if e["name"] == "fake:polite-forking-1"]
+    exited = next(e for e in mine if e["event"] == "exited")
+    assert "SIGKILL" in exited["last_exit"] and exited["pid"] == fake
+    assert any(e["event"] == "started" and e["restarts"] == 1 for e in mine)
+    watcher.close()
+    conn.close()
+
+
+def test_a_process_that_keeps_dying_is_given_up_and_says_so(project: Path,
+                                                            tmp_path: Path) -> None:
+    env = user_config(tmp_path, """
+        [defaults]
+        max_restarts = 2
+        backoff_initial_ms = 10
+        backoff_max_ms = 20
+    """)
+    srv = RioServer(project, tmp_path, env=env).start()
+    try:
+        watcher = srv.connect("watch", subscribe=("system.process",))
+        events: list[dict] = []
+        watcher.subscribe("system.process", lambda e: events.append(dict(e.data)))
+        srv.call("system.spawn", {"kind": "fake", "key": "crash"})
+        assert wait_for(lambda: process(srv, "fake:crash").get("state") == "failed", 30)
+        status = process(srv, "fake:crash")
+        assert status["restarts"] == 2 and status["last_exit"] == "exit 3"
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any(e["event"] == "gave_up" for e in events):
+            watcher.drain()
+            time.sleep(0.05)
+        gave_up = [e for e in events if e["event"] == "gave_up"]
+        assert gave_up and gave_up[0]["name"] == "fake:crash"
+        assert gave_up[0]["reason"].startswith("gave up after 2 restarts")
+        assert process(srv, "core")["state"] == "running"  # the rest goes on
+        watcher.close()
+    finally:
+        srv.stop()
+
+
+def test_a_hung_core_is_killed_and_restarted_with_its_buffers(project: Path,
+                                                              tmp_path: Path) -> None:
+    env = user_config(tmp_path, """
+        [defaults]
+        ping_interval_ms = 200
+        ping_misses = 3
+    """)
+    srv = RioServer(project, tmp_path, env=env).start()
+    try:
+        conn = srv.connect()
+        bid = conn.call("buffer.open", {"path": "notes.txt"})["buffer"]
+        edit(srv, conn, bid, "unsaved ")
+        conn.close()
+        core = srv.pids()["core"]
+        stopped_at = time.monotonic()
+        os.kill(core, signal.SIGSTOP)
+        assert wait_for(lambda: process(srv, "core").get("pid") not in (None, core)
+                        and process(srv, "core").get("ready"), 20)
+        assert time.monotonic() - stopped_at >= 0.6  # three pings of 200 ms went unanswered
+        status = process(srv, "core")
+        assert status["last_exit"].startswith("hung") and status["restarts"] == 1
+        assert not psutil.pid_exists(core) or \
+            psutil.Process(core).status() == psutil.STATUS_ZOMBIE
+        assert srv.call("buffer.text", {"buffer": bid})["text"] == "unsaved first line\n"
+    finally:
+        srv.stop()
+
+
+def test_restart_on_request_runs_the_stop_sequence(server: RioServer) -> None:
+    fake = spawn_fake(server, "stubborn-stubborn-2", helpers=2)
+    helpers = helper_pids(server)
+    started = time.monotonic()
+    reply = server.call("system.restart", {"process": "fake:stubborn-stubborn-2"})
+    assert reply["state"] == "stopping"
+    assert wait_for(lambda: process(server, "fake:stubborn-stubborn-2").get("pid")
+                    not in (None, fake), 20)
+    elapsed = time.monotonic() - started
+    assert elapsed >= 2.0  # it ignored stdin close and TERM: both 1 s graces were paid
+    status = process(server, "fake:stubborn-stubborn-2")
+    assert status["last_exit"] == "restarted on request (killed)"
+    assert not wait_gone([psutil.Process(p) for p in helpers if psutil.pid_exists(p)], 5)
+    server.call("system.restart", {"process": "fake:stubborn-stubborn-2", "again": False})
+    assert wait_for(lambda: process(server, "fake:stubborn-stubborn-2")["state"] == "stopped",
+                    20)
+    with pytest.raises(Exception) as info:
+        server.call("system.restart", {"process": "nobody"})
+    assert info.value.kind == "config.invalid"
+
+
+# ------------------------------------------------------------------------- the stop sequence
+
+AGENTS = ["polite-polite-2", "stubborn-stubborn-2", "stubborn-forking-2", "polite-forking-1"]
+
+
+def start_agents(srv: RioServer) -> list[psutil.Process]:
+    for key in AGENTS:
+        spawn_fake(srv, key)
+    assert wait_for(lambda: len(helper_pids(srv)) >= 7, 20), helper_pids(srv)
+    everything = srv.tree()
+    assert len(everything) >= 1 + 1 + len(AGENTS) + 7
+    srv.known_pids.update(p.pid for p in everything)
+    return everything
+
+
+def test_rio_stop_leaves_no_survivor(server: RioServer) -> None:
+    everything = start_agents(server)
+    res = server.cli("stop", "--instance", server.name)
+    assert res.returncode == 0, res.stderr
+    survivors = wait_gone(everything, 15)
+    assert not survivors, [(p.pid, p.cmdline()) for p in survivors]
+
+
+def test_a_sigkilled_supervisor_leaves_no_survivor(server: RioServer) -> None:
+    everything = start_agents(server)
+    server.kill9()
+    survivors = wait_gone(everything[1:], 15)
+    assert not survivors, [(p.pid, p.cmdline()) for p in survivors]
