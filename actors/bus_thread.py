@@ -15,6 +15,7 @@ import collections
 import logging
 import os
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -23,9 +24,10 @@ import msgpack
 import zmq
 
 from actors.bus import BusConnection, Endpoints, as_error, result_of
+from actors.hub import configure
 from rio import ops
 from rio.errors import BusError, RioError
-from rio.protocol import Reply, Request, encode, thaw
+from rio.protocol import Event, Reply, Request, decode, encode, peek_id
 
 log = logging.getLogger("rio.bus")
 
@@ -54,16 +56,6 @@ class RequestContext:
 Handler = Callable[[RequestContext], None]
 
 
-class _Waiter:
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.reply: Reply | None = None
-
-    def __call__(self, reply: Reply) -> None:
-        self.reply = reply
-        self.done.set()
-
-
 class BusThread:
     def __init__(self, endpoints: Endpoints, *, name: str,
                  handlers: Mapping[str, Handler] | None = None,
@@ -79,6 +71,9 @@ class BusThread:
         self._ready = threading.Event()
         self._stopping = False
         self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._links = 0
+        self._early: list[tuple[str, dict]] = []
         self._inflight: set[tuple[bytes, str]] = set()
         self._done: collections.OrderedDict[tuple[bytes, str], bytes] = collections.OrderedDict()
         self._subscriptions: list[tuple[str, Callable]] = []
@@ -115,37 +110,71 @@ class BusThread:
 
     # --- any thread -----------------------------------------------------------------------------
     def send_reply(self, client: bytes, reply: Reply) -> None:
+        payload = encode(reply)
+        self._remember(client, payload)
         if threading.current_thread() is self._thread:
-            self._send_reply_now(client, encode(reply))
+            sock = self.conn.dealer
         else:
-            self._post(["reply", client, encode(reply)])
+            sock = self._link()
+        for p in self._faulted(payload):
+            sock.send_multipart([client, p])
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
-        if threading.current_thread() is self._thread and self.conn is not None:
+        with self._lock:
+            if self.conn is None:   # before start (an actor's on_start): sent once connected
+                self._early.append((topic, dict(data)))
+                return
+        if threading.current_thread() is self._thread:
             self.conn.publish(topic, data)
         else:
-            self._post(["event", topic, thaw(dict(data))])
+            self._link().send(encode(Event(topic, dict(data))))
 
     def call(self, op: str, args: Mapping[str, Any] | None = None, *,
              timeout: float = 10.0) -> Any:
-        """Blocking request from a thread that is not the bus thread."""
+        """Blocking request from any thread (an actor's own link waits for its reply)."""
         if threading.current_thread() is self._thread:
             assert self.conn is not None
             return self.conn.call(op, args, timeout=timeout)
-        waiter = _Waiter()
+        sock = self._link()
         rid = f"{self.name}-{uuid.uuid4().hex[:12]}"
-        self._waiters[rid] = waiter
-        self._post(["request", rid, op, thaw(dict(args or {})), timeout])
-        if not waiter.done.wait(timeout + 1.0):
-            self._waiters.pop(rid, None)
-            raise BusError("timeout", f"No reply to {op} after {timeout:g} s.",
-                           "Check `rio status` and try again.")
-        assert waiter.reply is not None
-        return result_of(waiter.reply)
+        sock.send(encode(Request(rid, op, dict(args or {}))))
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sock.poll(int(remaining * 1000) + 1):
+                raise BusError("timeout", f"No reply to {op} after {timeout:g} s.",
+                               "Check `rio status` and try again.", op=op)
+            frames = sock.recv_multipart()
+            try:
+                frame = decode(frames[-1])
+            except RioError:
+                continue
+            if isinstance(frame, Reply) and frame.id == rid:
+                return result_of(frame)
+
+    def _link(self) -> zmq.Socket:
+        """This thread's own DEALER to the hub, named under the bus thread's identity so the
+        hub accepts its replies and events as this service's (ADR-0009): an actor answers
+        without a hop through the bus thread."""
+        sock = getattr(self._local, "link", None)
+        if sock is None:
+            assert self.conn is not None, "the bus thread is not running"
+            sock = self.ctx.socket(zmq.DEALER)
+            configure(sock)
+            with self._lock:
+                self._links += 1
+                identity = self.conn.identity + b"/%d" % self._links
+            sock.setsockopt(zmq.ROUTING_ID, identity)
+            if self.endpoints.server_key is not None:
+                public, secret = (self.endpoints.client_public, self.endpoints.client_secret)
+                sock.curve_serverkey = self.endpoints.server_key
+                sock.curve_publickey = public
+                sock.curve_secretkey = secret
+            sock.connect(self.endpoints.requests)
+            self._local.link = sock
+        return sock
 
     # --- the bus thread -------------------------------------------------------------------------
-    _waiters: dict[str, _Waiter]
-
     def _post(self, item: list) -> None:
         sock = getattr(self._local, "push", None)
         if sock is None:
@@ -157,14 +186,12 @@ class BusThread:
         sock.send(msgpack.packb(item, use_bin_type=True))
 
     def _run(self) -> None:
-        self._waiters = {}
         try:
             pull = self.ctx.socket(zmq.PULL)
             pull.setsockopt(zmq.LINGER, 0)
             pull.setsockopt(zmq.RCVHWM, 100_000)
             pull.bind(self._out_endpoint)
             conn = BusConnection(self.endpoints, name=self.name, context=self.ctx)
-            self.conn = conn
             conn.on_request = self._on_request
             for prefix, handler in self._subscriptions:
                 conn.subscribe(prefix, handler)
@@ -175,6 +202,11 @@ class BusThread:
             if prefixes:
                 conn.call("bus.register", {"prefixes": prefixes, "name": self.name,
                                            "pid": os.getpid()})
+            with self._lock:
+                self.conn = conn
+                early, self._early = self._early, []
+            for topic, data in early:
+                conn.publish(topic, data)
         except BaseException as exc:  # noqa: BLE001 -- handed to start()'s caller
             self._error = exc
             self._ready.set()
@@ -200,48 +232,36 @@ class BusThread:
             conn.close()
 
     def _drain_outbox(self, pull: zmq.Socket) -> bool:
-        assert self.conn is not None
+        """The control channel: only ``stop`` travels here."""
         while True:
             try:
                 item = msgpack.unpackb(pull.recv(zmq.NOBLOCK), raw=False)
             except zmq.Again:
                 return False
-            kind = item[0]
-            if kind == "stop":
+            if item[0] == "stop":
                 return True
-            if kind == "reply":
-                self._send_reply_now(item[1], item[2])
-            elif kind == "event":
-                self.conn.publish(item[1], item[2])
-            elif kind == "request":
-                rid, op, args, timeout = item[1], item[2], item[3], item[4]
-                waiter = self._waiters.pop(rid, None)
-                self.conn.request(op, args, waiter, timeout=timeout, request_id=rid)
-
-    def _send_reply_now(self, client: bytes, payload: bytes) -> None:
-        assert self.conn is not None
-        self._remember(client, payload)
-        for p in self._faulted(payload):
-            self.conn.dealer.send_multipart([client, p])
 
     def _faulted(self, payload: bytes) -> list[bytes]:
         return [payload] if self.fault_filter is None else self.fault_filter(payload)
 
     def _remember(self, client: bytes, payload: bytes) -> None:
-        from rio.protocol import peek_id
         key = (client, peek_id(payload))
-        self._inflight.discard(key)
-        self._done[key] = payload
-        while len(self._done) > _DEDUP_KEEP:
-            self._done.popitem(last=False)
+        with self._lock:
+            self._inflight.discard(key)
+            self._done[key] = payload
+            while len(self._done) > _DEDUP_KEEP:
+                self._done.popitem(last=False)
 
     def _on_request(self, client: bytes, request: Request) -> None:
         assert self.conn is not None
         key = (client, request.id)
-        if key in self._inflight:
+        with self._lock:
+            running = key in self._inflight
+            done = self._done.get(key)
+        if running:
             return  # a duplicated frame of a request still running: its reply is coming
-        if key in self._done:
-            self.conn.dealer.send_multipart([client, self._done[key]])
+        if done is not None:
+            self.conn.dealer.send_multipart([client, done])
             return
         try:
             args = ops.validate(request)
@@ -252,10 +272,10 @@ class BusThread:
         except RioError as err:
             self.conn.reply(client, Reply.failure(request.id, err))
             return
-        self._inflight.add(key)
+        with self._lock:
+            self._inflight.add(key)
         try:
             handler(RequestContext(self, client, request, args))
         except Exception as exc:  # noqa: BLE001 -- every request gets an answer
             log.exception("handler for %s failed", request.op)
-            self._inflight.discard(key)
-            self.conn.reply(client, Reply.failure(request.id, as_error(exc)))
+            self.send_reply(client, Reply.failure(request.id, as_error(exc)))

@@ -169,13 +169,21 @@ class Hub:
                 sock.close(linger=0)
 
     # --- routing --------------------------------------------------------------------------------
+    def _service_of(self, sender: bytes) -> Service | None:
+        """The service a connection belongs to: its bus thread's, or an actor thread's own
+        DEALER (identity ``<service identity>/<n>``), which sends replies and events directly."""
+        service = self._services.get(sender)
+        if service is None and b"/" in sender:
+            service = self._services.get(sender.split(b"/", 1)[0])
+        return service
+
     def _on_frames(self, frames: list[bytes]) -> None:
         sender = frames[0]
         if len(frames) == 2:
             self._on_payload(sender, frames[1])
-        elif len(frames) == 3 and sender in self._services:
+        elif len(frames) == 3 and self._service_of(sender) is not None:
             client, payload = frames[1], frames[2]
-            service = self._services[sender]
+            service = self._service_of(sender)
             service.pending.discard((client, peek_id(payload)))
             self.stats["replies"] += 1
             self._send(client, payload)
@@ -190,7 +198,7 @@ class Hub:
             self._reply(sender, Reply.failure(peek_id(payload) or "?", err))
             return
         if isinstance(frame, Event):
-            if sender in self._services:
+            if self._service_of(sender) is not None:
                 self._publish(frame.topic, dict(frame.data))
             return
         if isinstance(frame, Reply):
@@ -208,6 +216,10 @@ class Hub:
         if prefix == "host":
             # host.* ops go to one process by name (the supervisor's liveness pings)
             wanted = frame.args.get("process")
+            target = next((i for i, s in self._services.items() if s.name == wanted), None)
+        elif prefix == "session":
+            # session.* ops go to the conversation's own agent process, "agent:<conversation>"
+            wanted = f"agent:{frame.args.get('conversation')}"
             target = next((i for i, s in self._services.items() if s.name == wanted), None)
         else:
             target = self._routes.get(prefix)
@@ -230,7 +242,9 @@ class Hub:
 
     def _bus_op(self, sender: bytes, req: Request) -> Reply:
         if req.op == "bus.register":
-            prefixes = tuple(str(p) for p in req.args.get("prefixes", ()) if p != "host")
+            # host.* and session.* are routed by process name, never by prefix (many serve them)
+            prefixes = tuple(str(p) for p in req.args.get("prefixes", ())
+                             if p not in ("host", "session"))
             name = str(req.args.get("name", sender.decode(errors="replace")))
             taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
                      and self._routes[p] in self._services
