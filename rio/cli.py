@@ -192,7 +192,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     from rio.instance import find_instance, pid_alive
     try:
-        info = find_instance(args.instance)
+        info = None if args.connect else find_instance(args.instance)
         conn = _connect(args)
     except RioError as err:
         return _fail(err)
@@ -203,6 +203,9 @@ def cmd_stop(args: argparse.Namespace) -> int:
             return _fail(err)
     finally:
         conn.close()
+    if info is None:        # remote: we cannot watch its pid
+        print("Asked the remote instance to stop.")
+        return EXIT_OK
     deadline = time.monotonic() + 15
     while pid_alive(info.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
