@@ -1,0 +1,134 @@
+"""The output pane against a real core: Find in Files results open the file at the line on a
+click; Run output streams in with clickable file references; Stop ends the run."""
+
+from __future__ import annotations
+
+import re
+
+import psutil
+import pytest
+
+from rio.instance import project_state_dir
+from rio.runner import ProjectCommands, load_project_commands, save_project_commands
+from tests.support import RioServer
+from tests.tk_stub_app import StubApp
+from ui.tk import output_pane, project_commands
+
+pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("pane")
+    root = base / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("import os\n\ndef main():\n    return os.sep\n")
+    (root / "notes.txt").write_text("call main() here\nand main again\n")
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.txt").write_text("main\n")
+    srv = RioServer(root.resolve(), base).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def app(tk_root, server, monkeypatch):
+    # The UI side computes the project's state folder from its own environment.
+    monkeypatch.setenv("RIO_STATE_DIR", server.env["RIO_STATE_DIR"])
+    tk_root.geometry("900x600")
+    stub = StubApp(tk_root, server)
+    pane = output_pane.install(stub)
+    controller = project_commands.install(stub, pane)
+    tk_root.update()
+    yield stub, pane, controller
+    if pane.running():
+        controller.stop()
+        stub.pump(lambda: not pane.running(), 20)
+    for bid in list(stub.editors):
+        stub.conn.call("buffer.close", {"buffer": bid, "discard": True})
+    stub.close()
+
+
+def click(widget, index: str) -> None:
+    widget.see(index)
+    widget.update()
+    x, y, w, h = widget.bbox(index)
+    widget.event_generate("<Button-1>", x=x + 1, y=y + h // 2)
+    widget.update()
+
+
+def test_find_in_files_streams_results_and_a_click_opens_at_the_line(app):
+    stub, pane, _ = app
+    assert "search.find_in_files" in stub.commands
+    stub.commands["search.find_in_files"][2]()   # the command shows the tab
+    assert pane.notebook.index("current") == 0
+    assert pane.find.start("main")
+    assert stub.pump(lambda: not pane.find.running)
+    rows = pane.find.text.get("1.0", "end-1c").splitlines()
+    assert rows == ["notes.txt:1:6: call main() here", "notes.txt:2:5: and main again",
+                    "src/app.py:3:5: def main():"]   # build/ is ignored by .gitignore
+    assert "3 matches in 2 files" in pane.find.status.cget("text")
+    click(pane.find.text, "3.2")
+    assert stub.opened[-1] == ("src/app.py", 3, 5)
+    editor = stub.active_editor()
+    assert editor.path == "src/app.py" and editor.text.index("insert") == "3.4"
+    # Keyboard: Up then Enter opens the previous result.
+    pane.find.move(-1)
+    pane.find.open_current()
+    assert stub.opened[-1] == ("notes.txt", 2, 5)
+
+
+def test_a_bad_pattern_is_reported_not_raised(app):
+    _, pane, _ = app
+    pane.find.regex.set(True)
+    assert not pane.find.start("(")
+    assert "regular expression" in pane.find.status.cget("text").lower()
+
+
+def test_run_output_streams_with_clickable_references(app, server):
+    stub, pane, controller = app
+    save_project_commands(project_state_dir(server.root), ProjectCommands(
+        run="echo building; echo 'src/app.py:4:12: warning: odd' >&2; "
+            "echo 'at /usr/lib/x.py:3'; exit 2"))
+    stub.commands["project.run"][2]()
+    assert stub.pump(lambda: "exit code 2" in pane.output.text.get("1.0", "end"), 20)
+    shown = pane.output.text.get("1.0", "end-1c")
+    assert "building" in shown and "src/app.py:4:12: warning: odd" in shown
+    assert pane.notebook.index("current") == 1
+    # stderr is coloured; the project file is a link, the path outside the project is not.
+    row = next(i for i, line in enumerate(shown.splitlines(), 1) if line.startswith("src/app.py"))
+    assert "stderr" in pane.output.text.tag_names(f"{row}.2")
+    assert pane.output.link_at(f"{row}.2") == ("src/app.py", 4, 12)
+    other = next(i for i, line in enumerate(shown.splitlines(), 1) if line.startswith("at /usr"))
+    assert pane.output.link_at(f"{other}.5") is None
+    click(pane.output.text, f"{row}.3")
+    assert stub.opened[-1] == ("src/app.py", 4, 12)
+
+
+def test_stop_ends_the_run_group(app, server):
+    stub, pane, controller = app
+    save_project_commands(project_state_dir(server.root), ProjectCommands(
+        run="trap '' TERM; echo pid=$$; sleep 300"))
+    controller.start("run")
+    found = lambda: re.search(r"pid=(\d+)", pane.output.text.get("1.0", "end"))  # noqa: E731
+    assert stub.pump(lambda: found() is not None, 20)
+    pid = int(found().group(1))
+    assert pane.running()
+    stub.commands["project.stop"][2]()
+    assert stub.pump(lambda: "Stopped." in pane.output.text.get("1.0", "end"), 20)
+    assert not pane.running()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_run_without_a_command_asks_for_one_and_saves_it(app, server):
+    stub, pane, controller = app
+    save_project_commands(project_state_dir(server.root), ProjectCommands())
+    controller.start("build")
+    dialog = controller.dialog
+    assert dialog is not None and dialog.alive()
+    dialog.build.set("echo built-ok")
+    dialog.ok()
+    assert load_project_commands(project_state_dir(server.root)).build == "echo built-ok"
+    assert stub.pump(lambda: "built-ok" in pane.output.text.get("1.0", "end"), 20)
+    assert "> Build: echo built-ok" in pane.output.text.get("1.0", "end")

@@ -1,0 +1,112 @@
+"""ui/tk/output_model.py: the time-sliced Find in Files job, file references, terminal lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rio.errors import BufferError, PathError
+from rio.search import SearchOptions
+from ui.tk.output_model import (SearchJob, TerminalLines, glob_filter, parse_globs,
+                                resolve_ref)
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "p"
+    (root / "src").mkdir(parents=True)
+    (root / "node_modules").mkdir()
+    (root / "src" / "a.py").write_text("def needle():\n    return 'needle'\n")
+    (root / "src" / "b.txt").write_text("no match here\nNEEDLE upper\n")
+    (root / "node_modules" / "x.js").write_text("needle ignored\n")
+    (root / "blob.bin").write_bytes(b"needle\x00\x01")
+    for i in range(30):
+        (root / f"f{i:02}.txt").write_text(f"line\nneedle {i}\n")
+    return root
+
+
+def run_all(job: SearchJob) -> list:
+    out = []
+    while not job.done:
+        out += job.step()
+    return out
+
+
+def test_search_finds_across_the_project_with_ignores(project):
+    found = run_all(SearchJob.start(project, "needle"))
+    paths = {m.path for m in found}
+    assert "src/a.py" in paths and "src/b.txt" in paths and "f07.txt" in paths
+    assert not any(p.startswith("node_modules") for p in paths) and "blob.bin" not in paths
+    first = [m for m in found if m.path == "src/a.py"]
+    assert [(m.line, m.col) for m in first] == [(1, 5), (2, 13)]
+
+
+def test_options_globs_and_folder(project):
+    job = SearchJob.start(project, "NEEDLE", SearchOptions(match_case=True), folder="src")
+    assert [(m.path, m.line) for m in run_all(job)] == [("src/b.txt", 2)]
+    job = SearchJob.start(project, "needle", globs=parse_globs("*.py"))
+    assert {m.path for m in run_all(job)} == {"src/a.py"}
+
+
+def test_unsaved_text_overrides_the_file(project):
+    job = SearchJob.start(project, "needle",
+                          overrides=lambda rel: "needle typed\n" if rel == "f00.txt" else None)
+    hits = [m for m in run_all(job) if m.path == "f00.txt"]
+    assert [(m.line, m.line_text) for m in hits] == [(1, "needle typed")]
+
+
+def test_steps_are_time_sliced(project):
+    ticks = iter(range(10 ** 6))
+    job = SearchJob.start(project, "needle")
+    # A clock that jumps a whole budget per reading: every step returns after one result.
+    first = job.step(budget_s=1, clock=lambda: next(ticks))
+    assert len(first) == 1 and not job.done
+    rest = run_all(job)
+    assert len(first) + len(rest) == 33 and job.done
+    assert "33 matches in 32 files" in job.summary()
+
+
+def test_cancel_and_caps(project):
+    job = SearchJob.start(project, "needle")
+    job.step(budget_s=0)
+    job.cancel()
+    assert job.done and job.step() == [] and job.summary().startswith("Stopped")
+    job = SearchJob.start(project, "needle", max_results=3)
+    assert len(run_all(job)) == 3 and "limit" in job.summary()
+
+
+def test_bad_pattern_and_folder_are_typed_errors(project):
+    with pytest.raises(BufferError):
+        SearchJob.start(project, "(", SearchOptions(regex=True))
+    with pytest.raises(PathError):
+        SearchJob.start(project, "x", folder="../..")
+
+
+def test_parse_and_filter_globs():
+    assert parse_globs(" *.py, *.txt;Makefile ,") == ("*.py", "*.txt", "Makefile")
+    paths = ["a.py", "src/b.py", "c.txt", "Makefile"]
+    assert list(glob_filter(paths, ("*.py",))) == ["a.py", "src/b.py"]
+    assert list(glob_filter(paths, ())) == paths
+
+
+def test_resolve_ref(tmp_path):
+    root = tmp_path / "r"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "m.c").write_text("")
+    assert resolve_ref("src/m.c", root) == "src/m.c"
+    assert resolve_ref("m.c", root, cwd="src") == "src/m.c"
+    assert resolve_ref(str(root / "src" / "m.c"), root) == "src/m.c"
+    assert resolve_ref("../src/m.c", root, cwd="src") == "src/m.c"
+    assert resolve_ref("/usr/lib/python3/x.py", root) is None
+    assert resolve_ref("src/missing.c", root) is None
+    assert resolve_ref("../../etc/passwd", root, cwd="src") is None
+
+
+def test_terminal_lines_handle_cr_progress_and_split_crlf():
+    t = TerminalLines()
+    assert t.feed("a\r\nb") == [("text", "a\nb")]
+    assert t.feed("10%\r20%\r") == [("text", "10%"), ("cr", ""), ("text", "20%")]
+    assert t.feed("\ndone\n") == [("text", "\ndone\n")]   # the held \r was half of \r\n
+    assert t.feed("x\r") == [("text", "x")]
+    assert t.feed("y") == [("cr", ""), ("text", "y")]

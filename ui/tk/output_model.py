@@ -1,0 +1,159 @@
+"""The display-free half of the output pane: a time-sliced Find in Files job, where a file
+reference in run output points, and how terminal output becomes lines.
+
+:class:`SearchJob` wraps :class:`rio.find_in_files.ProjectSearch` over the workspace walk and
+hands out results in slices of a few milliseconds, so the pane can run it from Tk's ``after()``
+on the main thread without ever freezing the window (STYLE.md: Tk owns its thread; no worker
+threads needed, and cancelling is just not scheduling the next slice).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rio.errors import RioError
+from rio.files import load_file
+from rio.find_in_files import Match, ProjectSearch
+from rio.search import SearchOptions
+from rio.workspace import Workspace
+
+#: One slice of searching on the Tk thread: well inside a 16 ms frame.
+SLICE_S = 0.008
+#: Files larger than this are not searched from the desktop (the walk skips them).
+SEARCH_MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def parse_globs(text: str) -> tuple[str, ...]:
+    """``"*.py, *.txt"`` → ``("*.py", "*.txt")``; empty means every file."""
+    return tuple(p for p in (s.strip() for s in text.replace(";", ",").split(",")) if p)
+
+
+def glob_filter(paths: Iterable[str], globs: tuple[str, ...]) -> Iterator[str]:
+    if not globs:
+        yield from paths
+        return
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        if any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(path, g) for g in globs):
+            yield path
+
+
+def workspace_reader(workspace: Workspace,
+                     overrides: Callable[[str], str | None] | None = None
+                     ) -> Callable[[str], str | None]:
+    """``read_text(rel) -> str | None`` for ProjectSearch: the unsaved text of an open buffer
+    when ``overrides`` knows it, else the file as loaded by rio.files (None when binary,
+    undecodable or unreadable)."""
+    def read(rel: str) -> str | None:
+        if overrides is not None:
+            text = overrides(rel)
+            if text is not None:
+                return text
+        try:
+            return load_file(workspace.root / rel, max_bytes=SEARCH_MAX_FILE_BYTES).text
+        except (RioError, OSError):
+            return None
+    return read
+
+
+@dataclass
+class SearchJob:
+    """A running Find in Files; call :meth:`step` until ``done``."""
+
+    search: ProjectSearch
+    matches: Iterator[Match]
+    done: bool = False
+    cancelled: bool = False
+
+    @classmethod
+    def start(cls, root: Path, pattern: str, options: SearchOptions = SearchOptions(), *,
+              folder: str = ".", globs: tuple[str, ...] = (),
+              overrides: Callable[[str], str | None] | None = None,
+              max_results: int = 5000) -> "SearchJob":
+        """Raises ``buffer.bad_pattern`` for a bad regex and ``path.*`` for a bad folder."""
+        workspace = Workspace(root)
+        search = ProjectSearch(pattern, options, max_results=max_results)
+        workspace.resolve(folder, kind="dir")  # the walk is lazy: check the folder now
+        paths = glob_filter(workspace.walk_files(folder, max_file_bytes=SEARCH_MAX_FILE_BYTES),
+                            globs)
+        return cls(search, search.run(paths, workspace_reader(workspace, overrides)))
+
+    def step(self, budget_s: float = SLICE_S,
+             clock: Callable[[], float] = time.monotonic) -> list[Match]:
+        """Results found within about ``budget_s`` (at least one file's worth)."""
+        if self.done:
+            return []
+        out: list[Match] = []
+        deadline = clock() + budget_s
+        for m in self.matches:
+            out.append(m)
+            if clock() >= deadline:
+                return out
+        self.done = True
+        return out
+
+    def cancel(self) -> None:
+        self.cancelled = self.done = True
+
+    def summary(self) -> str:
+        s = self.search
+        what = f"{s.results} match{'es' if s.results != 1 else ''} in {s.files_matched} " \
+               f"file{'s' if s.files_matched != 1 else ''}"
+        tail = f" ({s.files_searched} searched"
+        tail += f", {s.files_skipped} skipped)" if s.files_skipped else ")"
+        if self.cancelled:
+            return f"Stopped: {what}{tail}."
+        if s.truncated:
+            return f"{what}{tail} — stopped at the limit; narrow the search."
+        return f"{what}{tail}."
+
+
+def resolve_ref(path: str, root: Path, cwd: str = ".",
+                exists: Callable[[Path], bool] = Path.is_file) -> str | None:
+    """The project-relative path a reference in run output points at, or None when it is not
+    a file inside the project (a library's traceback line, a URL-ish word)."""
+    p = Path(path).expanduser()
+    full = p if p.is_absolute() else root / cwd / p
+    try:
+        full = Path(os.path.normpath(full))
+        rel = full.relative_to(root)
+    except ValueError:
+        return None
+    if rel.parts and rel.parts[0] == "..":
+        return None
+    return rel.as_posix() if exists(full) else None
+
+
+class TerminalLines:
+    """Turns output chunks into operations on a line-based view: ``\\r\\n`` is a newline and a
+    lone ``\\r`` returns to the start of the current line (progress bars rewrite it in place).
+
+    :meth:`feed` returns ``("text", s)`` to append and ``("cr", "")`` to clear the current line.
+    A ``\\r`` at the very end of a chunk is held back until the next one shows whether a
+    ``\\n`` follows.
+    """
+
+    def __init__(self) -> None:
+        self._held_cr = False
+
+    def feed(self, text: str) -> list[tuple[str, str]]:
+        if self._held_cr:
+            text = "\r" + text
+            self._held_cr = False
+        if text.endswith("\r"):
+            self._held_cr = True
+            text = text[:-1]
+        text = text.replace("\r\n", "\n")
+        ops: list[tuple[str, str]] = []
+        parts = text.split("\r")
+        for i, part in enumerate(parts):
+            if i:
+                ops.append(("cr", ""))
+            if part:
+                ops.append(("text", part))
+        return ops

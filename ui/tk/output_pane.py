@@ -1,0 +1,437 @@
+"""The bottom pane: "Find in Files" results and the "Output" of Run/Build, both clickable.
+
+* Find in Files runs a :class:`~ui.tk.output_model.SearchJob` in slices from ``after()`` on
+  Tk's thread: results stream in, the window never blocks, Stop (or a new search) simply stops
+  scheduling slices. A click on a result calls ``app.open_path(path, line, col)``.
+* Output shows ``run.output`` events as they arrive (stderr in the error colour, terminal
+  escapes stripped, ``\\r`` progress lines rewritten in place) and makes every ``file:line[:col]``
+  reference (rio/run_output.py) that names a file of the project clickable.
+
+Runs are started and stopped by :mod:`ui.tk.project_commands`; this pane only shows them. Events
+for a run can arrive before the reply to ``run.start`` (they travel on another socket), so
+events of a run the pane has not been told about yet are held until it is.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections import OrderedDict
+from pathlib import Path
+from tkinter import ttk
+from typing import Any
+
+from rio.errors import RioError
+from rio.find_in_files import MAX_LINE_TEXT, Match
+from rio.protocol import thaw
+from rio.run_output import find_file_refs
+from rio.runner import strip_ansi
+from rio.search import SearchOptions
+from ui.tk.output_model import SearchJob, TerminalLines, parse_globs, resolve_ref
+
+#: The Output tab keeps at most this many lines (Tk slows down on huge texts, PERF.md).
+MAX_OUTPUT_LINES = 20_000
+_HELD_RUNS = 8
+
+
+def project_root(app: Any) -> Path:
+    """The project folder: the app's when it says, else the instance's (system.status)."""
+    for name in ("project_root", "root_path"):
+        value = getattr(app, name, None)
+        if value:
+            return Path(value)
+    return Path(app.conn.call("system.status", {})["root"])
+
+
+def _theme_colours(app: Any) -> dict[str, str]:
+    try:
+        from ui.tk.theme import get_theme
+        t = get_theme(str(getattr(app, "settings", {}).get("theme", "classic")))
+        return {"bg": t.output_bg, "fg": t.output_fg, "error": t.output_error, "link": t.link,
+                "field_bg": t.field_bg, "field_fg": t.field_fg, "hit": t.search_hit,
+                "sel_bg": t.selection_bg, "sel_fg": t.selection_fg}
+    except Exception:  # noqa: BLE001 -- a theme problem must not cost the pane
+        return {"bg": "#000000", "fg": "#c0c0c0", "error": "#ff5555", "link": "#0000ff",
+                "field_bg": "#ffffff", "field_fg": "#000000", "hit": "#ffff00",
+                "sel_bg": "#000080", "sel_fg": "#ffffff"}
+
+
+def _fixed_font(app: Any) -> Any:
+    settings = getattr(app, "settings", {}) or {}
+    if settings.get("font"):
+        return (settings["font"], int(settings.get("size", 10)))
+    return "TkFixedFont"
+
+
+class FindInFilesTab:
+    def __init__(self, pane: "OutputPane", parent: ttk.Frame):
+        self.pane = pane
+        self.app = pane.app
+        self.frame = parent
+        self.job: SearchJob | None = None
+        self.results: list[Match] = []
+        self._after: str | None = None
+
+        bar = ttk.Frame(parent, padding=(4, 3))
+        bar.pack(side="top", fill="x")
+        self.pattern = tk.StringVar(parent)
+        self.folder = tk.StringVar(parent, value=".")
+        self.globs = tk.StringVar(parent)
+        self.case = tk.BooleanVar(parent)
+        self.word = tk.BooleanVar(parent)
+        self.regex = tk.BooleanVar(parent)
+        ttk.Label(bar, text="Find:", underline=0).pack(side="left")
+        self.entry = ttk.Entry(bar, textvariable=self.pattern, width=28)
+        self.entry.pack(side="left", padx=(3, 8))
+        ttk.Label(bar, text="In:").pack(side="left")
+        ttk.Entry(bar, textvariable=self.folder, width=14).pack(side="left", padx=(3, 8))
+        ttk.Label(bar, text="Files:").pack(side="left")
+        ttk.Entry(bar, textvariable=self.globs, width=12).pack(side="left", padx=(3, 8))
+        for label, var in (("Case", self.case), ("Word", self.word), ("Regex", self.regex)):
+            ttk.Checkbutton(bar, text=label, variable=var).pack(side="left", padx=(0, 4))
+        self.find_button = ttk.Button(bar, text="Find", width=7, command=self.start)
+        self.find_button.pack(side="left", padx=(6, 2))
+        self.stop_button = ttk.Button(bar, text="Stop", width=7, command=self.stop,
+                                      state="disabled")
+        self.stop_button.pack(side="left")
+        self.entry.bind("<Return>", lambda e: self.start())
+        self.entry.bind("<KP_Enter>", lambda e: self.start())
+        self.entry.bind("<Escape>", lambda e: self.stop())
+
+        body = ttk.Frame(parent)
+        body.pack(side="top", fill="both", expand=True)
+        colours = pane.colours
+        self.text = tk.Text(body, height=8, wrap="none", cursor="arrow", undo=False,
+                            font=_fixed_font(self.app), bg=colours["field_bg"],
+                            fg=colours["field_fg"], borderwidth=2, relief="sunken",
+                            selectbackground=colours["sel_bg"],
+                            selectforeground=colours["sel_fg"], insertwidth=0)
+        scroll = ttk.Scrollbar(body, orient="vertical", command=self.text.yview)
+        self.text.configure(yscrollcommand=scroll.set)
+        scroll.pack(side="right", fill="y")
+        self.text.pack(side="left", fill="both", expand=True)
+        self.text.tag_configure("path", foreground=colours["link"])
+        self.text.tag_configure("hit", background=colours["hit"])
+        self.text.tag_configure("current", background=colours["sel_bg"],
+                                foreground=colours["sel_fg"])
+        self.text.tag_raise("sel")
+        self.text.bind("<Button-1>", self._on_click)
+        self.text.bind("<Return>", lambda e: self.open_current())
+        self.text.bind("<Down>", lambda e: self.move(1))
+        self.text.bind("<Up>", lambda e: self.move(-1))
+        self.text.bind("<Key>", lambda e: "break" if e.char and e.char.isprintable() else None)
+        self.status = ttk.Label(parent, text="", anchor="w", padding=(4, 1))
+        self.status.pack(side="bottom", fill="x")
+        self._current = -1
+
+    # --- searching ---------------------------------------------------------------------------
+    def start(self, pattern: str | None = None) -> bool:
+        if pattern is not None:
+            self.pattern.set(pattern)
+        self.stop(quiet=True)
+        self.text.delete("1.0", "end")
+        self.results = []
+        self._current = -1
+        options = SearchOptions(regex=self.regex.get(), match_case=self.case.get(),
+                                whole_word=self.word.get())
+        if not self.pattern.get():
+            self.status.configure(text="Type something to find.")
+            return False
+        try:
+            self.job = SearchJob.start(self.pane.root_path, self.pattern.get(), options,
+                                       folder=self.folder.get().strip() or ".",
+                                       globs=parse_globs(self.globs.get()),
+                                       overrides=self.pane.unsaved_text)
+        except RioError as err:
+            self.status.configure(text=f"{err.message}. {err.next}")
+            return False
+        self.status.configure(text="Searching…")
+        self.stop_button.configure(state="normal")
+        self._after = self.text.after_idle(self._slice)
+        return True
+
+    def _slice(self) -> None:
+        self._after = None
+        job = self.job
+        if job is None or job.done:
+            return
+        found = job.step()
+        if found:
+            self._show(found)
+        if job.done:
+            self.stop_button.configure(state="disabled")
+            self.status.configure(text=job.summary())
+            self.pane.event_generate_done()
+            return
+        s = job.search
+        self.status.configure(text=f"Searching… {s.results} matches, "
+                                   f"{s.files_searched} files")
+        self._after = self.text.after(1, self._slice)
+
+    def _show(self, found: list[Match]) -> None:
+        t = self.text
+        for m in found:
+            row = len(self.results) + 1
+            self.results.append(m)
+            head = f"{m.path}:{m.line}:{m.col}: "
+            body = m.line_text.rstrip()
+            t.insert("end", head, ("path",), body + "\n", ())
+            # Highlight the hit, unless the line was clipped (then its columns moved).
+            at = m.col - 1
+            if len(m.line_text) < MAX_LINE_TEXT and at <= len(body):
+                start = len(head) + at
+                t.tag_add("hit", f"{row}.{start}", f"{row}.{start + (m.end - m.start)}")
+
+    def stop(self, quiet: bool = False) -> None:
+        if self._after is not None:
+            self.text.after_cancel(self._after)
+            self._after = None
+        if self.job is not None and not self.job.done:
+            self.job.cancel()
+            if not quiet:
+                self.status.configure(text=self.job.summary())
+        self.stop_button.configure(state="disabled")
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and not self.job.done
+
+    # --- opening results ---------------------------------------------------------------------
+    def _on_click(self, event: tk.Event) -> str:
+        row = int(self.text.index(f"@{event.x},{event.y}").split(".")[0])
+        self.select(row - 1)
+        self.open_current()
+        return "break"
+
+    def select(self, i: int) -> None:
+        if not self.results:
+            return
+        i = max(0, min(i, len(self.results) - 1))
+        self._current = i
+        self.text.tag_remove("current", "1.0", "end")
+        self.text.tag_add("current", f"{i + 1}.0", f"{i + 2}.0")
+        self.text.see(f"{i + 1}.0")
+
+    def move(self, delta: int) -> str:
+        self.select(self._current + delta if self._current >= 0 else 0)
+        return "break"
+
+    def open_current(self) -> str:
+        if 0 <= self._current < len(self.results):
+            m = self.results[self._current]
+            self.app.open_path(m.path, m.line, m.col)
+        return "break"
+
+
+class OutputTab:
+    def __init__(self, pane: "OutputPane", parent: ttk.Frame):
+        self.pane = pane
+        self.app = pane.app
+        colours = pane.colours
+        self.text = tk.Text(parent, height=8, wrap="char", undo=False, cursor="arrow",
+                            font=_fixed_font(self.app), bg=colours["bg"], fg=colours["fg"],
+                            insertbackground=colours["fg"], borderwidth=2, relief="sunken",
+                            selectbackground=colours["sel_bg"],
+                            selectforeground=colours["sel_fg"], insertwidth=0)
+        scroll = ttk.Scrollbar(parent, orient="vertical", command=self.text.yview)
+        self.text.configure(yscrollcommand=scroll.set)
+        scroll.pack(side="right", fill="y")
+        self.text.pack(side="left", fill="both", expand=True)
+        self.text.tag_configure("stderr", foreground=colours["error"])
+        self.text.tag_configure("info", foreground="#ffff55")
+        self.text.tag_configure("link", underline=True)
+        # A widget binding, not a tag binding: tag bindings follow the "current" mark, which
+        # only mouse motion moves (a click from xdotool or event_generate would miss).
+        self.text.bind("<Button-1>", self._on_click)
+        self.text.tag_bind("link", "<Enter>", lambda e: self.text.configure(cursor="hand2"))
+        self.text.tag_bind("link", "<Leave>", lambda e: self.text.configure(cursor="arrow"))
+        self.text.bind("<Key>", lambda e: "break" if e.char and e.char.isprintable() else None)
+        self.links: dict[str, tuple[str, int, int | None]] = {}
+        self._link_ids = 0
+        self.terminals: dict[str, TerminalLines] = {}
+        self.cwd: dict[str, str] = {}
+
+    def clear(self) -> None:
+        self.text.delete("1.0", "end")
+        self.links.clear()
+        self.terminals.clear()
+
+    def write(self, text: str, tag: str = "", run: str | None = None) -> None:
+        """Append output; ``\\r`` rewrites the current line; new references become links."""
+        t = self.text
+        at_end = t.yview()[1] >= 0.999
+        first_line = int(t.index("end-1c").split(".")[0])
+        term = self.terminals.setdefault(run or "", TerminalLines())
+        for op, s in term.feed(strip_ansi(text)):
+            if op == "cr":
+                t.delete("end-1c linestart", "end-1c")
+            else:
+                t.insert("end", s, (tag,) if tag else ())
+        self._link_lines(first_line, int(t.index("end-1c").split(".")[0]),
+                         self.cwd.get(run or "", "."))
+        self._trim()
+        if at_end:
+            t.see("end")
+
+    def _link_lines(self, first: int, last: int, cwd: str) -> None:
+        t = self.text
+        for row in range(first, last + 1):
+            line = t.get(f"{row}.0", f"{row}.end")
+            t.tag_remove("link", f"{row}.0", f"{row}.end")
+            for ref in find_file_refs(line):
+                rel = resolve_ref(ref.path, self.pane.root_path, cwd)
+                if rel is None:
+                    continue
+                self._link_ids += 1
+                tag = f"ref{self._link_ids}"
+                self.links[tag] = (rel, ref.line, ref.col)
+                t.tag_add("link", f"{row}.{ref.start}", f"{row}.{ref.end}")
+                t.tag_add(tag, f"{row}.{ref.start}", f"{row}.{ref.end}")
+
+    def _trim(self) -> None:
+        lines = int(self.text.index("end-1c").split(".")[0])
+        if lines > MAX_OUTPUT_LINES:
+            self.text.delete("1.0", f"{lines - MAX_OUTPUT_LINES + 1}.0")
+
+    def _on_click(self, event: tk.Event) -> str | None:
+        target = self.link_at(self.text.index(f"@{event.x},{event.y}"))
+        if target is None:
+            return None  # an ordinary click: let the text select
+        self.app.open_path(*target)
+        return "break"
+
+    def link_at(self, index: str) -> tuple[str, int, int | None] | None:
+        for tag in self.text.tag_names(index):
+            if tag in self.links:
+                return self.links[tag]
+        return None
+
+
+class OutputPane:
+    """The notebook in ``app.output_pane_slot``; subscribes to ``run.*`` on ``app.conn``."""
+
+    def __init__(self, app: Any, parent: tk.Misc | None = None):
+        self.app = app
+        self.colours = _theme_colours(app)
+        self._root_path: Path | None = None
+        slot = parent if parent is not None else app.output_pane_slot
+        self.notebook = ttk.Notebook(slot)
+        self.notebook.pack(fill="both", expand=True)
+        find_frame = ttk.Frame(self.notebook)
+        out_frame = ttk.Frame(self.notebook)
+        self.notebook.add(find_frame, text="Find in Files", underline=8)
+        self.notebook.add(out_frame, text="Output", underline=0)
+        self.find = FindInFilesTab(self, find_frame)
+        self.output = OutputTab(self, out_frame)
+        self.current_run: str | None = None
+        self.runs: dict[str, dict[str, Any]] = {}
+        self._held: OrderedDict[str, list[tuple[str, dict[str, Any]]]] = OrderedDict()
+        self.on_run_exit: list[Any] = []
+        app.conn.subscribe("run.", self._on_event)
+
+    @property
+    def root_path(self) -> Path:
+        if self._root_path is None:
+            self._root_path = project_root(self.app).resolve()
+        return self._root_path
+
+    def unsaved_text(self, rel: str) -> str | None:
+        """Text of an open, modified buffer for ``rel`` (so Find in Files sees unsaved edits),
+        when the app can say; None means read the file."""
+        fn = getattr(self.app, "unsaved_text", None)
+        return fn(rel) if callable(fn) else None
+
+    def event_generate_done(self) -> None:
+        try:
+            self.notebook.event_generate("<<FindInFilesDone>>")
+        except tk.TclError:
+            pass
+
+    # --- tabs --------------------------------------------------------------------------------
+    def show_find(self, pattern: str | None = None) -> None:
+        self.notebook.select(0)
+        if pattern:
+            self.find.pattern.set(pattern)
+        self.find.entry.focus_set()
+        self.find.entry.select_range(0, "end")
+
+    def show_output(self) -> None:
+        self.notebook.select(1)
+
+    # --- runs ----------------------------------------------------------------------------------
+    def run_started(self, record: dict[str, Any], label: str = "Run") -> None:
+        """Called with run.start's reply: show its header, then any events that came first."""
+        run = record["run"]
+        self.current_run = run
+        self.runs[run] = record
+        self.output.cwd[run] = record.get("cwd", ".")
+        self.output.clear()
+        self.show_output()
+        self.output.write(f"> {label}: {record.get('command', '')}   (in {record.get('cwd', '.')})"
+                          f"\n", "info", run)
+        for topic, data in self._held.pop(run, []):
+            self._handle(topic, data)
+
+    def _on_event(self, event: Any) -> None:
+        data = thaw(event.data)
+        run = data.get("run")
+        if not isinstance(run, str):
+            return
+        if run not in self.runs:
+            held = self._held.setdefault(run, [])
+            held.append((event.topic, data))
+            while len(self._held) > _HELD_RUNS:
+                self._held.popitem(last=False)
+            return
+        self._handle(event.topic, data)
+
+    def _handle(self, topic: str, data: dict[str, Any]) -> None:
+        run = data["run"]
+        if topic == "run.output":
+            if run == self.current_run:
+                self.output.write(str(data.get("text", "")),
+                                  "stderr" if data.get("stream") == "stderr" else "", run)
+        elif topic == "run.exit":
+            self.runs[run] = {**self.runs.get(run, {}), **data, "state": "exited"}
+            if run == self.current_run:
+                if self.output.text.get("end-2c", "end-1c") not in ("\n", ""):
+                    self.output.write("\n", "", run)
+                self.output.write(describe_exit(data) + "\n", "info", run)
+            for fn in list(self.on_run_exit):
+                fn(data)
+
+    def running(self) -> bool:
+        return bool(self.current_run) and self.runs.get(self.current_run, {}).get(
+            "state") != "exited"
+
+
+def describe_exit(data: dict[str, Any]) -> str:
+    how, code = data.get("how"), data.get("code")
+    if how == "stopped":
+        return "> Stopped."
+    if how == "timeout":
+        return "> Timed out; stopped."
+    if how == "failed":
+        return "> The run failed to start or was lost."
+    return f"> Finished with exit code {code}." if code else "> Finished."
+
+
+def install(app: Any) -> OutputPane:
+    """Build the pane in ``app.output_pane_slot`` and register Find in Files."""
+    pane = OutputPane(app)
+    app.output_pane = pane
+
+    def find_in_files() -> None:
+        pattern = None
+        editor = app.active_editor()
+        if editor is not None:
+            try:
+                selected = editor.text.get("sel.first", "sel.last")
+            except tk.TclError:
+                selected = ""
+            if selected and "\n" not in selected:
+                pattern = selected
+        pane.show_find(pattern)
+
+    app.register_command("search.find_in_files", "Find in F&iles...", "Ctrl+Shift+F",
+                         find_in_files, menu="Search")
+    return pane
