@@ -36,3 +36,4 @@ def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
                      name="journal-flush").start()
     return {"buffer": buffer_handler(ref, routes), "fs": ws.tell, "run": runner.tell}
 import actors.faults  # noqa: E402,F401 -- registers the fake_agent factory (fault harness)
+import actors.conversations_actor  # noqa: E402,F401 -- registers "conversations" (agent.*)

@@ -222,3 +222,24 @@ define("run.start", "Start a command in its own process group; output streams as
 define("run.stop", "Stop a run: its whole process group ends; replies once it has.",
        Arg("run", str, check=non_empty, doc="run id from run.start"))
 define("run.list", "Runs still going and the last finished ones.")
+
+
+# --- agent.*: conversations with the agent, served by the core (actors/conversations_actor.py) --
+
+CONVERSATION = Arg("conversation", str, check=non_empty, doc="conversation id from agent.new")
+
+define("agent.new", "Start a conversation; provider/endpoint/model override the config for it.",
+       Arg("title", str, False, None, doc="default: the first message"),
+       Arg("provider", str, False, None, doc="a provider name (default: the configured one)"),
+       Arg("endpoint", str, False, None, doc="the provider's URL for this conversation only"),
+       Arg("model", str, False, None, doc="the model for this conversation only"))
+define("agent.list", "The conversations, most recent first.")
+define("agent.history", "A conversation's messages and turns.", CONVERSATION)
+define("agent.send", "Send a message; replies {turn} at once, the turn streams as agent.* events.",
+       CONVERSATION, Arg("text", str, check=non_empty))
+define("agent.approve", "Answer a proposal (agent.propose) of a running turn.",
+       Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
+       Arg("decision", str, check=one_of("approve", "reject", "always")))
+define("agent.stop", "End the conversation's running turn now (the Stop button).", CONVERSATION)
+define("agent.mode", "Get, or set, the approval gate's mode.",
+       Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))

@@ -1,0 +1,445 @@
+"""``agent.*``: conversations with the agent, served by the core.
+
+:class:`ConversationsActor` owns the :class:`~rio.conversations.ConversationStore` and is the
+public face of the agent (agent_common.md, the interface): it records the user's message,
+makes sure the conversation's session process runs (``system.spawn kind=agent``), hands the
+turn to it as ``session.turn`` and, when that returns, records the turn's messages, merges the
+buffers the turn changed into ONE undo step each ("Agent: <message>"), and publishes
+``agent.message`` / ``agent.error`` / ``agent.turn``. ``agent.approve``/``agent.stop`` are
+forwarded to the session, ``agent.mode`` to the gate.
+
+Threading, and why: ``session.turn`` is a request that lasts as long as the turn (minutes), and
+the actor's mailbox must keep serving ``agent.stop`` and ``agent.approve`` meanwhile. So each
+turn's request runs on a worker thread, and the worker hands the outcome back to the actor as a
+message; the store is only ever touched from the actor's thread. Workers come from a small pool
+of long-lived *daemon* threads: every thread that talks to the bus gets a socket of its own
+(actors/bus_thread.py), so a thread per turn would leak one socket per turn, and a
+non-daemon pool (concurrent.futures) would hold the process open at exit for a turn's length.
+
+A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
+turn ends as a classified error, the conversation stays as recorded, and the next message finds
+the restarted process (or spawns it again).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pykka
+
+from actors.bus_thread import BusThread, RequestContext
+from actors.host import Host, actor_factory
+from rio.conversations import (ConversationStore, check_conversation_id, conversation_of_turn,
+                               conversations_dir, undo_label)
+from rio.errors import AgentError, BusError, ProtocolError, RioError
+from rio.instance import project_state_dir
+from rio.protocol import thaw
+
+log = logging.getLogger("rio.conversations")
+
+#: The longest a turn may run before the core gives up on it (the session's own limits —
+#: model requests and tool calls per turn — normally end it long before).
+TURN_TIMEOUT_S = 30 * 60.0
+#: How long a new session process gets to register on the bus before the turn fails.
+SPAWN_WAIT_S = 20.0
+#: Quick forwards (approve, stop, mode): a healthy session answers in milliseconds.
+FORWARD_TIMEOUT_S = 5.0
+
+SESSION_DIED = ("The agent process stopped unexpectedly; it was restarted — send your "
+                "message again.")
+
+
+@dataclass
+class RunningTurn:
+    conversation: str
+    turn: str
+    text: str
+    stop_requested: threading.Event = field(default_factory=threading.Event)
+    proposals: dict[str, str] = field(default_factory=dict)  # pending proposal → its tool call
+    #: Why the core ended (or will end) the turn itself; None while the session owns the end.
+    end_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What a worker learned about a turn: the session's answer, or the core's verdict."""
+    status: str                          # done | stopped | error
+    messages: tuple[Mapping[str, Any], ...] = ()
+    error: Mapping[str, Any] | None = None
+    from_core: bool = False              # the core classified it: publish agent.error itself
+
+
+class WorkerPool:
+    """Long-lived daemon worker threads that grow on demand up to ``limit``; idle ones wait."""
+
+    def __init__(self, name: str, limit: int):
+        self.name = name
+        self.limit = limit
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1            # an idle worker will take it
+            elif len(self._threads) < self.limit:
+                t = threading.Thread(target=self._work, daemon=True,
+                                     name=f"rio-{self.name}-{len(self._threads) + 1}")
+                self._threads.append(t)
+                t.start()
+            # else: every worker is busy and the pool is full; the job waits its turn
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                job()
+            except Exception:  # noqa: BLE001 -- a job's failure must not kill the worker
+                log.exception("%s: a job failed", self.name)
+            with self._lock:
+                self._idle += 1
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+
+
+def classify_bus_failure(err: RioError) -> dict[str, Any]:
+    """The agent.error for a session.turn that failed on the bus instead of answering."""
+    if err.kind in ("bus.actor_dead", "bus.closed", "bus.unreachable"):
+        return AgentError("session_died", SESSION_DIED,
+                          "Send your message again; `rio status` shows the restarts.").to_wire()
+    if err.kind == "bus.timeout":
+        return AgentError("session_timeout", "The agent did not finish the turn in time; it "
+                          "was ended.", "Send your message again, or ask for a smaller step."
+                          ).to_wire()
+    if err.kind == "bus.no_route":
+        return AgentError("session_unavailable", "The agent process did not start.",
+                          "Check `rio status` and the agent's log; then send the message "
+                          "again.").to_wire()
+    wire = err.to_wire()
+    wire.pop("details", None)
+    return wire
+
+
+class ConversationsActor(pykka.ThreadingActor):
+    """Serves ``agent.*``; see the module docstring."""
+
+    def __init__(self, store: ConversationStore, bus: BusThread, *,
+                 turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
+                 default_provider: Callable[[], str | None] | None = None,
+                 known_providers: Callable[[], set[str]] | None = None):
+        super().__init__()
+        self.store = store
+        self.bus = bus
+        self.turn_timeout_s = turn_timeout_s
+        self.spawn_wait_s = spawn_wait_s
+        self.default_provider = default_provider or _configured_provider
+        self.known_providers = known_providers or _installed_providers
+        self.running: dict[str, RunningTurn] = {}        # conversation → its running turn
+        self.queued: dict[str, tuple[RequestContext, str]] = {}  # a send waiting for a stop
+        self.turns = WorkerPool("turn", 64)
+        self.forwards = WorkerPool("forward", 4)
+
+    def on_stop(self) -> None:
+        self.turns.close()
+        self.forwards.close()
+
+    # --- the mailbox -----------------------------------------------------------------------
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, tuple):
+            kind = message[0]
+            if kind == "event":
+                self._on_event(message[1], message[2])
+            elif kind == "finished":
+                self._finished(message[1], message[2])
+            elif kind == "proposal_answered":
+                self._proposal_answered(message[1], message[2])
+            return None
+        ctx: RequestContext = message
+        try:
+            handler = getattr(self, "op_" + ctx.op.split(".", 1)[1], None)
+            if handler is None:
+                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
+            handler(ctx)
+        except RioError as err:
+            ctx.fail(err)
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            log.exception("%s failed", ctx.op)
+            ctx.fail(exc)
+        return None
+
+    # --- ops ---------------------------------------------------------------------------------
+    def op_new(self, ctx: RequestContext) -> None:
+        provider = ctx.args.get("provider") or self.default_provider()
+        if ctx.args.get("provider"):
+            installed = self.known_providers()
+            if installed and provider not in installed:
+                raise AgentError("not_configured", f"No provider named {provider!r} is "
+                                 f"installed (installed: {', '.join(sorted(installed))}).",
+                                 "Pick one of those with --provider, or install the plug-in.")
+        conv = self.store.create(title=ctx.args.get("title"), provider=provider,
+                                 endpoint=ctx.args.get("endpoint"), model=ctx.args.get("model"))
+        ctx.reply({"conversation": conv.conversation, "title": conv.title,
+                   "provider": conv.provider})
+
+    def op_list(self, ctx: RequestContext) -> None:
+        ctx.reply([c.summary() for c in self.store.list()])
+
+    def op_history(self, ctx: RequestContext) -> None:
+        history = self.store.get(ctx.args["conversation"]).history()
+        history.pop("title", None)
+        ctx.reply(history)
+
+    def op_send(self, ctx: RequestContext) -> None:
+        cid = check_conversation_id(ctx.args["conversation"])
+        self.store.get(cid)  # unknown conversations fail here, before anything is recorded
+        running = self.running.get(cid)
+        if running is not None:
+            if not running.proposals or cid in self.queued:
+                raise AgentError("busy", "The agent is still working on the last message.",
+                                 "Wait, or Stop the turn.", turn=running.turn)
+            # A proposal waits: the new message interrupts the turn. The session ends it (its
+            # pending proposal declined), the core records that, closes the dangling tool call
+            # as "interrupted" and only then starts this message's turn, so the history stays
+            # in order.
+            self.queued[cid] = (ctx, ctx.args["text"])
+            running.end_reason = "interrupted"
+            self._forward_stop(running)
+            return
+        self._start_turn(ctx, cid, ctx.args["text"])
+
+    def op_approve(self, ctx: RequestContext) -> None:
+        turn = ctx.args["turn"]
+        cid = conversation_of_turn(turn)
+        running = self.running.get(cid)
+        if running is None or running.turn != turn:
+            raise AgentError("unknown_turn", f"Turn {turn!r} is not running any more.",
+                             "Only a running turn's proposals can be answered.")
+        proposal = ctx.args["proposal"]
+        args = {"conversation": cid, "turn": turn, "proposal": proposal,
+                "decision": ctx.args["decision"]}
+
+        def forward() -> None:
+            try:
+                result = self.bus.call("session.approve", args, timeout=FORWARD_TIMEOUT_S)
+            except RioError as err:
+                ctx.fail(err)
+                return
+            self._tell(("proposal_answered", turn, str(proposal)))
+            ctx.reply(result)
+        self.forwards.submit(forward)
+
+    def op_stop(self, ctx: RequestContext) -> None:
+        cid = check_conversation_id(ctx.args["conversation"])
+        self.store.get(cid)
+        running = self.running.get(cid)
+        if running is None:
+            ctx.reply({"stopped": False})
+            return
+        running.end_reason = running.end_reason or "stopped"
+        self._forward_stop(running)
+        ctx.reply({"stopped": True, "turn": running.turn})
+
+    def op_mode(self, ctx: RequestContext) -> None:
+        args = {"mode": ctx.args["mode"]} if ctx.args.get("mode") else {}
+
+        def forward() -> None:
+            try:
+                ctx.reply(self.bus.call("gate.mode", args, timeout=FORWARD_TIMEOUT_S))
+            except RioError as err:
+                ctx.fail(err)
+        self.forwards.submit(forward)
+
+    # --- turns -------------------------------------------------------------------------------
+    def _start_turn(self, ctx: RequestContext | None, cid: str, text: str) -> None:
+        conv, record = self.store.begin_turn(cid, text)
+        running = RunningTurn(cid, record.turn, text)
+        self.running[cid] = running
+        if ctx is not None:
+            ctx.reply({"turn": record.turn, "conversation": cid})
+        self.bus.publish("agent.turn", {"conversation": cid, "turn": record.turn,
+                                        "state": "started", "text": text})
+        args: dict[str, Any] = {"conversation": cid, "turn": record.turn, "text": text,
+                                "messages": [m.to_dict() for m in conv.messages]}
+        if conv.provider:
+            args["provider"] = conv.provider
+        # Only sent when set, so a session that predates these keys still takes the turn.
+        for key in ("endpoint", "model"):
+            if getattr(conv, key):
+                args[key] = getattr(conv, key)
+        self.turns.submit(lambda: self._run_turn(running, args))
+
+    def _run_turn(self, running: RunningTurn, args: dict[str, Any]) -> None:
+        """On a worker thread: the whole session.turn, then the undo merge; never the store."""
+        outcome = self._call_session(running, args)
+        self._tell(("finished", running.turn, outcome))
+
+    def _call_session(self, running: RunningTurn, args: dict[str, Any]) -> TurnOutcome:
+        deadline = time.monotonic() + self.spawn_wait_s
+        spawned = False
+        delay = 0.02
+        while True:
+            if running.stop_requested.is_set():
+                return TurnOutcome("stopped")
+            try:
+                result = self.bus.call("session.turn", args, timeout=self.turn_timeout_s)
+                break
+            except BusError as err:
+                if err.kind != "bus.no_route" or time.monotonic() >= deadline:
+                    return TurnOutcome("error", error=classify_bus_failure(err), from_core=True)
+                if not spawned:
+                    try:
+                        self.bus.call("system.spawn", {"kind": "agent", "key": running.conversation},
+                                      timeout=FORWARD_TIMEOUT_S)
+                    except RioError as spawn_err:
+                        wire = spawn_err.to_wire()
+                        wire.pop("details", None)
+                        return TurnOutcome("error", error=wire, from_core=True)
+                    spawned = True
+                running.stop_requested.wait(delay)
+                delay = min(delay * 2, 0.2)
+            except RioError as err:
+                wire = err.to_wire()
+                wire.pop("details", None)
+                return TurnOutcome("error", error=wire, from_core=True)
+        result = result if isinstance(result, Mapping) else {}
+        status = result.get("status")
+        messages = tuple(m for m in result.get("messages") or () if isinstance(m, Mapping))
+        if status not in ("done", "stopped", "error"):
+            return TurnOutcome("error", messages, AgentError(
+                "unexpected_response", f"The agent session ended the turn as {status!r}.",
+                "Report this as a bug with the agent log.").to_wire(), from_core=True)
+        self._merge_undo(running, result.get("buffers") or ())
+        error = result.get("error") if isinstance(result.get("error"), Mapping) else None
+        return TurnOutcome(status, messages, error)
+
+    def _merge_undo(self, running: RunningTurn, buffers: Any) -> None:
+        label = undo_label(running.text)
+        for item in buffers:
+            try:
+                self.bus.call("buffer.merge_undo", {
+                    "buffer": str(item["buffer"]), "since_version": int(item["since_version"]),
+                    "label": label}, timeout=FORWARD_TIMEOUT_S)
+            except (RioError, KeyError, TypeError, ValueError) as err:
+                # A buffer closed during the turn has no undo to merge: nothing is lost.
+                log.info("turn %s: no undo merge for %r (%s)", running.turn, item, err)
+
+    def _finished(self, turn: str, outcome: TurnOutcome) -> None:
+        cid = conversation_of_turn(turn)
+        running = self.running.get(cid)
+        if running is None or running.turn != turn:
+            return  # the core already ended it (a stop the session never answered)
+        del self.running[cid]
+        status, error, from_core = outcome.status, outcome.error, outcome.from_core
+        text = ""
+        try:
+            conv = self.store.add_messages(turn, outcome.messages)
+            count = len(outcome.messages)
+            text = "\n\n".join(m.text for m in conv.messages[len(conv.messages) - count:]
+                               if m.role == "assistant" and m.text) if count else ""
+        except AgentError as err:
+            status, error, from_core = "error", err.to_wire(), True
+        if running.end_reason == "interrupted" and status != "error":
+            status = "stopped"
+            error = AgentError("interrupted", "A new message interrupted this turn.",
+                               "The agent carries on with the new message.").to_wire()
+        self.store.end_turn(turn, status, error)  # type: ignore[arg-type]
+        base = {"conversation": cid, "turn": turn}
+        if text:
+            self.bus.publish("agent.message", {**base, "role": "assistant", "text": text})
+        if status == "error" and from_core and error is not None:
+            self.bus.publish("agent.error", {**base, "kind": error.get("kind"),
+                                             "message": error.get("message"),
+                                             "next": error.get("next"), "partial": bool(text)})
+        ended = {**base, "state": status}
+        if error is not None:
+            ended["error"] = {k: error.get(k) for k in ("kind", "message", "next")}
+        self.bus.publish("agent.turn", ended)
+        queued = self.queued.pop(cid, None)
+        if queued is not None:
+            ctx, new_text = queued
+            try:
+                self._start_turn(ctx, cid, new_text)
+            except RioError as err:
+                ctx.fail(err)
+
+    def _forward_stop(self, running: RunningTurn) -> None:
+        running.stop_requested.set()
+        args = {"conversation": running.conversation, "turn": running.turn}
+
+        def forward() -> None:
+            try:
+                self.bus.call("session.stop", args, timeout=FORWARD_TIMEOUT_S)
+            except RioError as err:
+                # Nobody there to stop (not started yet, died, or hung): the core ends the turn.
+                log.info("turn %s: session.stop failed (%s); ending it here", running.turn,
+                         err.kind)
+                self._tell(("finished", running.turn, TurnOutcome("stopped")))
+        self.forwards.submit(forward)
+
+    # --- events --------------------------------------------------------------------------------
+    def _on_event(self, topic: str, data: Mapping[str, Any]) -> None:
+        cid = data.get("conversation")
+        running = self.running.get(cid) if isinstance(cid, str) else None
+        if running is None or data.get("turn") != running.turn:
+            return
+        if topic == "agent.propose" and data.get("proposal") is not None:
+            running.proposals[str(data["proposal"])] = str(data.get("call"))
+        elif topic == "agent.tool_result":
+            # The proposal's tool call got its result: decided (here, in the desktop, or by
+            # the session's own rules), so nothing waits any more.
+            call = str(data.get("call"))
+            running.proposals = {p: c for p, c in running.proposals.items() if c != call}
+
+    def _proposal_answered(self, turn: str, proposal: str) -> None:
+        running = self.running.get(conversation_of_turn(turn))
+        if running is not None and running.turn == turn:
+            running.proposals.pop(proposal, None)
+
+    def _tell(self, message: Any) -> None:
+        try:
+            self.actor_ref.tell(message)
+        except pykka.ActorDeadError:
+            pass  # the core is stopping; the turn is closed as interrupted at the next start
+
+
+def _configured_provider() -> str | None:
+    from rio.agent_config import load_agent_config
+    try:
+        return load_agent_config().provider
+    except RioError:
+        return None  # the session reports the broken config with the turn
+
+
+def _installed_providers() -> set[str]:
+    try:
+        from rio.providers import discover_providers
+        return set(discover_providers())
+    except Exception:  # noqa: BLE001 -- a broken plug-in must not stop conversations
+        return set()
+
+
+@actor_factory("conversations")
+def start_conversations(host: Host) -> dict[str, Callable[[RequestContext], None]]:
+    store = ConversationStore(conversations_dir(project_state_dir(host.root)))
+    ref = ConversationsActor.start(store, host.bus)
+    host.refs.append(ref)
+
+    def on_event(event: Any) -> None:
+        ref.tell(("event", event.topic, thaw(event.data)))
+    # Pending proposals decide what a new message does mid-turn (interrupt, or agent.busy).
+    host.bus.subscribe("agent.propose", on_event)
+    host.bus.subscribe("agent.tool_result", on_event)
+    return {"agent": ref.tell}
+
