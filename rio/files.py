@@ -248,6 +248,12 @@ def _refuse_binary(data: bytes) -> None:
 
 def _with_newlines(text: str, encoding: str, *, bom: bool,
                    warning: str | None) -> tuple[str, FileFormat]:
+    final_newline = text.endswith(("\n", "\r"))
+    if "\r" not in text:
+        # The common case, and a fast one: a memchr-speed scan instead of three counts over the
+        # whole text (0.2 s of a 100 MB open, measured).
+        return text, FileFormat(encoding=encoding, bom=bom, newline="\n", mixed_newlines=False,
+                                final_newline=final_newline, warning=warning)
     crlf = text.count("\r\n")
     lone_cr = text.count("\r") - crlf
     lone_lf = text.count("\n") - crlf
@@ -255,7 +261,6 @@ def _with_newlines(text: str, encoding: str, *, bom: bool,
     # The dominant convention is kept; ties go to "\n", then "\r\n" (dict order above).
     newline = max(counts, key=lambda nl: counts[nl]) if any(counts.values()) else "\n"
     mixed = sum(1 for n in counts.values() if n) > 1
-    final_newline = text.endswith(("\n", "\r"))
     if crlf:
         text = text.replace("\r\n", "\n")
     if lone_cr:
