@@ -1,0 +1,376 @@
+"""One turn of the agent: model request → deltas and tool calls → tools → next request …
+
+…until the model ends its turn, the user stops it, a limit is reached or a provider fails.
+Pure asyncio logic around three ports — the :class:`~rio.providers.base.Provider`, the
+:class:`~rio.agent.tools.Tools` (bus calls to the core) and a :class:`TurnPort` (events and
+the gate) — so the whole loop is tested with a fake provider and no processes.
+
+Failure policy:
+
+* Safe retries belong to the provider (``stream_with_retries``); the loop sees one outcome.
+* A provider failure ends the turn with status "error"; the partial text stays in the
+  conversation and the error says so.
+* Stop cancels the task running :meth:`Turn.run`; the HTTP stream is closed by the
+  cancellation, pending proposals are declined, a running command's group is stopped, and
+  :meth:`Turn.result` describes what was done so far (status "stopped"). No tool call is left
+  without a result: an unanswered one gets a "stopped"/"interrupted" result, so the history
+  is always a valid conversation for the next request.
+* A new message while a proposal waits (:meth:`Turn.interrupt`): the proposal's tool call is
+  closed with an "interrupted" result and the turn ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from rio.agent.tools import READ_TOOLS, TOOL_NAMES, Proposal, ToolOutcome, Tools, missing_args
+from rio.errors import AgentError, RioError
+from rio.providers.base import (
+    Delta, Done, Event, Message, Provider, ProviderFailure, ProviderRequest, TextBlock, ToolCall,
+    ToolResultBlock, ToolSpec, ToolUseBlock)
+
+log = logging.getLogger("rio.agent.turn")
+
+TurnStatus = Literal["done", "stopped", "error"]
+Decision = Literal["approve", "reject", "always", "interrupted", "stopped"]
+
+INTERRUPTED = "interrupted: the user sent a new message instead of deciding on this call."
+STOPPED = "stopped: the user pressed Stop before this call finished."
+NOT_RUN = "not run: the turn ended (a limit or an error) before this call ran."
+
+
+class TurnPort(Protocol):
+    """Events and the gate, as the loop needs them."""
+
+    def publish(self, topic: str, data: Mapping[str, Any]) -> None: ...
+
+    async def gate_turn(self, event: str) -> None:
+        """begin/end/model_request/tool_call; raises ``agent.limit_reached``."""
+        ...
+
+    async def gate_check(self, tool: str, args: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+    async def remember(self, tool: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class TurnSpec:
+    conversation: str
+    turn: str
+    provider: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    status: TurnStatus
+    messages: tuple[Message, ...]
+    buffers: tuple[tuple[str, int], ...] = ()
+    error: RioError | None = None
+    partial: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status, "messages": [m.to_dict() for m in self.messages],
+            "buffers": [{"buffer": b, "since_version": v} for b, v in self.buffers]}
+        if self.error is not None:
+            out["error"] = {**self.error.to_wire(), "partial": self.partial}
+        return out
+
+
+@dataclass
+class PendingProposal:
+    id: str
+    call: ToolCall
+    proposal: Proposal
+    future: asyncio.Future[Decision]
+
+
+def close_dangling(messages: Sequence[Message], reason: str = INTERRUPTED) -> list[Message]:
+    """A valid conversation for the model: every tool_use answered by a tool_result in the
+    next message, and roles alternating (consecutive messages of one role are merged)."""
+    out: list[Message] = []
+    for i, msg in enumerate(messages):
+        out = _append(out, msg)
+        uses = msg.tool_uses if msg.role == "assistant" else ()
+        if not uses:
+            continue
+        following = messages[i + 1] if i + 1 < len(messages) else None
+        answered = {b.tool_use_id for b in following.content
+                    if isinstance(b, ToolResultBlock)} if following is not None \
+            and following.role == "user" else set()
+        missing = tuple(ToolResultBlock(u.id, reason, True) for u in uses if u.id not in answered)
+        if missing:
+            out = _append(out, Message("user", missing))
+    return out
+
+
+def _append(out: list[Message], msg: Message) -> list[Message]:
+    if out and out[-1].role == msg.role:
+        prev = out[-1]
+        # tool_results must come first in a user message (Anthropic's rule)
+        blocks = list(prev.content) + list(msg.content)
+        if msg.role == "user":
+            blocks = ([b for b in blocks if isinstance(b, ToolResultBlock)]
+                      + [b for b in blocks if not isinstance(b, ToolResultBlock)])
+        return out[:-1] + [Message(msg.role, tuple(blocks))]
+    return out + [msg]
+
+
+class _Collector:
+    """The provider's post callback: coalesces deltas into one event per loop pass (the
+    network hands over many small SSE events per read; one bus event each would cost more
+    than the text), keeps the text and the tool calls, and the outcome."""
+
+    def __init__(self, turn: Turn) -> None:
+        self.turn = turn
+        self.text: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.done: Done | None = None
+        self.failure: ProviderFailure | None = None
+        self._pending: list[str] = []
+        self._scheduled = False
+
+    def post(self, event: Event) -> None:
+        if isinstance(event, Delta):
+            if not event.text:
+                return
+            self.text.append(event.text)
+            self._pending.append(event.text)
+            if not self._scheduled:
+                self._scheduled = True
+                asyncio.get_running_loop().call_soon(self.flush)
+        elif isinstance(event, ToolCall):
+            self.flush()
+            self.calls.append(event)
+        elif isinstance(event, Done):
+            self.done = event
+        elif isinstance(event, ProviderFailure):
+            self.failure = event
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self.turn.publish("agent.delta", {"text": text})
+
+    def message(self, with_calls: bool) -> Message | None:
+        text = "".join(self.text)
+        uses = tuple(c.to_block() for c in self.calls) if with_calls else ()
+        if not text and not uses:
+            return None
+        return Message.assistant(text, uses)
+
+
+class Turn:
+    def __init__(self, spec: TurnSpec, provider: Provider, tools: Tools, port: TurnPort) -> None:
+        self.spec = spec
+        self.provider = provider
+        self.tools = tools
+        self.port = port
+        self.new: list[Message] = []
+        self.pending: dict[str, PendingProposal] = {}
+        self._proposals = 0
+        self._collector: _Collector | None = None
+        self._results: list[ToolResultBlock] = []   # of the tool round in progress
+        self._round: tuple[ToolCall, ...] = ()
+        self._interrupted = False
+        self._began = False
+        self._outcome: TurnResult | None = None
+
+    # --- events ---------------------------------------------------------------------------
+    def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        self.port.publish(topic, {"conversation": self.spec.conversation,
+                                  "turn": self.spec.turn, **data})
+
+    # --- the loop ---------------------------------------------------------------------------
+    async def run(self) -> TurnResult:
+        try:
+            self._outcome = await self._loop()
+        except asyncio.CancelledError:
+            self._close_for("stopped")
+            raise
+        except RioError as err:  # a limit, or the gate/core unreachable: contained
+            self._close_round(NOT_RUN)
+            self._outcome = self._result("error", err)
+        finally:
+            await self._end_gate()
+        return self._outcome
+
+    async def _loop(self) -> TurnResult:
+        await self.port.gate_turn("begin")
+        self._began = True
+        while True:
+            await self.port.gate_turn("model_request")
+            history = close_dangling(list(self.spec.messages) + self.new)
+            request = ProviderRequest(self.spec.system, tuple(history), self.spec.tools)
+            collector = self._collector = _Collector(self)
+            await self.provider.stream(request, collector.post)
+            collector.flush()
+            self._collector = None
+            if collector.failure is not None:
+                message = collector.message(with_calls=False)
+                if message is not None:
+                    self.new.append(message)
+                return self._result("error", collector.failure.error, collector.failure.partial)
+            message = collector.message(with_calls=True)
+            if message is not None:
+                self.new.append(message)
+            if not collector.calls:
+                return self._result("done")
+            self._round, self._results = tuple(collector.calls), []
+            for call in collector.calls:
+                if self._interrupted:
+                    self._results.append(ToolResultBlock(call.id, INTERRUPTED, True))
+                    continue
+                self._results.append(await self._run_tool(call))
+            self.new.append(Message.tool_results(tuple(self._results)))
+            self._round, self._results = (), []
+            if self._interrupted:
+                return self._result("stopped", AgentError(
+                    "interrupted", "The turn was interrupted by a new message.",
+                    "Carry on with the new message."))
+
+    def _result(self, status: TurnStatus, error: RioError | None = None,
+                partial: bool = False) -> TurnResult:
+        return TurnResult(status, tuple(self.new), tuple(self.tools.changed.items()), error,
+                          partial)
+
+    def result(self, status: TurnStatus = "stopped") -> TurnResult:
+        """The outcome after :meth:`run` ended (or was cancelled, for ``stopped``)."""
+        if self._outcome is not None:
+            return self._outcome
+        return self._result(status, AgentError("stopped", "You stopped the turn.",
+                                               "Send a message to carry on."))
+
+    async def _end_gate(self) -> None:
+        if not self._began:
+            return
+        try:
+            await asyncio.wait_for(self.port.gate_turn("end"), 2.0)
+        except (RioError, asyncio.TimeoutError, asyncio.CancelledError):
+            log.warning("gate did not take the end of turn %s", self.spec.turn)
+
+    def _close_for(self, why: Literal["stopped"]) -> None:
+        """Cancelled (Stop): keep the partial text, answer every open tool call."""
+        for pending in list(self.pending.values()):
+            if not pending.future.done():
+                pending.future.set_result("stopped")
+        collector, self._collector = self._collector, None
+        if collector is not None:
+            collector.flush()
+            message = collector.message(with_calls=False)
+            if message is not None:
+                self.new.append(message)
+        self._close_round(STOPPED)
+
+    def _close_round(self, reason: str) -> None:
+        if not self._round:
+            return
+        answered = {r.tool_use_id for r in self._results}
+        results = list(self._results) + [ToolResultBlock(c.id, reason, True)
+                                          for c in self._round if c.id not in answered]
+        self.new.append(Message.tool_results(tuple(results)))
+        self._round, self._results = (), []
+
+    # --- proposals --------------------------------------------------------------------------
+    def decide(self, proposal: str, decision: Decision) -> bool:
+        pending = self.pending.get(str(proposal))
+        if pending is None or pending.future.done():
+            return False
+        pending.future.set_result(decision)
+        return True
+
+    def interrupt(self) -> bool:
+        """A new message arrived: close pending proposals as interrupted. False when there
+        was none (then the new message must wait: agent.busy)."""
+        waiting = [p for p in self.pending.values() if not p.future.done()]
+        if not waiting:
+            return False
+        self._interrupted = True
+        for p in waiting:
+            p.future.set_result("interrupted")
+        return True
+
+    # --- one tool call ----------------------------------------------------------------------
+    async def _run_tool(self, call: ToolCall) -> ToolResultBlock:
+        self.publish("agent.tool", {"call": call.id, "name": call.name, "input": dict(call.input)})
+        await self.port.gate_turn("tool_call")
+        outcome = await self._tool_outcome(call)
+        self.publish("agent.tool_result", {"call": call.id, "name": call.name, "ok": outcome.ok,
+                                           "summary": outcome.summary,
+                                           "truncated": outcome.truncated})
+        return ToolResultBlock(call.id, outcome.content, not outcome.ok)
+
+    async def _tool_outcome(self, call: ToolCall) -> ToolOutcome:
+        if call.name not in TOOL_NAMES:
+            return ToolOutcome(f"Error: there is no tool named {call.name!r}.", False,
+                               f"{call.name}: unknown tool")
+        missing = missing_args(call.name, call.input)
+        if missing:
+            return ToolOutcome(f"Error: {call.name} needs {', '.join(missing)}.", False,
+                               f"{call.name}: missing {', '.join(missing)}")
+        verdict = await self.port.gate_check(call.name, call.input)
+        decision = verdict.get("decision")
+        if decision == "refuse":
+            return ToolOutcome(f"Refused: {verdict.get('reason', '')}", False,
+                               f"{call.name}: refused")
+        if call.name in READ_TOOLS:
+            return await self.tools.read(call.name, call.input)
+        prepared = await self.tools.prepare(call.name, call.input)
+        if isinstance(prepared, ToolOutcome):
+            return prepared
+        if decision == "allow":
+            return await self.tools.apply(prepared)
+        answer = await self._ask(call, prepared, verdict)
+        if answer in ("approve", "always"):
+            if answer == "always":
+                await self.port.remember(call.name)
+            return await self.tools.apply(prepared)
+        if answer == "reject":
+            return ToolOutcome("The user rejected this proposal. Do not repeat it unchanged; "
+                               "ask what they want instead.", False, f"{call.name}: rejected")
+        return ToolOutcome(INTERRUPTED if answer == "interrupted" else STOPPED, False,
+                           f"{call.name}: {answer}")
+
+    async def _ask(self, call: ToolCall, proposal: Proposal,
+                   verdict: Mapping[str, Any]) -> Decision:
+        self._proposals += 1
+        pid = f"{self.spec.turn}.{self._proposals}"
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        self.pending[pid] = PendingProposal(pid, call, proposal, future)
+        event = {"proposal": pid, "call": call.id, **proposal.event(),
+                 "reason": verdict.get("reason", "")}
+        if verdict.get("danger") and "danger" not in event:
+            event["danger"] = verdict["danger"]
+        self.publish("agent.propose", event)
+        try:
+            return await future
+        finally:
+            self.pending.pop(pid, None)
+
+    def pending_ids(self) -> list[str]:
+        return [p.id for p in self.pending.values() if not p.future.done()]
+
+
+def merge_interrupted(request_messages: Iterable[Message],
+                      earlier: Sequence[Message]) -> tuple[Message, ...]:
+    """The new turn's history when an interrupted turn's messages have not reached the core
+    yet: ``earlier`` goes before the new user message (the last one)."""
+    msgs = list(request_messages)
+    if not earlier or not msgs:
+        return tuple(msgs)
+    if any(m == earlier[0] for m in msgs):
+        return tuple(msgs)
+    return tuple(msgs[:-1] + list(earlier) + msgs[-1:])
+
+
+__all__ = ["Turn", "TurnPort", "TurnResult", "TurnSpec", "close_dangling", "merge_interrupted",
+           "TextBlock", "ToolUseBlock"]
