@@ -1,0 +1,318 @@
+"""The terminal client of the agent: one turn, or a conversation at the prompt.
+
+:class:`ChatClient` sends ``agent.send`` and renders the turn's ``agent.*`` events as they
+arrive: text deltas written straight through, tool activity as one short line each, proposals
+with their unified diff (coloured only on a terminal) and a question — approve, reject, or
+always allow — answered at the prompt, or by policy for scripts (``--approve yes|no``).
+
+Events are only *collected* by the bus handler and rendered by the loop afterwards: answering
+a proposal is a request, and a request made from inside the bus's event dispatch would re-enter
+it.
+
+Exit codes, from how the turn ended (docs/agent.md):
+
+    0 done   1 error   2 Rio unreachable   3 usage   4 stopped   5 rejected by policy
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, TextIO
+
+import zmq
+
+from rio.errors import RioError, error_from_wire
+from rio.protocol import Reply, thaw
+
+EXIT_DONE, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_STOPPED, EXIT_REJECTED = range(6)
+
+Approve = Literal["ask", "yes", "no"]
+
+#: A quiet stream this long makes the client check that Rio is still there.
+SILENCE_CHECK_S = 5.0
+#: After Ctrl+C (agent.stop), how long to wait for the turn to say it stopped.
+STOP_WAIT_S = 5.0
+
+_ANSI = {"add": "\033[32m", "del": "\033[31m", "hunk": "\033[36m", "dim": "\033[2m",
+         "warn": "\033[33;1m", "err": "\033[31;1m", "reset": "\033[0m"}
+
+
+class Style:
+    """ANSI colours, or none at all (not a terminal, or NO_COLOR)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def __call__(self, role: str, text: str) -> str:
+        return f"{_ANSI[role]}{text}{_ANSI['reset']}" if self.enabled else text
+
+    def diff(self, diff: str) -> str:
+        lines = []
+        for line in diff.splitlines():
+            if line.startswith(("+++", "---")):
+                lines.append(self("dim", line))
+            elif line.startswith("+"):
+                lines.append(self("add", line))
+            elif line.startswith("-"):
+                lines.append(self("del", line))
+            elif line.startswith("@@"):
+                lines.append(self("hunk", line))
+            else:
+                lines.append(line)
+        return "\n".join(lines)
+
+
+def short_input(value: Any, limit: int = 80) -> str:
+    """A tool's input on one line: ``path=src/a.py`` rather than a JSON blob."""
+    if isinstance(value, Mapping):
+        parts = []
+        for k, v in value.items():
+            shown = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            shown = " ".join(str(shown).split())
+            parts.append(f"{k}={shown[:40] + '…' if len(shown) > 40 else shown}")
+        text = " ".join(parts)
+    else:
+        text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+@dataclass
+class TurnResult:
+    turn: str | None = None
+    state: str | None = None                 # done | stopped | error
+    error: Mapping[str, Any] | None = None
+    rejected_by_policy: int = 0
+    text_seen: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.state == "done":
+            return EXIT_REJECTED if self.rejected_by_policy else EXIT_DONE
+        if self.state == "stopped":
+            return EXIT_STOPPED
+        return EXIT_ERROR
+
+
+@dataclass
+class _Inbox:
+    events: list[tuple[str, dict]] = field(default_factory=list)
+
+    def __call__(self, event: Any) -> None:
+        self.events.append((event.topic, thaw(event.data)))
+
+
+class ChatClient:
+    """One conversation over one bus connection (subscribed to ``agent.``)."""
+
+    def __init__(self, conn: Any, conversation: str, *, out: TextIO = sys.stdout,
+                 err: TextIO = sys.stderr, ask: Callable[[str], str] | None = None,
+                 approve: Approve = "ask", color: bool = False):
+        self.conn = conn
+        self.conversation = conversation
+        self.out = out
+        self.err = err
+        self.ask = ask or input
+        self.approve = approve
+        self.style = Style(color)
+        self.inbox = _Inbox()
+        conn.subscribe("agent.", self.inbox)
+        self._line_start = True
+
+    # --- one turn ----------------------------------------------------------------------------
+    def send(self, text: str) -> TurnResult:
+        """Send ``text`` and render the turn until it ends; Ctrl+C stops it."""
+        result = TurnResult()
+        box: list[Reply] = []
+        self.conn.request("agent.send", {"conversation": self.conversation, "text": text},
+                          box.append, timeout=30.0)
+        stop_sent_at: float | None = None
+        last_heard = time.monotonic()
+        while result.state is None:
+            try:
+                heard = self._pump(0.05)
+                if box and result.turn is None:
+                    reply = box.pop()
+                    if not reply.ok:
+                        raise error_from_wire(thaw(reply.error))
+                    result.turn = str(thaw(reply.result)["turn"])
+                if result.turn is not None:
+                    heard = self._render(result) or heard
+                now = time.monotonic()
+                if heard:
+                    last_heard = now
+                elif now - last_heard > SILENCE_CHECK_S:
+                    self.conn.call("system.ping", {}, timeout=5.0)  # raises when Rio is gone
+                    last_heard = now
+                if stop_sent_at is not None and now - stop_sent_at > STOP_WAIT_S:
+                    result.state = "stopped"
+            except KeyboardInterrupt:
+                if stop_sent_at is not None:
+                    result.state = "stopped"  # a second Ctrl+C: leave without waiting
+                    break
+                self._newline()
+                self.err.write(self.style("warn", "Stopping the turn…") + "\n")
+                stop_sent_at = time.monotonic()
+                self.conn.call("agent.stop", {"conversation": self.conversation}, timeout=5.0)
+        self._newline()
+        return result
+
+    def _pump(self, timeout_s: float) -> bool:
+        poller = zmq.Poller()
+        poller.register(self.conn.dealer, zmq.POLLIN)
+        poller.register(self.conn.sub, zmq.POLLIN)
+        poller.poll(timeout_s * 1000)
+        return self.conn.drain() > 0
+
+    def _render(self, result: TurnResult) -> bool:
+        """Render the collected events of this turn; True when any were for it."""
+        pending, self.inbox.events = self.inbox.events, []
+        any_ours = False
+        for topic, data in pending:
+            if data.get("conversation") != self.conversation or data.get("turn") != result.turn:
+                continue
+            any_ours = True
+            self._show(topic, data, result)
+        return any_ours
+
+    def _show(self, topic: str, data: Mapping[str, Any], result: TurnResult) -> None:
+        s = self.style
+        if topic == "agent.delta":
+            text = str(data.get("text", ""))
+            if text:
+                self.out.write(text)
+                self.out.flush()
+                self._line_start = text.endswith("\n")
+                result.text_seen = True
+        elif topic == "agent.tool":
+            self._line(s("dim", f"· {data.get('name')} {short_input(data.get('input', {}))}"))
+        elif topic == "agent.tool_result":
+            mark = "✓" if data.get("ok") else "✗"
+            summary = " ".join(str(data.get("summary", "")).split())[:120]
+            more = " (truncated)" if data.get("truncated") else ""
+            self._line(s("dim", f"  {mark} {data.get('name')}: {summary}{more}"))
+        elif topic == "agent.propose":
+            self._propose(data, result)
+        elif topic == "agent.message":
+            if not result.text_seen and data.get("text"):
+                self._line(str(data["text"]))
+        elif topic == "agent.error":
+            result.error = dict(data)
+            self._error(data)
+        elif topic == "agent.turn" and data.get("state") in ("done", "stopped", "error"):
+            result.state = str(data["state"])
+            if data.get("error") and result.error is None:
+                result.error = dict(data["error"])
+                if result.state == "error":
+                    self._error(data["error"])
+            if result.state == "stopped":
+                self._line(s("warn", "(stopped)"))
+
+    def _propose(self, data: Mapping[str, Any], result: TurnResult) -> None:
+        s = self.style
+        kind = data.get("kind")
+        if kind == "command":
+            head = f"The agent wants to run in {data.get('cwd') or '.'}:  {data.get('command')}"
+        elif kind == "create":
+            head = f"The agent proposes a new file {data.get('path')}:"
+        else:
+            head = f"The agent proposes an edit to {data.get('path')}:"
+        self._line(s("warn", head))
+        if data.get("danger"):
+            self._line(s("err", f"  ! {data['danger']}"))
+        if data.get("diff"):
+            self._line(s.diff(str(data["diff"])))
+        decision = self._decide(result)
+        reply = self.conn.call("agent.approve", {"turn": result.turn,
+                                                 "proposal": data.get("proposal"),
+                                                 "decision": decision}, timeout=15.0)
+        if decision == "reject":
+            self._line(s("dim", "  rejected"))
+        elif reply.get("applied"):
+            self._line(s("dim", "  applied" + (" (always allowed from now on)"
+                                               if decision == "always" else "")))
+        else:
+            self._line(s("warn", f"  not applied: {reply.get('reason', 'refused')}"))
+
+    def _decide(self, result: TurnResult) -> str:
+        if self.approve == "yes":
+            self._line(self.style("dim", "  approving (--approve yes)"))
+            return "approve"
+        if self.approve == "no":
+            result.rejected_by_policy += 1
+            self._line(self.style("dim", "  rejecting (--approve no)"))
+            return "reject"
+        while True:
+            try:
+                answer = self.ask("Apply? [y]es / [n]o / [a]lways: ").strip().lower()
+            except EOFError:
+                # Nobody to ask (stdin closed): a write is never approved by default.
+                result.rejected_by_policy += 1
+                self._line(self.style("dim", "  rejecting (no one to ask)"))
+                return "reject"
+            if answer in ("y", "yes"):
+                return "approve"
+            if answer in ("n", "no"):
+                return "reject"
+            if answer in ("a", "always"):
+                return "always"
+
+    # --- output helpers ----------------------------------------------------------------------
+    def _newline(self) -> None:
+        if not self._line_start:
+            self.out.write("\n")
+            self.out.flush()
+            self._line_start = True
+
+    def _line(self, text: str) -> None:
+        self._newline()
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _error(self, data: Mapping[str, Any]) -> None:
+        self._newline()
+        self.err.write(self.style("err", f"error: {data.get('message')}") +
+                       f" ({data.get('kind')})\n  {data.get('next')}\n")
+        self.err.flush()
+
+
+def interactive(client: ChatClient, *, read: Callable[[str], str] = input,
+                out: TextIO = sys.stdout) -> int:
+    """The conversation loop: a prompt, a turn, again. ``/quit`` or end of input ends it."""
+    code = EXIT_DONE
+    out.write(f"Conversation {client.conversation}. Type a message; /mode [MODE] shows or "
+              "sets the approval mode, /quit (or Ctrl+D) leaves. Ctrl+C stops a turn.\n")
+    while True:
+        try:
+            text = read("you> ")
+        except EOFError:
+            out.write("\n")
+            return code
+        except KeyboardInterrupt:
+            out.write("\n")
+            return code
+        text = text.strip()
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            return code
+        if text.startswith("/mode"):
+            mode = text[len("/mode"):].strip()
+            try:
+                got = client.conn.call("agent.mode", {"mode": mode} if mode else {},
+                                       timeout=10.0)
+                out.write(f"mode: {got.get('mode', got) if isinstance(got, Mapping) else got}\n")
+            except RioError as err:
+                out.write(f"error: {err.message} ({err.kind})\n  {err.next}\n")
+            continue
+        try:
+            result = client.send(text)
+        except RioError as err:
+            client._error(err.to_wire())
+            if err.kind in ("bus.unreachable", "bus.timeout", "bus.closed"):
+                return EXIT_UNREACHABLE
+            code = EXIT_ERROR
+            continue
+        code = result.exit_code
