@@ -1,0 +1,96 @@
+"""The project tree against a real core: lazy fs.list, ignores applied by the core, open by
+double-click and Enter, refresh keeps open folders open."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.support import RioServer
+from tests.tk_stub_app import StubApp
+from ui.tk import project_tree
+
+pytestmark = [pytest.mark.gui, pytest.mark.timeout(90)]
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    (root / "src" / "deep").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("print('a')\n")
+    (root / "src" / "deep" / "b.py").write_text("b = 1\n")
+    (root / "README.md").write_text("# hi\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref\n")
+    (root / "node_modules" / "x").mkdir(parents=True)
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "debug.log").write_text("noise\n")
+    return root
+
+
+@pytest.fixture
+def app(tk_root, project, tmp_path):
+    srv = RioServer(project, tmp_path).start()
+    tk_root.geometry("400x500")
+    stub = StubApp(tk_root, srv)
+    try:
+        yield stub
+    finally:
+        for bid in list(stub.editors):
+            stub.conn.call("buffer.close", {"buffer": bid, "discard": True})
+        stub.close()
+        srv.stop()
+
+
+def children(tree, iid=""):
+    return [tree.tree.item(c, "text") for c in tree.tree.get_children(iid)]
+
+
+def test_tree_lists_lazily_and_opens_files(app):
+    tree = project_tree.install(app)
+    assert app.pump(lambda: not tree.busy and "." in tree.loaded)
+    # Folders first; .git, node_modules and the .gitignore'd log are left out by the core.
+    assert children(tree) == ["src", ".gitignore", "README.md"]
+    assert children(tree, "src") == ["…"]   # not listed until opened
+    assert "src" not in tree.loaded
+    tree.tree.focus("src")
+    tree.tree.item("src", open=True)
+    tree.tree.event_generate("<<TreeviewOpen>>")
+    assert app.pump(lambda: "src" in tree.loaded)
+    assert children(tree, "src") == ["deep", "a.py"]
+    # Double-click a file opens it.
+    app.root.update()
+    tree.tree.see("src/a.py")
+    app.root.update()
+    x, y, w, h = tree.tree.bbox("src/a.py")
+    for _ in range(2):  # a double click (Tk refuses to generate <Double-…> itself)
+        tree.tree.event_generate("<ButtonPress-1>", x=x + 5, y=y + h // 2)
+        tree.tree.event_generate("<ButtonRelease-1>", x=x + 5, y=y + h // 2)
+    assert app.opened[-1] == ("src/a.py", None, None)
+    assert app.active_editor().text.get("1.0", "end-1c") == "print('a')\n"
+    # Enter on a folder opens it; on a file opens the file.
+    tree.tree.focus_force()  # key events go to the focus window
+    tree.tree.focus("src/deep")
+    app.root.update()
+    tree.tree.event_generate("<Return>")
+    assert app.pump(lambda: "src/deep" in tree.loaded)
+    tree.select("src/deep/b.py")
+    tree.tree.event_generate("<Return>")
+    assert app.opened[-1][0] == "src/deep/b.py"
+    assert app.commands["project.refresh_tree"][2] == tree.refresh
+
+
+def test_refresh_shows_changes_and_keeps_folders_open(app, project):
+    tree = project_tree.install(app)
+    assert app.pump(lambda: "." in tree.loaded)
+    tree.expand("src")
+    assert app.pump(lambda: "src" in tree.loaded)
+    (project / "src" / "c.py").write_text("")
+    (project / "NEW.txt").write_text("")
+    shutil.rmtree(project / "src" / "deep")
+    tree.refresh()
+    assert app.pump(lambda: not tree.busy)
+    assert children(tree) == ["src", ".gitignore", "NEW.txt", "README.md"]
+    assert children(tree, "src") == ["a.py", "c.py"]
+    assert tree.tree.item("src", "open")

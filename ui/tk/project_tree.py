@@ -1,0 +1,187 @@
+"""The project tree on the left: a ttk.Treeview filled lazily by ``fs.list`` over the bus.
+
+The core applies the ignores (.git, node_modules, virtualenvs, .gitignore) and the workspace's
+confinement, so the tree shows exactly what the project serves. A folder is listed when it is
+first opened (a placeholder child gives it its expand arrow); Refresh lists every open folder
+again and keeps what was open and selected. Double-click or Enter on a file opens it through
+``app.open_path``. Item ids are the project-relative paths ``fs.list`` returns.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from tkinter import ttk
+from typing import Any, Callable
+
+from rio.errors import error_from_wire
+from rio.protocol import thaw
+
+_PLACEHOLDER = "<loading>/"
+_NOTE = "<note>/"
+
+
+def _icons(app: Any, root: tk.Misc) -> dict[str, Any]:
+    try:
+        from ui.tk.icons import icon
+        theme = str(getattr(app, "settings", {}).get("theme", "classic"))
+        return {"dir": icon("open", theme, root), "file": icon("new", theme, root)}
+    except Exception:  # noqa: BLE001 -- icons are decoration; the tree works without them
+        return {}
+
+
+class ProjectTree:
+    def __init__(self, app: Any, parent: tk.Misc | None = None):
+        self.app = app
+        slot = parent if parent is not None else app.tree_slot
+        self.frame = ttk.Frame(slot)
+        self.frame.pack(fill="both", expand=True)
+        head = ttk.Frame(self.frame)
+        head.pack(side="top", fill="x")
+        self.title = ttk.Label(head, text="Project", anchor="w", padding=(4, 1))
+        self.title.pack(side="left", fill="x", expand=True)
+        self.refresh_button = ttk.Button(head, text="⟳", width=3, command=self.refresh)
+        self.refresh_button.pack(side="right")
+        body = ttk.Frame(self.frame)
+        body.pack(side="top", fill="both", expand=True)
+        self.tree = ttk.Treeview(body, show="tree", selectmode="browse")
+        scroll = ttk.Scrollbar(body, orient="vertical", command=self.tree.yview)
+        self.tree.configure(yscrollcommand=scroll.set)
+        scroll.pack(side="right", fill="y")
+        self.tree.pack(side="left", fill="both", expand=True)
+        self.tree.column("#0", width=220, stretch=True)
+        self.images = _icons(app, self.tree)
+        self.kinds: dict[str, str] = {}
+        self.loaded: set[str] = set()
+        self.pending: dict[str, int] = {}
+        self.error = ""
+        self.tree.bind("<<TreeviewOpen>>", self._on_open)
+        self.tree.bind("<Double-Button-1>", self._on_double)
+        self.tree.bind("<Return>", self._on_enter)
+        self.tree.bind("<KP_Enter>", self._on_enter)
+        self.tree.bind("<F5>", lambda e: (self.refresh(), "break")[1])
+        self.list_folder(".")
+
+    # --- listing -------------------------------------------------------------------------------
+    def list_folder(self, path: str, then: Callable[[], None] | None = None) -> None:
+        """Ask the core for one folder; its entries replace the folder's children."""
+        self.pending[path] = self.pending.get(path, 0) + 1
+
+        def reply(rep: Any) -> None:
+            self.pending[path] -= 1
+            if not self.pending[path]:
+                del self.pending[path]
+            if rep.ok:
+                self._fill(path, thaw(rep.result))
+            else:
+                err = error_from_wire(thaw(rep.error))
+                self.error = err.message
+                self._note(path, f"(cannot list: {err.message})")
+            if then is not None:
+                then()
+
+        self.app.conn.request("fs.list", {"path": path}, reply)
+
+    def _parent_iid(self, path: str) -> str:
+        return "" if path in (".", "") else path
+
+    def _fill(self, path: str, listing: dict[str, Any]) -> None:
+        parent = self._parent_iid(path)
+        if parent and not self.tree.exists(parent):
+            return  # the folder vanished from the tree meanwhile
+        wanted = [e for e in listing.get("entries", []) if e.get("kind") in ("dir", "file")]
+        keep = {e["path"] for e in wanted}
+        for child in self.tree.get_children(parent):
+            if child not in keep:
+                self._forget(child)
+                self.tree.delete(child)
+        for index, entry in enumerate(wanted):
+            iid, kind = entry["path"], entry["kind"]
+            if self.tree.exists(iid):
+                self.tree.move(iid, parent, index)
+            else:
+                self.tree.insert(parent, index, iid=iid, text=entry["name"],
+                                 image=self.images.get(kind, ""), open=False)
+                if kind == "dir":
+                    self.tree.insert(iid, "end", iid=_PLACEHOLDER + iid, text="…")
+            self.kinds[iid] = kind
+        if listing.get("truncated"):
+            self._note(path, "(more entries not shown)", append=True)
+        self.loaded.add(path)
+
+    def _note(self, path: str, text: str, append: bool = False) -> None:
+        parent = self._parent_iid(path)
+        iid = _NOTE + path
+        if self.tree.exists(iid):
+            self.tree.delete(iid)
+        if not append:
+            for child in self.tree.get_children(parent):
+                if child.startswith(_PLACEHOLDER):
+                    self.tree.delete(child)
+        self.tree.insert(parent, "end", iid=iid, text=text)
+
+    def _forget(self, iid: str) -> None:
+        for child in self.tree.get_children(iid):
+            self._forget(child)
+        self.kinds.pop(iid, None)
+        self.loaded.discard(iid)
+
+    # --- events --------------------------------------------------------------------------------
+    def _on_open(self, _event: Any = None) -> None:
+        iid = self.tree.focus()
+        if iid and self.kinds.get(iid) == "dir" and iid not in self.loaded:
+            self.list_folder(iid)
+
+    def expand(self, path: str, then: Callable[[], None] | None = None) -> None:
+        """Open a folder (listing it when needed)."""
+        self.tree.item(path, open=True)
+        if path not in self.loaded:
+            self.list_folder(path, then)
+        elif then is not None:
+            then()
+
+    def _on_double(self, event: tk.Event) -> str | None:
+        iid = self.tree.identify_row(event.y)
+        if iid and self.kinds.get(iid) == "file":
+            self.open(iid)
+            return "break"
+        return None
+
+    def _on_enter(self, _event: Any = None) -> str:
+        iid = self.tree.focus()
+        if self.kinds.get(iid) == "file":
+            self.open(iid)
+        elif self.kinds.get(iid) == "dir":
+            if self.tree.item(iid, "open"):
+                self.tree.item(iid, open=False)
+            else:
+                self.expand(iid)
+        return "break"
+
+    def open(self, path: str) -> None:
+        self.app.open_path(path)
+
+    def refresh(self) -> None:
+        """List the root and every open folder again; what was open stays open."""
+        open_dirs = [p for p in sorted(self.loaded) if p == "." or (
+            self.tree.exists(p) and self.tree.item(p, "open"))]
+        self.loaded = {p for p in self.loaded if p in open_dirs}
+        for path in open_dirs:
+            self.list_folder(path)
+
+    def select(self, path: str) -> None:
+        if self.tree.exists(path):
+            self.tree.selection_set(path)
+            self.tree.focus(path)
+            self.tree.see(path)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.pending)
+
+
+def install(app: Any) -> ProjectTree:
+    tree = ProjectTree(app)
+    app.project_tree = tree
+    app.register_command("project.refresh_tree", "Refresh &Tree", "", tree.refresh,
+                         menu="Project")
+    return tree
