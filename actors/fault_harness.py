@@ -1,0 +1,729 @@
+"""``rio faults``: a scripted workload against a headless instance while faults are injected.
+
+The harness is a client like any other: it uses only public surfaces — processes (pids from
+``system.status``, signals, psutil), the bus (``buffer.*``, ``system.*``) and the disk of the
+project — so it runs against a user's own deployment (``--instance NAME``) as well as against
+the scratch instance it starts by default (``rio serve --fault-injection --placement isolated``
+on a temp project, with its own RIO_*_DIR folders and a fast supervisor.toml; ended afterwards).
+
+Workload: a typist inserts unique token lines into one file through ``buffer.replace`` (its own
+mirror of the text picks the positions; it is the only writer), saves now and then, and fake
+agents (``[process.fake]``, actors/faults.py) stream ``fake.delta`` events and keep helpers
+running. Each fault is injected at a random moment of that workload; afterwards the harness
+waits for the target to be back and answering, then checks the invariants (rio/fault_report.py):
+edits lost, orphan processes, corrupt files.
+
+An edit whose reply never came (the core died, the frame was dropped) is resolved by looking at
+the core's text: present means applied (journalled before the reply, so a kill loses nothing);
+absent means it is sent again. A *dropped* frame is resent with the same request id, and a
+duplicated frame is sent twice — the service de-duplicates by id, and a token applied twice is
+counted as a broken invariant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import zmq
+
+from actors import process_control
+from actors.bus import BusConnection, Endpoints, connect
+from rio.errors import BufferError, BusError, ConfigError, FileError, ProtocolError, RioError
+from rio.fault_report import (FaultResult, ProcInfo, Report, count_edits, disk_verdict, orphans,
+                              summarize)
+from rio.protocol import Request, encode
+
+SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save")
+#: The fake agents every run keeps alive: a polite one, a stubborn one (ignores stdin close and
+#: TERM), one whose helpers double-fork and setsid.
+FAKES = ("polite-polite-1", "stubborn-stubborn-1", "stubborn-forking-2")
+RECOVER_TIMEOUT_S = 20.0
+SETTLE_S = 10.0          # how long processes of a dead owner may take to end by themselves
+EDIT_TIMEOUT_S = 3.0
+DROP_WAIT_S = 0.3        # the client's timeout for a dropped frame before it resends
+TEST_HOOK_ENV = "RIO_FAULTS_TEST_HOOK"   # "lose_edit": the checker must catch a fake lost edit
+
+#: The scratch instance's supervisor.toml: quick pings, short graces, a budget for 200+ faults.
+FAST_CONFIG = """\
+[defaults]
+max_restarts = 1000
+restart_window_s = 60
+backoff_initial_ms = 20
+backoff_max_ms = 200
+stdin_grace_ms = 300
+term_grace_ms = 300
+kill_grace_ms = 1000
+ping_interval_ms = 250
+ping_misses = 3
+"""
+
+
+@dataclass
+class Options:
+    instance: str | None = None
+    scenarios: tuple[str, ...] = SCENARIOS
+    runs: int = 1
+    seed: int | None = None
+    progress: Callable[[str], None] = lambda line: None
+
+
+# ------------------------------------------------------------------------------ instances
+
+def _read_chain(pid: int) -> tuple[str, ...]:
+    try:
+        env = psutil.Process(pid).environ()
+    except psutil.Error:
+        return ()
+    return _chain(env)
+
+
+def _chain(env: dict[str, str] | None) -> tuple[str, ...]:
+    if not env:
+        return ()
+    chain = [c for c in env.get(process_control.LINEAGE_ENV, "").split(":") if c]
+    own = env.get(process_control.COOKIE_ENV)
+    if own:
+        chain.append(own)
+    return tuple(chain)
+
+
+class OwnInstance:
+    """The scratch instance the harness starts, kills and restarts by itself."""
+
+    own = True
+
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="rio-faults-"))
+        self.root = self.base / "project"
+        self.root.mkdir()
+        self.name = f"faults-{uuid.uuid4().hex[:8]}"
+        self.runtime = Path("/tmp") / f"rio-f-{uuid.uuid4().hex[:8]}"  # ipc paths are short
+        config = self.base / "config"
+        config.mkdir()
+        (config / "supervisor.toml").write_text(FAST_CONFIG)
+        self.env = dict(os.environ)
+        self.env.update({"RIO_RUNTIME_DIR": str(self.runtime),
+                         "RIO_STATE_DIR": str(self.base / "state"),
+                         "RIO_CONFIG_DIR": str(config),
+                         "PYTHONPATH": os.pathsep.join(
+                             [str(Path(__file__).resolve().parent.parent)]
+                             + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                if p])})
+        self.spawned: process_control.Spawned | None = None
+        self.dead_cookies: set[str] = set()
+        self.all_cookies: set[str] = set()
+
+    def start(self) -> None:
+        log = open(self.base / "serve.log", "ab")
+        try:
+            self.spawned = process_control.spawn(
+                [sys.executable, "-m", "rio.cli", "serve", "--root", str(self.root),
+                 "--instance", self.name, "--fault-injection", "--placement", "isolated"],
+                env=self.env, cwd=str(self.root), stdin=process_control.DEVNULL,
+                stdout=process_control.DEVNULL, stderr=log)
+        finally:
+            log.close()
+        self.all_cookies.add(self.spawned.cookie)
+
+    @property
+    def supervisor_pid(self) -> int | None:
+        return self.spawned.pid if self.spawned is not None else None
+
+    def endpoints(self, timeout: float = 30.0) -> Endpoints:
+        info = self.runtime / self.name / "instance.json"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.spawned is not None and self.spawned.popen.poll() is not None:
+                raise BusError("unreachable", "The scratch `rio serve` exited at start "
+                               f"({self.spawned.popen.returncode}).",
+                               f"See {self.base / 'serve.log'}.")
+            try:
+                data = json.loads(info.read_text())
+                if data.get("pid") == self.supervisor_pid:
+                    return Endpoints(data["requests"], data["events"])
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        raise BusError("unreachable", "The scratch `rio serve` did not come up.",
+                       f"See {self.base / 'serve.log'}.")
+
+    def kill9(self) -> None:
+        assert self.spawned is not None
+        os.kill(self.spawned.pid, signal.SIGKILL)
+        self.spawned.popen.wait(10)
+        self.dead_cookies.add(self.spawned.cookie)
+
+    def stop(self, conn: BusConnection | None) -> int:
+        """End the instance; returns how many of its processes outlived it (must be 0)."""
+        if self.spawned is not None and self.spawned.popen.poll() is None:
+            try:
+                if conn is not None:
+                    conn.call("system.stop", {}, timeout=5)
+                self.spawned.popen.wait(30)
+            except (RioError, subprocess.TimeoutExpired):
+                pass
+            process_control.stop(self.spawned, stdin_grace=0, term_grace=5, kill_grace=2)
+        if self.spawned is not None:
+            self.dead_cookies.add(self.spawned.cookie)
+        deadline = time.monotonic() + SETTLE_S
+        left = _carrying(self.all_cookies)
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = _carrying(self.all_cookies)
+        for proc in left:  # report them, and do not leave them behind either
+            process_control.sweep(proc.chain[-1])
+        return len(left)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+        shutil.rmtree(self.runtime, ignore_errors=True)
+
+
+class AttachedInstance:
+    """A running instance named by --instance: never restarted, never killed as a whole."""
+
+    own = False
+
+    def __init__(self, name: str) -> None:
+        from rio.instance import find_instance
+        self.info = find_instance(name)
+        self.name = self.info.name
+        self.root = Path(self.info.root)
+        self.dead_cookies: set[str] = set()
+        self.all_cookies: set[str] = set()
+
+    @property
+    def supervisor_pid(self) -> int | None:
+        return self.info.pid
+
+    def endpoints(self, timeout: float = 30.0) -> Endpoints:
+        return Endpoints(self.info.requests, self.info.events)
+
+    def cleanup(self) -> None:
+        pass
+
+
+def _carrying(cookies: set[str]) -> list[ProcInfo]:
+    if not cookies:
+        return []
+    me = os.getpid()
+    found = []
+    for proc in psutil.process_iter(["environ"], ad_value=None):
+        chain = _chain(proc.info.get("environ"))
+        if proc.pid != me and cookies.intersection(chain) and _alive(proc):
+            found.append(ProcInfo(proc.pid, chain))
+    return found
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+# ------------------------------------------------------------------------------- the client
+
+class Client:
+    """One bus connection used from the harness's thread, with client-layer frame faults."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.conn = connect(endpoints, name="faults", subscribe=("fake.",), timeout=10)
+        self.deltas = 0
+        self.conn.subscribe("fake.delta", self._on_delta)
+
+    def _on_delta(self, _event: Any) -> None:
+        self.deltas += 1
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def call(self, op: str, args: dict[str, Any] | None = None, *, timeout: float = 10.0,
+             request_id: str | None = None, frame_fault: str | None = None,
+             rng: random.Random | None = None) -> Any:
+        """A request; ``frame_fault`` drop / dup / delay acts on the outgoing frame."""
+        conn = self.conn
+        rid = request_id or conn.next_id()
+        box: list[Any] = []
+        if frame_fault == "drop":
+            # The frame never leaves; the client's short timeout fires and it resends the
+            # SAME id, as a client that cannot tell a lost request from a lost reply must.
+            self._wait(box, DROP_WAIT_S)
+        elif frame_fault == "delay":
+            time.sleep((rng or random).uniform(0.005, 0.08))
+        conn.request(op, args or {}, box.append, timeout=timeout, request_id=rid)
+        if frame_fault == "dup":
+            conn.send_raw(encode(Request(rid, op, dict(args or {}))))
+        if not self._wait(box, timeout + 0.5):
+            raise BusError("timeout", f"No reply to {op} after {timeout:g} s.", op=op)
+        from actors.bus import result_of
+        return result_of(box[0])
+
+    def _wait(self, box: list, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        poller = zmq.Poller()
+        poller.register(self.conn.dealer, zmq.POLLIN)
+        poller.register(self.conn.sub, zmq.POLLIN)
+        while not box:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            poller.poll(min(remaining, 0.05) * 1000)
+            self.conn.drain()
+        return True
+
+    def pump(self) -> None:
+        self.conn.drain()
+
+
+_TRANSIENT = ("bus.timeout", "bus.actor_dead", "bus.no_route", "bus.unreachable", "bus.closed")
+
+
+class Typist:
+    """Types unique token lines into one file and keeps what the core acknowledged."""
+
+    def __init__(self, harness: "Harness", rel_path: str) -> None:
+        self.h = harness
+        self.rel = rel_path
+        self.path = harness.instance.root / rel_path
+        self.bid = ""
+        self.text = ""
+        self.acked: list[str] = []
+        self.count = 0
+        self.allowed: list[bytes | None] = []  # what the file on disk may hold right now
+
+    def open(self) -> None:
+        summary = self._retry(lambda: self.h.client.call("buffer.open", {"path": self.rel}))
+        self.bid = summary["buffer"]
+        self.text = self._retry(lambda: self.h.client.call(
+            "buffer.text", {"buffer": self.bid}))["text"]
+        if not self.allowed:
+            self.allowed = [self._disk()]
+
+    def _disk(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _retry(self, fn: Callable[[], Any], deadline_s: float = RECOVER_TIMEOUT_S) -> Any:
+        deadline = time.monotonic() + deadline_s
+        while True:
+            try:
+                return fn()
+            except BufferError as err:
+                if err.kind != "buffer.unknown_buffer" or time.monotonic() > deadline:
+                    raise
+                self.open()   # a restarted core did not bring back a clean buffer: reopen
+            except BusError as err:
+                if err.kind not in _TRANSIENT or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def fetch(self) -> str:
+        self.text = self._retry(lambda: self.h.client.call(
+            "buffer.text", {"buffer": self.bid}, timeout=EDIT_TIMEOUT_S))["text"]
+        return self.text
+
+    def type_one(self, frame_fault: str | None = None) -> float:
+        """Insert one token line; returns the seconds until it was acknowledged."""
+        self.count += 1
+        token = f"<{self.h.tag}-{self.count:05d}>"
+        line = token + "\n"
+        started = time.monotonic()
+        deadline = started + RECOVER_TIMEOUT_S
+        fault = frame_fault
+        rid = None
+        while True:
+            bounds = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
+            pos = self.h.rng.choice(bounds)
+            try:
+                self.h.client.call("buffer.replace", {"buffer": self.bid, "start": pos,
+                                                      "end": pos, "text": line,
+                                                      "origin": "faults"},
+                                   timeout=EDIT_TIMEOUT_S, request_id=rid, frame_fault=fault,
+                                   rng=self.h.rng)
+                self.text = self.text[:pos] + line + self.text[pos:]
+                self.acked.append(token)
+                return time.monotonic() - started
+            except BufferError as err:
+                if err.kind != "buffer.unknown_buffer" or time.monotonic() > deadline:
+                    raise
+                self.open()
+            except BusError as err:
+                if err.kind not in _TRANSIENT or time.monotonic() > deadline:
+                    raise
+                # No reply: did it land? (An applied edit is journalled before its reply.)
+                if token in self.fetch():
+                    self.acked.append(token)
+                    return time.monotonic() - started
+            fault = None
+            rid = None
+
+    def save(self, fail: dict[str, Any] | None = None) -> bool:
+        """Save; True when the save reported success. Updates what the disk may hold."""
+        text = self.fetch()
+        new = text.encode()
+        old = self._disk()
+        self.allowed = [old, new]
+        if fail is not None:
+            self.h.client.call("system.fault", {"fault": "save_fail", "params": fail})
+        try:
+            self.h.client.call("buffer.save", {"buffer": self.bid}, timeout=10)
+        except FileError as err:
+            if err.kind != "file.save_failed":
+                raise
+            self.allowed = [old]          # a failed save must leave the old file intact
+            return False
+        except BusError as err:
+            if err.kind not in _TRANSIENT:
+                raise
+            return False                  # ambiguous (core gone mid-save): old or new
+        else:
+            self.allowed = [new]
+            return True
+        finally:
+            if fail is not None:
+                self.h.client.call("system.fault", {"fault": "clear"})
+
+    def check(self) -> tuple[int, int, int]:
+        """(lost, duplicated, corrupt) right now."""
+        text = self.fetch()
+        lost, duplicated = count_edits(text, self.acked)
+        actual = self._disk()
+        corrupt = 0 if disk_verdict(actual, self.allowed) else 1
+        self.allowed = [actual]
+        return lost, duplicated, corrupt
+
+
+# ------------------------------------------------------------------------------ the harness
+
+@dataclass
+class Target:
+    name: str
+    pid: int
+
+
+class Harness:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.seed = options.seed if options.seed is not None else random.randrange(1 << 30)
+        self.rng = random.Random(self.seed)
+        self.tag = f"f{self.seed % 100000}"
+        self.instance: OwnInstance | AttachedInstance = (
+            AttachedInstance(options.instance) if options.instance else OwnInstance())
+        self.client: Client = None  # type: ignore[assignment]
+        self.typist: Typist | None = None
+        self.known_children: set[str] = set()
+        self.fault_injection = True
+        self.results: list[FaultResult] = []
+
+    # --- set-up ---------------------------------------------------------------------------------
+    def _connect(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        self.client = Client(self.instance.endpoints())
+
+    def status(self) -> dict[str, dict]:
+        procs = self.client.call("system.status", timeout=5)["processes"]
+        return {p["name"]: p for p in procs}
+
+    def _wait_ready(self, names: list[str], timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                status = self.status()
+            except BusError:
+                status = {}
+            if all(status.get(n, {}).get("ready") for n in names):
+                return
+            time.sleep(0.05)
+        raise BusError("timeout", f"Processes {', '.join(names)} did not become ready.",
+                       "Check `rio status` and the logs it names.")
+
+    def _buffer_process(self) -> str:
+        for name, p in self.status().items():
+            if "documents" in p["actors"]:
+                return name
+        raise ConfigError("invalid", "No process hosts the documents actor.",
+                          "Check supervisor.toml.")
+
+    def start(self) -> None:
+        if isinstance(self.instance, OwnInstance):
+            self.instance.start()
+        self._connect()
+        self._wait_ready([])
+        self._wait_ready([self._buffer_process()])
+        for key in FAKES:
+            self._retry_bus(lambda key=key: self.client.call(
+                "system.spawn", {"kind": "fake", "key": key}))
+        self._wait_ready([f"fake:{k}" for k in FAKES])
+        rel = f".rio-faults-{self.tag}.txt"
+        path = self.instance.root / rel
+        if not path.exists():
+            path.write_text("".join(f"line {i}\n" for i in range(20)))
+        self.typist = Typist(self, rel)
+        self.typist.open()
+        try:
+            self.client.call("system.fault", {"fault": "clear"})
+        except ProtocolError:
+            self.fault_injection = False
+        self._remember_children()
+
+    def _retry_bus(self, fn: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + RECOVER_TIMEOUT_S
+        while True:
+            try:
+                return fn()
+            except BusError as err:
+                if err.kind not in _TRANSIENT or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _supervisor_gone(self) -> bool:
+        inst = self.instance
+        return isinstance(inst, OwnInstance) and (inst.spawned is None
+                                                  or inst.spawned.popen.poll() is not None)
+
+    def _remember_children(self) -> set[str]:
+        """Cookies of the supervisor's children running now (and remember them)."""
+        live: set[str] = set()
+        if self._supervisor_gone():
+            return live   # nobody to ask, and nothing of the dead one may live on
+        for p in self.status().values():
+            if p.get("pid") and p["state"] == "running":
+                chain = _read_chain(p["pid"])
+                if chain:
+                    live.add(chain[-1])
+        self.known_children |= live
+        self.instance.all_cookies |= live
+        return live
+
+    # --- invariants -----------------------------------------------------------------------------
+    def count_orphans(self) -> int:
+        """Wait up to SETTLE_S for leftovers of dead owners to end; count what remains."""
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            found = self._orphans_now()
+            if not found or time.monotonic() > deadline:
+                return len(found)
+            time.sleep(0.1)
+
+    def _orphans_now(self) -> list[ProcInfo]:
+        sup = None if self._supervisor_gone() else self.instance.supervisor_pid
+        sup_chain = _read_chain(sup) if sup else ()
+        live = self._remember_children()
+        scope = set(self.instance.all_cookies) | set(self.known_children)
+        if sup_chain:
+            scope.add(sup_chain[-1])
+        procs = _carrying(scope)
+        return orphans(procs, supervisor_pid=sup, supervisor_chain=sup_chain,
+                       live_children=live, dead_cookies=self.instance.dead_cookies,
+                       known_children=None if sup_chain else self.known_children)
+
+    def _check(self, scenario: str, fault: str, target: str, recovered: bool,
+               recover_s: float | None, note: str = "") -> FaultResult:
+        assert self.typist is not None
+        lost, duplicated, corrupt = self.typist.check()
+        result = FaultResult(scenario, fault, target, recovered, recover_s, lost, duplicated,
+                             self.count_orphans(), corrupt, note)
+        self.results.append(result)
+        mark = "ok" if not result.broken else "BROKEN"
+        self.options.progress(f"{scenario:<10} {fault:<14} {target:<28} "
+                              f"{'-' if recover_s is None else f'{recover_s:.3f} s':>9} {mark}")
+        return result
+
+    # --- waiting for recovery -------------------------------------------------------------------
+    def _wait_back(self, name: str, old_pid: int, started: float) -> tuple[bool, float | None]:
+        deadline = started + RECOVER_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                p = self.status().get(name, {})
+            except BusError:
+                p = {}
+            if p.get("pid") not in (None, old_pid) and p.get("ready"):
+                if "documents" in p.get("actors", ()):
+                    assert self.typist is not None
+                    self.typist.fetch()   # answering buffer ops, not only pings
+                return True, time.monotonic() - started
+            time.sleep(0.01)
+        return False, None
+
+    def _targets(self) -> list[Target]:
+        return [Target(n, p["pid"]) for n, p in self.status().items()
+                if p.get("pid") and p["state"] == "running" and "ui" not in p["actors"]
+                and (":" not in n or n.startswith("fake:"))]
+
+    def _workload(self, edits: int) -> None:
+        assert self.typist is not None
+        for _ in range(edits):
+            self.typist.type_one()
+        self.client.pump()
+
+    # --- scenarios ------------------------------------------------------------------------------
+    def _signal_fault(self, scenario: str, sig: signal.Signals, label: str) -> None:
+        for target in self._targets():
+            self._workload(self.rng.randint(1, 4))
+            if self.rng.random() < 0.3:
+                self.typist.save()  # type: ignore[union-attr]
+            time.sleep(self.rng.uniform(0, 0.05))   # a random moment
+            started = time.monotonic()
+            try:
+                os.kill(target.pid, sig)
+            except ProcessLookupError:
+                continue
+            self._workload(2)   # typing goes on (edits to a dead core wait and retry)
+            ok, took = self._wait_back(target.name, target.pid, started)
+            self._check(scenario, label, target.name, ok, took)
+
+    def scenario_kill(self) -> None:
+        self._signal_fault("kill", signal.SIGKILL, "kill -9")
+
+    def scenario_hang(self) -> None:
+        self._signal_fault("hang", signal.SIGSTOP, "SIGSTOP")
+
+    def _restart(self, scenario: str, name: str, label: str) -> None:
+        old = self.status()[name]["pid"]
+        self._workload(self.rng.randint(1, 3))
+        started = time.monotonic()
+        self.client.call("system.restart", {"process": name})
+        self._workload(1)
+        ok, took = self._wait_back(name, old, started)
+        self._check(scenario, label, name, ok, took)
+
+    def scenario_stubborn(self) -> None:
+        # ignores stdin close and TERM: only the KILL step of the stop sequence ends it
+        self._restart("stubborn", "fake:stubborn-stubborn-1", "stop stubborn")
+
+    def scenario_forking(self) -> None:
+        name = "fake:stubborn-forking-2"
+        self._restart("forking", name, "stop forking")
+        old = self.status()[name]["pid"]
+        self._workload(1)
+        started = time.monotonic()
+        os.kill(old, signal.SIGKILL)   # no stop sequence at all: only the sweep finds them
+        ok, took = self._wait_back(name, old, started)
+        self._check("forking", "kill -9 forking", name, ok, took)
+
+    def scenario_supervisor(self) -> None:
+        assert isinstance(self.instance, OwnInstance) and self.typist is not None
+        self._workload(self.rng.randint(1, 4))
+        started = time.monotonic()
+        self.instance.kill9()
+        # Its children must end by themselves (lifeline / PDEATHSIG), with their helpers.
+        left = self.count_orphans()
+        self.instance.start()
+        self._connect()
+        buf = self._buffer_process_when_up()
+        self._wait_ready([buf])
+        self.typist.open()
+        for key in FAKES:
+            self._retry_bus(lambda key=key: self.client.call(
+                "system.spawn", {"kind": "fake", "key": key}))
+        took = time.monotonic() - started
+        self._wait_ready([f"fake:{k}" for k in FAKES])
+        result = self._check("supervisor", "kill -9", "supervisor", True, took)
+        if left:
+            self.results[-1] = FaultResult(**{**result.__dict__, "orphans": result.orphans
+                                              + left})
+
+    def _buffer_process_when_up(self) -> str:
+        deadline = time.monotonic() + RECOVER_TIMEOUT_S
+        while True:
+            try:
+                return self._buffer_process()
+            except (BusError, ConfigError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def scenario_bus(self) -> None:
+        assert self.typist is not None
+        for kind in ("drop", "dup", "delay"):
+            for _ in range(3):
+                self._workload(1)
+                took = self.typist.type_one(frame_fault=kind)
+                self._check("bus", f"bus {kind}", "client", True, took)
+
+    def scenario_save(self) -> None:
+        assert self.typist is not None
+        for errno_name in ("ENOSPC", "EIO"):
+            self._workload(self.rng.randint(1, 3))
+            size = len(self.typist.fetch().encode())
+            started = time.monotonic()
+            failed = not self.typist.save(fail={"errno": errno_name,
+                                                "after_bytes": self.rng.randint(1, size - 1)})
+            lost, dup, corrupt = self.typist.check()   # the old file, intact
+            saved = self.typist.save()                 # and the next save works
+            took = time.monotonic() - started
+            result = self._check("save", f"save {errno_name}", "disk", failed and saved, took,
+                                 note="" if failed else "the armed save did not fail")
+            if corrupt or lost or dup:
+                self.results[-1] = FaultResult(**{**result.__dict__,
+                                                  "corrupt": result.corrupt + corrupt,
+                                                  "lost": result.lost + lost,
+                                                  "duplicated": result.duplicated + dup})
+
+    # --- the whole run --------------------------------------------------------------------------
+    def run(self) -> Report:
+        began = time.monotonic()
+        summaries = []
+        shutdown_orphans = 0
+        try:
+            self.start()
+            if os.environ.get(TEST_HOOK_ENV) == "lose_edit":
+                assert self.typist is not None
+                self.typist.acked.append("<never-sent>")   # the checker must catch this
+            for scenario in self.options.scenarios:
+                skipped = self._skip_reason(scenario)
+                first = len(self.results)
+                if not skipped:
+                    for _ in range(self.options.runs):
+                        getattr(self, f"scenario_{scenario}")()
+                summaries.append(summarize(scenario, 0 if skipped else self.options.runs,
+                                           self.results[first:], skipped))
+        finally:
+            if isinstance(self.instance, OwnInstance):
+                shutdown_orphans = self.instance.stop(self.client.conn if self.client else None)
+            else:
+                self._tidy_attached()
+            if self.client is not None:
+                self.client.close()
+            self.instance.cleanup()
+        return Report(self.instance.name, self.seed, tuple(summaries), tuple(self.results),
+                      shutdown_orphans, time.monotonic() - began,
+                      {"deltas_seen": self.client.deltas if self.client else 0,
+                       "edits_acked": len(self.typist.acked) if self.typist else 0})
+
+    def _skip_reason(self, scenario: str) -> str:
+        if scenario == "supervisor" and not self.instance.own:
+            return "only against the harness's own instance"
+        if scenario == "save" and not self.fault_injection:
+            return "the instance runs without --fault-injection"
+        return ""
+
+    def _tidy_attached(self) -> None:
+        """Leave a user's instance as we found it: no scratch buffer, file or fake agent."""
+        try:
+            if self.typist is not None and self.typist.bid:
+                self.client.call("buffer.close", {"buffer": self.typist.bid, "discard": True})
+                self.typist.path.unlink(missing_ok=True)
+            for key in FAKES:
+                self.client.call("system.restart", {"process": f"fake:{key}", "again": False})
+        except RioError:
+            pass
+
