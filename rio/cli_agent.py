@@ -61,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--conversation", metavar="ID", help="continue a conversation (agent.list)")
     p.add_argument("--timeout", type=float, default=10.0, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_chat)
+    _usage_exits_3(p)
 
     k = subparsers.add_parser("key", help="API keys for the model providers",
                               description="API keys: stored in the system keyring, or where "
@@ -78,6 +79,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("provider")
     s.set_defaults(func=cmd_key_delete)
     k.set_defaults(func=lambda args: (k.print_help(), EXIT_USAGE)[1])
+    for parser in (k, *ks.choices.values()):
+        _usage_exits_3(parser)
+
+
+def _usage_exits_3(parser: argparse.ArgumentParser) -> None:
+    """argparse exits 2 on bad usage, but for these commands 2 means "Rio unreachable"."""
+    def error(message: str) -> None:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    parser.error = error  # type: ignore[method-assign]
 
 
 # --- attaching to an instance -------------------------------------------------------------------

@@ -13,26 +13,14 @@ from typing import Any, Callable
 
 import pytest
 
-from actors.bus import Endpoints
-from actors.bus_thread import BusThread, RequestContext
-from rio import ops
+from actors.bus_thread import RequestContext
 from rio.conversations import INTERRUPTED_RESULT
 from rio.errors import AgentError, BusError, ProtocolError
 from rio.protocol import thaw
+from tests.fakes.fake_session import FakeSession, assistant
 from tests.support import RioServer
 
 pytestmark = pytest.mark.timeout(90)
-
-# The session.* specs belong to the session helper's block of rio/ops.py; the fake validates
-# its requests with them, so make sure the ones this test needs exist in this process.
-if "session.turn" not in ops.REGISTRY:  # pragma: no cover -- before that block landed
-    _C = ops.Arg("conversation", str)
-    ops.define("session.turn", "", _C, ops.Arg("turn", str), ops.Arg("text", str),
-               ops.Arg("messages", list), ops.Arg("provider", str, False, None),
-               ops.Arg("endpoint", str, False, None), ops.Arg("model", str, False, None))
-    ops.define("session.approve", "", _C, ops.Arg("turn", str), ops.Arg("proposal", (str, int)),
-               ops.Arg("decision", str))
-    ops.define("session.stop", "", _C, ops.Arg("turn", str, False, None))
 
 
 @pytest.fixture(scope="module")
@@ -79,44 +67,6 @@ def client(server):
     c.close()
 
 
-class FakeSession:
-    """Plays ``agent:<conversation>``: ``on_turn(ctx)`` decides how each turn goes."""
-
-    def __init__(self, server: RioServer, conversation: str,
-                 on_turn: Callable[["FakeSession", RequestContext], None],
-                 on_stop: Callable[["FakeSession", RequestContext], None] | None = None):
-        info = server.info()
-        self.turns: list[dict] = []
-        self.approvals: list[dict] = []
-        self.stops: list[dict] = []
-        self.pending: list[RequestContext] = []
-        self.on_turn = on_turn
-        self.on_stop = on_stop
-        self.bus = BusThread(Endpoints(info["requests"], info["events"]),
-                             name=f"agent:{conversation}", handlers={"session": self._serve})
-        self.bus.start()
-
-    def _serve(self, ctx: RequestContext) -> None:
-        if ctx.op == "session.turn":
-            self.turns.append(dict(ctx.args))
-            self.on_turn(self, ctx)
-        elif ctx.op == "session.approve":
-            self.approvals.append(dict(ctx.args))
-            ctx.reply({"applied": ctx.args["decision"] != "reject"})
-        elif ctx.op == "session.stop":
-            self.stops.append(dict(ctx.args))
-            if self.on_stop is not None:
-                self.on_stop(self, ctx)
-            else:
-                ctx.reply({"stopped": True})
-                for held in self.pending:
-                    held.reply({"status": "stopped", "messages": [], "buffers": []})
-                self.pending.clear()
-
-    def stop(self) -> None:
-        self.bus.stop()
-
-
 @pytest.fixture
 def fakes():
     made: list[FakeSession] = []
@@ -129,10 +79,6 @@ def new_conversation(client: Client, **args: Any) -> str:
     return client.call("agent.new", args)["conversation"]
 
 
-def assistant(text: str) -> dict:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
-
-
 def test_a_text_turn_is_recorded_and_announced(server, client, fakes):
     cid = new_conversation(client, provider="anthropic", model="m-test")
 
@@ -141,7 +87,7 @@ def test_a_text_turn_is_recorded_and_announced(server, client, fakes):
         fake.bus.publish("agent.delta", {**base, "text": "Hi "})
         fake.bus.publish("agent.delta", {**base, "text": "there"})
         ctx.reply({"status": "done", "messages": [assistant("Hi there")], "buffers": []})
-    fake = FakeSession(server, cid, answer)
+    fake = FakeSession(server.info(), cid, answer)
     fakes.append(fake)
 
     sent = client.call("agent.send", {"conversation": cid, "text": "hello"})
@@ -178,7 +124,7 @@ def test_a_turns_edits_become_one_undo_step(server, client, fakes):
             ctx.reply({"status": "done", "messages": [assistant("edited")],
                        "buffers": [{"buffer": buf, "since_version": since}]})
         threading.Thread(target=work, daemon=True).start()
-    fakes.append(FakeSession(server, cid, edit_twice))
+    fakes.append(FakeSession(server.info(), cid, edit_twice))
 
     turn = client.call("agent.send", {"conversation": cid,
                                       "text": "Prefix the notes please"})["turn"]
@@ -194,7 +140,7 @@ def test_a_turns_edits_become_one_undo_step(server, client, fakes):
 def test_a_session_that_vanishes_ends_the_turn_with_a_classified_error(server, client, fakes):
     cid = new_conversation(client)
     held: list[RequestContext] = []
-    first = FakeSession(server, cid, lambda fake, ctx: held.append(ctx))
+    first = FakeSession(server.info(), cid, lambda fake, ctx: held.append(ctx))
 
     turn = client.call("agent.send", {"conversation": cid, "text": "first"})["turn"]
     client.wait("agent.turn", turn=turn, state="started")
@@ -213,7 +159,7 @@ def test_a_session_that_vanishes_ends_the_turn_with_a_classified_error(server, c
     assert history["turns"][0]["status"] == "error"
 
     # The restarted session takes the next message, with the history intact.
-    fakes.append(FakeSession(server, cid, lambda fake, ctx: ctx.reply(
+    fakes.append(FakeSession(server.info(), cid, lambda fake, ctx: ctx.reply(
         {"status": "done", "messages": [assistant("back")], "buffers": []})))
     turn2 = client.call("agent.send", {"conversation": cid, "text": "second"})["turn"]
     client.wait("agent.turn", turn=turn2, state="done")
@@ -224,7 +170,7 @@ def test_a_session_that_vanishes_ends_the_turn_with_a_classified_error(server, c
 
 def test_busy_while_running_and_stop_ends_the_turn(server, client, fakes):
     cid = new_conversation(client)
-    fake = FakeSession(server, cid, lambda fake, ctx: fake.pending.append(ctx))
+    fake = FakeSession(server.info(), cid, lambda fake, ctx: fake.pending.append(ctx))
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "long job"})["turn"]
     client.wait("agent.turn", turn=turn, state="started")
@@ -242,7 +188,7 @@ def test_busy_while_running_and_stop_ends_the_turn(server, client, fakes):
 
 def test_stop_when_the_session_cannot_answer_ends_the_turn_in_the_core(server, client, fakes):
     cid = new_conversation(client)
-    fake = FakeSession(server, cid, lambda fake, ctx: fake.pending.append(ctx),
+    fake = FakeSession(server.info(), cid, lambda fake, ctx: fake.pending.append(ctx),
                        on_stop=lambda fake, ctx: ctx.fail(BusError("no_route", "gone")))
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "x"})["turn"]
@@ -278,7 +224,7 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
         fake.pending.pop().reply({"status": "stopped", "buffers": [], "messages": [
             {"role": "assistant", "content": [{"type": "text", "text": "Proposing."}, call]}]})
 
-    fake = FakeSession(server, cid, propose_then_hold, on_stop=stop_with_the_dangling_call)
+    fake = FakeSession(server.info(), cid, propose_then_hold, on_stop=stop_with_the_dangling_call)
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "edit notes"})["turn"]
     client.wait("agent.propose", turn=turn)

@@ -1,0 +1,70 @@
+"""A fake agent session for tests: plays the process "agent:<conversation>" on the bus.
+
+The core's conversations actor sends it ``session.*`` like the real session
+(actors/agent_session.py); each test decides how a turn goes with ``on_turn(fake, ctx)``, so the
+core and the terminal client are tested without the agent loop or a model.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from actors.bus import Endpoints
+from actors.bus_thread import BusThread, RequestContext
+from rio import ops
+
+# The session.* specs belong to the session's block of rio/ops.py; the fake validates its
+# requests with them, so make sure the ones it serves exist in this process.
+if "session.turn" not in ops.REGISTRY:  # pragma: no cover -- before that block landed
+    _C = ops.Arg("conversation", str)
+    ops.define("session.turn", "", _C, ops.Arg("turn", str), ops.Arg("text", str),
+               ops.Arg("messages", list), ops.Arg("provider", str, False, None),
+               ops.Arg("endpoint", str, False, None), ops.Arg("model", str, False, None))
+    ops.define("session.approve", "", _C, ops.Arg("turn", str), ops.Arg("proposal", (str, int)),
+               ops.Arg("decision", str))
+    ops.define("session.stop", "", _C, ops.Arg("turn", str, False, None))
+
+
+def assistant(text: str) -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+
+
+class FakeSession:
+    """Plays ``agent:<conversation>``: ``on_turn(ctx)`` decides how each turn goes."""
+
+    def __init__(self, info: dict, conversation: str,
+                 on_turn: Callable[["FakeSession", RequestContext], None],
+                 on_stop: Callable[["FakeSession", RequestContext], None] | None = None,
+                 on_approve: Callable[["FakeSession", dict], None] | None = None):
+        self.turns: list[dict] = []
+        self.approvals: list[dict] = []
+        self.stops: list[dict] = []
+        self.pending: list[RequestContext] = []
+        self.on_turn = on_turn
+        self.on_stop = on_stop
+        self.on_approve = on_approve
+        self.bus = BusThread(Endpoints(info["requests"], info["events"]),
+                             name=f"agent:{conversation}", handlers={"session": self._serve})
+        self.bus.start()
+
+    def _serve(self, ctx: RequestContext) -> None:
+        if ctx.op == "session.turn":
+            self.turns.append(dict(ctx.args))
+            self.on_turn(self, ctx)
+        elif ctx.op == "session.approve":
+            self.approvals.append(dict(ctx.args))
+            ctx.reply({"applied": ctx.args["decision"] != "reject"})
+            if self.on_approve is not None:
+                self.on_approve(self, dict(ctx.args))
+        elif ctx.op == "session.stop":
+            self.stops.append(dict(ctx.args))
+            if self.on_stop is not None:
+                self.on_stop(self, ctx)
+            else:
+                ctx.reply({"stopped": True})
+                for held in self.pending:
+                    held.reply({"status": "stopped", "messages": [], "buffers": []})
+                self.pending.clear()
+
+    def stop(self) -> None:
+        self.bus.stop()
