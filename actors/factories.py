@@ -37,3 +37,5 @@ def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
     return {"buffer": buffer_handler(ref, routes), "fs": ws.tell, "run": runner.tell}
 import actors.faults  # noqa: E402,F401 -- registers the fake_agent factory (fault harness)
 import actors.conversations_actor  # noqa: E402,F401 -- registers "conversations" (agent.*)
+import actors.gate_actor  # noqa: E402,F401 -- registers the "gate" factory (core)
+import actors.agent_session  # noqa: E402,F401 -- registers "agent_session" (agent:<conversation>)

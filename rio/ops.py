@@ -243,3 +243,42 @@ define("agent.approve", "Answer a proposal (agent.propose) of a running turn.",
 define("agent.stop", "End the conversation's running turn now (the Stop button).", CONVERSATION)
 define("agent.mode", "Get, or set, the approval gate's mode.",
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))
+
+
+# --- session.*: one conversation's agent process (actors/agent_session.py) ----------------------
+# Internal: the core's conversations actor sends these; the hub routes them to the process
+# named "agent:" + conversation.
+
+SESSION_CONVERSATION = Arg("conversation", str, check=non_empty, doc="conversation id")
+
+define("session.turn", "Run one turn of the agent loop; replies when the turn has ended.",
+       SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
+       Arg("text", str, doc="the user's message (already the last of messages)"),
+       Arg("messages", list, doc="the history as Message dicts, including the new message"),
+       Arg("provider", str, False, None, doc="provider name (default: the configured one)"),
+       Arg("endpoint", str, False, None, doc="the provider's URL for this conversation"),
+       Arg("model", str, False, None, doc="the model for this conversation"))
+define("session.approve", "Decide on a pending proposal of the running turn.",
+       SESSION_CONVERSATION, Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
+       Arg("decision", str, check=one_of("approve", "reject", "always")))
+define("session.stop", "Stop the running turn now (HTTP stream closed, proposals declined).",
+       SESSION_CONVERSATION, Arg("turn", str, False, None))
+define("session.status", "The session's running turn and pending proposals, if any.",
+       SESSION_CONVERSATION)
+
+# --- gate.*: the approval gate in the core (actors/gate_actor.py, policy in rio/gate.py) --------
+
+define("gate.check", "Should this tool call run, ask the user, or be refused?",
+       SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
+       Arg("provider", str, check=non_empty), Arg("tool", str, check=non_empty),
+       Arg("args", dict, False, None, doc="the tool's input"))
+define("gate.remember", "Always allow this tool for this provider (persisted).",
+       Arg("provider", str, check=non_empty), Arg("tool", str, check=non_empty))
+define("gate.forget", "Stop always allowing this tool for this provider.",
+       Arg("provider", str, check=non_empty), Arg("tool", str, check=non_empty))
+define("gate.turn", "A turn's life and counters: begin, end, model_request, tool_call.",
+       SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
+       Arg("event", str, check=one_of("begin", "end", "model_request", "tool_call")))
+define("gate.mode", "Get, or set, the gate's mode (review, auto_buffer, allow_all).",
+       Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))
+define("gate.status", "The mode, the always-allowed pairs and the limits.")

@@ -548,3 +548,34 @@ def test_merge_interrupted_puts_the_earlier_turn_before_the_new_message() -> Non
     merged = merge_interrupted(request, earlier)
     assert merged[1:3] == tuple(earlier) and merged[-1] == request[-1]
     assert merge_interrupted(merged, earlier) == merged
+
+
+def test_answer_reports_what_the_decision_led_to() -> None:
+    core = FakeCore({"a.py": "x = 1\ny = 2\n"})
+    bid = core.open_as_user("a.py")
+    provider = FakeProvider(tool("c1", "propose_edit", path="a.py", old_text="y = 2",
+                                 new_text="y = 3"), text("ok"))
+    turn, port, _ = make(provider, core)
+
+    async def go():
+        task = asyncio.create_task(turn.run())
+        await port.proposed.wait()
+        pid = port.of("agent.propose")[0]["proposal"]
+        assert await turn.answer("nope", "approve") is None
+        core.type_as_user(bid, "gone\n")
+        outcome = await turn.answer(pid, "approve")
+        await task
+        return outcome
+
+    outcome = run(go())
+    assert outcome is not None and not outcome.ok and "vanished" in outcome.content
+
+
+def test_a_failed_turn_publishes_its_classified_error() -> None:
+    failure = ProviderFailure(AgentError("auth_rejected", "Key refused.", "Set your key."), False)
+    turn, port, _ = make(FakeProvider([failure]))
+    result = run(turn.run())
+    assert result.status == "error" and result.messages == ()
+    (event,) = port.of("agent.error")
+    assert event["kind"] == "agent.auth_rejected" and event["next"] == "Set your key."
+    assert event["partial"] is False and event["turn"] == T

@@ -90,6 +90,8 @@ class PendingProposal:
     call: ToolCall
     proposal: Proposal
     future: asyncio.Future[Decision]
+    #: What the decision led to (the edit applied or refused at approval), for the approver.
+    outcome: asyncio.Future[ToolOutcome]
 
 
 def close_dangling(messages: Sequence[Message], reason: str = INTERRUPTED) -> list[Message]:
@@ -202,6 +204,12 @@ class Turn:
             self._outcome = self._result("error", err)
         finally:
             await self._end_gate()
+        if self._outcome.status == "error" and self._outcome.error is not None:
+            # The session reports its own failures; the core reports only the ones it saw
+            # itself (the session died, the bus failed).
+            err = self._outcome.error
+            self.publish("agent.error", {"kind": err.kind, "message": err.message,
+                                         "next": err.next, "partial": self._outcome.partial})
         return self._outcome
 
     async def _loop(self) -> TurnResult:
@@ -288,6 +296,13 @@ class Turn:
         pending.future.set_result(decision)
         return True
 
+    async def answer(self, proposal: str, decision: Decision) -> ToolOutcome | None:
+        """:meth:`decide`, then wait for what it led to; None for an unknown proposal."""
+        pending = self.pending.get(str(proposal))
+        if pending is None or not self.decide(proposal, decision):
+            return None
+        return await asyncio.shield(pending.outcome)
+
     def interrupt(self) -> bool:
         """A new message arrived: close pending proposals as interrupted. False when there
         was none (then the new message must wait: agent.busy)."""
@@ -329,32 +344,40 @@ class Turn:
             return prepared
         if decision == "allow":
             return await self.tools.apply(prepared)
-        answer = await self._ask(call, prepared, verdict)
-        if answer in ("approve", "always"):
-            if answer == "always":
-                await self.port.remember(call.name)
-            return await self.tools.apply(prepared)
-        if answer == "reject":
-            return ToolOutcome("The user rejected this proposal. Do not repeat it unchanged; "
-                               "ask what they want instead.", False, f"{call.name}: rejected")
-        return ToolOutcome(INTERRUPTED if answer == "interrupted" else STOPPED, False,
-                           f"{call.name}: {answer}")
+        pending = self._ask(call, prepared, verdict)
+        outcome: ToolOutcome | None = None
+        try:
+            answer = await pending.future
+            if answer in ("approve", "always"):
+                if answer == "always":
+                    await self.port.remember(call.name)
+                outcome = await self.tools.apply(prepared)
+            elif answer == "reject":
+                outcome = ToolOutcome("The user rejected this proposal. Do not repeat it "
+                                      "unchanged; ask what they want instead.", False,
+                                      f"{call.name}: rejected")
+            else:
+                outcome = ToolOutcome(INTERRUPTED if answer == "interrupted" else STOPPED,
+                                      False, f"{call.name}: {answer}")
+            return outcome
+        finally:
+            self.pending.pop(pending.id, None)
+            if not pending.outcome.done():
+                pending.outcome.set_result(outcome or ToolOutcome(STOPPED, False, "stopped"))
 
-    async def _ask(self, call: ToolCall, proposal: Proposal,
-                   verdict: Mapping[str, Any]) -> Decision:
+    def _ask(self, call: ToolCall, proposal: Proposal,
+             verdict: Mapping[str, Any]) -> PendingProposal:
         self._proposals += 1
         pid = f"{self.spec.turn}.{self._proposals}"
-        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
-        self.pending[pid] = PendingProposal(pid, call, proposal, future)
+        loop = asyncio.get_running_loop()
+        pending = PendingProposal(pid, call, proposal, loop.create_future(), loop.create_future())
+        self.pending[pid] = pending
         event = {"proposal": pid, "call": call.id, **proposal.event(),
                  "reason": verdict.get("reason", "")}
         if verdict.get("danger") and "danger" not in event:
             event["danger"] = verdict["danger"]
         self.publish("agent.propose", event)
-        try:
-            return await future
-        finally:
-            self.pending.pop(pid, None)
+        return pending
 
     def pending_ids(self) -> list[str]:
         return [p.id for p in self.pending.values() if not p.future.done()]

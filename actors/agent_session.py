@@ -1,0 +1,323 @@
+"""The agent session: one process per conversation (``agent:<conversation>``), serving
+``session.*`` for the core's conversations actor.
+
+Threads: the host's :class:`~actors.bus_thread.BusThread` owns the zmq sockets; this module
+runs an asyncio loop in a thread of its own, where turns run (providers are asyncio/httpx).
+Requests arrive on the bus thread and are handed to the loop with ``call_soon_threadsafe``;
+bus calls from the loop run ``BusThread.call`` in a small thread pool (each pool thread gets
+its own inproc PUSH socket, the bridge of LIBRARIES.md §3), and events go out through
+``BusThread.publish``. No zmq socket is touched by two threads.
+
+The session keeps no conversation state: the core sends the history with every
+``session.turn`` and records what comes back, so ``kill -9`` of this process loses only the
+turn in flight (ADR-0016).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from actors.bus_thread import BusThread, RequestContext
+from actors.host import Host, actor_factory
+from rio.agent.tools import TOOL_SPECS, Tools
+from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
+from rio.errors import AgentError, ProtocolError, RioError
+from rio.protocol import Event
+from rio.providers.base import Message, Provider
+from rio.system_prompt import build_system_prompt
+
+log = logging.getLogger("rio.agent.session")
+
+#: run.* events of runs this session has not heard of yet (output may beat run.start's reply).
+_EARLY_RUNS_KEPT = 64
+
+
+@dataclass
+class _RunWatch:
+    output: list[str] = field(default_factory=list)
+    chars: int = 0
+    exit: asyncio.Future[Mapping[str, Any]] | None = None
+    #: output kept per run, for the model (the tools cut it again, head and tail)
+    limit: int = 1 << 20
+
+
+class BusPortOverThread:
+    """:class:`rio.agent.tools.BusPort` and the gate calls, over the host's BusThread."""
+
+    def __init__(self, bus: BusThread, loop: asyncio.AbstractEventLoop) -> None:
+        self.bus = bus
+        self.loop = loop
+        self.pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="rio-agent-call")
+        self.runs: dict[str, _RunWatch] = {}
+        self.early: OrderedDict[str, list[Event]] = OrderedDict()
+
+    async def call(self, op: str, args: Mapping[str, Any], timeout: float = 10.0) -> Any:
+        return await self.loop.run_in_executor(
+            self.pool, functools.partial(self.bus.call, op, dict(args), timeout=timeout))
+
+    def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        self.bus.publish(topic, data)
+
+    # --- run.* events (delivered on the bus thread, handled on the loop) ----------------------
+    def on_run_event(self, event: Event) -> None:
+        self.loop.call_soon_threadsafe(self._run_event, event)
+
+    def _run_event(self, event: Event) -> None:
+        run_id = str(event.data.get("run", ""))
+        watch = self.runs.get(run_id)
+        if watch is None:
+            self.early.setdefault(run_id, []).append(event)
+            while len(self.early) > _EARLY_RUNS_KEPT:
+                self.early.popitem(last=False)
+            return
+        if event.topic == "run.output":
+            text = str(event.data.get("text", ""))
+            if watch.chars < watch.limit:
+                watch.output.append(text[:watch.limit - watch.chars])
+            watch.chars += len(text)
+        elif event.topic == "run.exit" and watch.exit is not None and not watch.exit.done():
+            watch.exit.set_result(dict(event.data))
+
+    async def run(self, args: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
+        record = await self.call("run.start", args)
+        run_id = str(record["run"])
+        watch = _RunWatch(exit=self.loop.create_future())
+        self.runs[run_id] = watch
+        for event in self.early.pop(run_id, []):
+            self._run_event(event)
+        try:
+            try:
+                final = await asyncio.wait_for(asyncio.shield(watch.exit), timeout)
+            except asyncio.TimeoutError:  # the exit event was lost: ask the runner itself
+                final = await self.call("run.stop", {"run": run_id}, timeout=30)
+        except asyncio.CancelledError:
+            # Stop: end the command's whole group; nobody waits for the answer.
+            self.loop.run_in_executor(self.pool, functools.partial(
+                _quiet_call, self.bus, "run.stop", {"run": run_id}))
+            raise
+        finally:
+            self.runs.pop(run_id, None)
+        dropped = int(final.get("dropped_chars") or 0) + max(0, watch.chars - watch.limit)
+        return {**final, "output": "".join(watch.output), "dropped_chars": dropped}
+
+
+def _quiet_call(bus: BusThread, op: str, args: Mapping[str, Any]) -> None:
+    try:
+        bus.call(op, args, timeout=10)
+    except RioError as err:
+        log.info("%s failed: %s", op, err)
+
+
+class _TurnPort:
+    """:class:`rio.agent.turn.TurnPort` for one turn: events and the core's gate."""
+
+    def __init__(self, port: BusPortOverThread, conversation: str, turn: str,
+                 provider: str) -> None:
+        self.port = port
+        self.ids = {"conversation": conversation, "turn": turn}
+        self.provider = provider
+
+    def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        self.port.publish(topic, data)
+
+    async def gate_turn(self, event: str) -> None:
+        await self.port.call("gate.turn", {**self.ids, "event": event})
+
+    async def gate_check(self, tool: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
+        return await self.port.call("gate.check", {**self.ids, "provider": self.provider,
+                                                   "tool": tool, "args": dict(args)})
+
+    async def remember(self, tool: str) -> None:
+        await self.port.call("gate.remember", {"provider": self.provider, "tool": tool})
+
+
+@dataclass
+class _Running:
+    turn: Turn
+    task: asyncio.Task[TurnResult]
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+ProviderBuilder = Callable[[Mapping[str, Any]], Provider]
+
+
+def build_provider(args: Mapping[str, Any]) -> Provider:
+    """The provider for a turn, from config.toml with the conversation's overrides; the key
+    comes from the SecretStore (keyring, file, or the provider's environment variable)."""
+    from rio.agent_config import load_agent_config
+    from rio.providers.base import discover_providers
+    from rio.secrets import SecretStore
+    config = load_agent_config(overrides={k: args.get(k) for k in ("provider", "endpoint",
+                                                                   "model")})
+    factories = discover_providers()
+    factory = factories.get(config.provider)
+    if factory is None:
+        raise AgentError("not_configured", f"No provider named {config.provider!r} is "
+                         "installed.", f"Use one of {', '.join(sorted(factories)) or 'none'}, "
+                         "or install the provider's package.")
+    return factory(config.provider_settings(), secrets=SecretStore())
+
+
+def system_addition() -> str:
+    from rio.agent_config import load_agent_config
+    try:
+        return load_agent_config().system_prompt_addition
+    except RioError:
+        return ""
+
+
+class AgentSession:
+    """The session of one conversation. Public methods are called on the bus thread."""
+
+    def __init__(self, bus: BusThread, root: Path, conversation: str, *,
+                 provider_builder: ProviderBuilder = build_provider) -> None:
+        self.bus = bus
+        self.root = root
+        self.conversation = conversation
+        self.provider_builder = provider_builder
+        self.loop = asyncio.new_event_loop()
+        self.port = BusPortOverThread(bus, self.loop)
+        self.running: _Running | None = None
+        self.thread = threading.Thread(target=self._run_loop, name="rio-agent-loop", daemon=True)
+
+    def start(self) -> AgentSession:
+        self.thread.start()
+        return self
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def stop(self) -> None:
+        def cancel_all() -> None:
+            if self.running is not None:
+                self.running.task.cancel()
+            self.loop.call_later(0.5, self.loop.stop)
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(cancel_all)
+            self.thread.join(2)
+
+    # --- the bus thread ----------------------------------------------------------------------
+    def handle(self, ctx: RequestContext) -> None:
+        self.loop.call_soon_threadsafe(self._dispatch, ctx)
+
+    # --- the loop ------------------------------------------------------------------------------
+    def _dispatch(self, ctx: RequestContext) -> None:
+        try:
+            if ctx.args.get("conversation") != self.conversation:
+                raise ProtocolError("bad_args", f"This session serves conversation "
+                                    f"{self.conversation!r}, not "
+                                    f"{ctx.args.get('conversation')!r}.")
+            if ctx.op == "session.turn":
+                self.loop.create_task(self._turn(ctx))
+            elif ctx.op == "session.approve":
+                self.loop.create_task(self._approve(ctx))
+            elif ctx.op == "session.stop":
+                self.loop.create_task(self._stop(ctx))
+            elif ctx.op == "session.status":
+                running = self.running
+                ctx.reply({"conversation": self.conversation,
+                           "turn": running.turn.spec.turn if running else None,
+                           "pending": running.turn.pending_ids() if running else []})
+            else:
+                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            ctx.fail(exc)
+
+    async def _turn(self, ctx: RequestContext) -> None:
+        args = ctx.args
+        earlier: tuple[Message, ...] = ()
+        running = self.running
+        if running is not None:
+            if not running.turn.interrupt():
+                ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
+                                    "Wait, or Stop the turn."))
+                return
+            await running.done.wait()
+            earlier = running.turn.result().messages
+        try:
+            messages = tuple(Message.from_dict(m) for m in args["messages"])
+        except (KeyError, TypeError, ValueError) as exc:
+            ctx.fail(ProtocolError("bad_args", f"session.turn: malformed messages ({exc})."))
+            return
+        if self.running is not None:  # another message won the race for the session
+            ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
+                                "Wait, or Stop the turn."))
+            return
+        try:
+            provider = await self.loop.run_in_executor(self.port.pool, self.provider_builder,
+                                                       args)
+        except RioError as err:
+            ctx.reply(TurnResult("error", (), error=err).to_wire())
+            return
+        turn_id = args["turn"]
+        port = _TurnPort(self.port, self.conversation, turn_id, provider.name)
+        mode = await self._mode()
+        system = build_system_prompt(self.root, TOOL_SPECS, mode=mode,
+                                     addition=await self.loop.run_in_executor(
+                                         self.port.pool, system_addition))
+        spec = TurnSpec(self.conversation, turn_id, provider.name, system,
+                        merge_interrupted(messages, earlier), TOOL_SPECS)
+        turn = Turn(spec, provider, Tools(self.port, self.conversation, self.root), port)
+        running = _Running(turn, self.loop.create_task(turn.run()))
+        self.running = running
+        try:
+            result = await running.task
+        except asyncio.CancelledError:
+            result = turn.result("stopped")
+        except Exception as exc:  # noqa: BLE001 -- a bug still ends the turn with an answer
+            log.exception("turn %s crashed", turn_id)
+            result = TurnResult("error", tuple(turn.new), error=AgentError(
+                "internal", f"The agent loop failed: {exc}.", "Send your message again."))
+        finally:
+            self.running = None
+            running.done.set()
+        ctx.reply(result.to_wire())
+
+    async def _mode(self) -> str:
+        try:
+            return str((await self.port.call("gate.mode", {}, timeout=5))["mode"])
+        except (RioError, KeyError, TypeError):
+            return "review"
+
+    async def _approve(self, ctx: RequestContext) -> None:
+        running = self.running
+        if running is None or running.turn.spec.turn != ctx.args["turn"]:
+            ctx.reply({"applied": False, "reason": "That turn is not running any more."})
+            return
+        outcome = await running.turn.answer(str(ctx.args["proposal"]), ctx.args["decision"])
+        if outcome is None:
+            ctx.reply({"applied": False, "reason": "No such proposal is waiting."})
+        elif ctx.args["decision"] == "reject":
+            ctx.reply({"applied": False, "reason": "rejected"})
+        elif outcome.ok:
+            ctx.reply({"applied": True})
+        else:
+            ctx.reply({"applied": False, "reason": outcome.content})
+
+    async def _stop(self, ctx: RequestContext) -> None:
+        running = self.running
+        wanted = ctx.args.get("turn")
+        if running is None or (wanted and running.turn.spec.turn != wanted):
+            ctx.reply({"stopped": False})
+            return
+        running.task.cancel()
+        await running.done.wait()
+        ctx.reply({"stopped": True})
+
+
+@actor_factory("agent_session")
+def start_agent_session(host: Host) -> dict[str, Callable[[RequestContext], None]]:
+    conversation = host.name.split(":", 1)[1] if ":" in host.name else host.name
+    session = AgentSession(host.bus, host.root, conversation).start()
+    host.bus.subscribe("run.", session.port.on_run_event)
+    return {"session": session.handle}

@@ -1,0 +1,309 @@
+"""The agent session process for real: `rio serve`, the loopback fake Anthropic server, and
+``session.*`` driven directly (the core's agent.* ops have their own tests); plus a few turns
+end to end through agent.send."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rio.errors import BusError, RioError
+from rio.protocol import thaw
+from tests.fakes.model_servers import (
+    FakeModelServer, anthropic_error, anthropic_events, anthropic_stream_error, anthropic_text,
+    anthropic_tool_use, huge_sse, Reply, sse)
+from tests.support import RioServer, rio_env, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def model():
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, model):
+    base = tmp_path_factory.mktemp("agent")
+    root = base / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    (root / "src").mkdir()
+    (root / "src" / "m.py").write_text("x = 1\ny = 2\n")
+    env = rio_env(base)
+    env.update({"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "test-key"})
+    srv = RioServer(root, base, env=env).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh_script(model):
+    with model.state.lock:
+        model.state.script.clear()
+    yield
+
+
+class Session:
+    """One conversation's session process, driven with session.* from the test."""
+
+    def __init__(self, server: RioServer):
+        self.server = server
+        self.conversation = f"c{uuid.uuid4().hex[:8]}"
+        self.conn = server.connect("agent-test", subscribe=("agent.",))
+        self.events: list[tuple[str, dict]] = []
+        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        self.n = 0
+        server.call("system.spawn", {"kind": "agent", "key": self.conversation})
+        assert wait_for(self._up, 20), "the session process did not register"
+
+    def _up(self) -> bool:
+        try:
+            self.server.call("session.status", {"conversation": self.conversation}, timeout=2)
+            return True
+        except BusError:
+            return False
+
+    def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
+        return self.conn.call(op, {"conversation": self.conversation, **(args or {})},
+                              timeout=timeout)
+
+    def start_turn(self, text: str, history: list[dict] | None = None) -> tuple[str, dict]:
+        """Send session.turn on a thread of its own; returns (turn id, box with 'result')."""
+        self.n += 1
+        turn = f"{self.conversation}.{self.n}"
+        messages = list(history or []) + [{"role": "user", "content": [{"type": "text",
+                                                                          "text": text}]}]
+        box: dict[str, Any] = {}
+
+        def go() -> None:
+            try:
+                box["result"] = self.server.call("session.turn", {
+                    "conversation": self.conversation, "turn": turn, "text": text,
+                    "messages": messages}, timeout=90)
+            except RioError as err:
+                box["error"] = err
+            box["done"] = time.monotonic()
+        box["thread"] = threading.Thread(target=go, daemon=True)
+        box["thread"].start()
+        return turn, box
+
+    def turn(self, text: str, history: list[dict] | None = None) -> dict:
+        _, box = self.start_turn(text, history)
+        box["thread"].join(90)
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    def pump(self) -> None:
+        self.conn.sub.poll(20)
+        self.conn.drain()
+
+    def wait(self, topic: str, timeout: float = 20.0, **match: Any) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, data in self.events:
+                if t == topic and all(data.get(k) == v for k, v in match.items()):
+                    return data
+            self.pump()
+        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
+
+    def of(self, topic: str) -> list[dict]:
+        self.pump()
+        return [d for t, d in self.events if t == topic]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.fixture
+def session(server):
+    s = Session(server)
+    yield s
+    s.close()
+    try:
+        server.call("host.stop", {"process": f"agent:{s.conversation}"}, timeout=5)
+    except RioError:
+        pass
+
+
+def test_text_turn(session: Session, model: FakeModelServer) -> None:
+    model.push(anthropic_text("Hello", ", ", "world"))
+    result = session.turn("hi")
+    assert result["status"] == "done"
+    assert result["messages"] == [{"role": "assistant",
+                                   "content": [{"type": "text", "text": "Hello, world"}]}]
+    session.wait("agent.delta")
+    assert "".join(d["text"] for d in session.of("agent.delta")) == "Hello, world"
+    sent = model.requests[-1]
+    assert sent.headers["x-api-key"] == "test-key"
+    body = sent.json
+    assert "inside Rio" in body["system"] and str(session.server.root) in body["system"]
+    assert {t["name"] for t in body["tools"]} >= {"fs_read", "propose_edit", "run_command"}
+
+
+def test_tool_loop_reads_a_file_through_the_core(session: Session,
+                                                 model: FakeModelServer) -> None:
+    model.push(anthropic_tool_use("toolu_1", "fs_read", {"path": "notes.txt"}),
+               anthropic_text("It has two lines."))
+    result = session.turn("what is in notes?")
+    assert result["status"] == "done"
+    tool_result = model.requests[-1].json["messages"][-1]["content"][0]
+    assert tool_result["tool_use_id"] == "toolu_1" and "alpha\nbeta" in tool_result["content"]
+    assert session.wait("agent.tool_result", call="toolu_1")["ok"] is True
+    assert [m["role"] for m in result["messages"]] == ["assistant", "user", "assistant"]
+
+
+def _buffer_text(server: RioServer, path: str) -> tuple[str, dict]:
+    info = server.call("buffer.open", {"path": path})
+    return server.call("buffer.text", {"buffer": info["buffer"]})["text"], info
+
+
+def test_propose_then_approve_edits_a_buffer_and_reports_it(session: Session,
+                                                            model: FakeModelServer) -> None:
+    model.push(anthropic_tool_use("toolu_e", "propose_edit", {
+        "path": "src/m.py", "old_text": "y = 2", "new_text": "y = 3"}),
+        anthropic_text("Changed."))
+    turn, box = session.start_turn("make y 3")
+    proposal = session.wait("agent.propose", turn=turn)
+    assert proposal["kind"] == "edit" and "+y = 3" in proposal["diff"]
+    reply = session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+                                             "decision": "approve"})
+    assert reply == {"applied": True}
+    box["thread"].join(30)
+    result = box["result"]
+    assert result["status"] == "done"
+    text, info = _buffer_text(session.server, "src/m.py")
+    assert text == "x = 1\ny = 3\n" and info["dirty"]
+    assert (session.server.root / "src" / "m.py").read_text() == "x = 1\ny = 2\n"
+    assert result["buffers"] == [{"buffer": info["buffer"], "since_version": 0}]
+    session.server.call("buffer.close", {"buffer": info["buffer"], "discard": True})
+
+
+def test_propose_then_reject(session: Session, model: FakeModelServer) -> None:
+    model.push(anthropic_tool_use("toolu_r", "propose_create", {"path": "new.txt",
+                                                                "text": "hi\n"}),
+               anthropic_text("OK, not creating it."))
+    turn, box = session.start_turn("create new.txt")
+    proposal = session.wait("agent.propose", turn=turn)
+    assert proposal["kind"] == "create"
+    reply = session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+                                             "decision": "reject"})
+    assert reply["applied"] is False
+    box["thread"].join(30)
+    assert box["result"]["status"] == "done"
+    assert not (session.server.root / "new.txt").exists()
+    answer = model.requests[-1].json["messages"][-1]["content"][0]
+    assert answer["is_error"] and "rejected" in answer["content"]
+
+
+def test_stop_mid_stream_ends_the_turn_quickly(session: Session,
+                                               model: FakeModelServer) -> None:
+    model.push(anthropic_text("partial answer").slow(hold_open=True))
+    turn, box = session.start_turn("talk slowly")
+    session.wait("agent.delta", turn=turn)
+    asked = time.monotonic()
+    assert session.call("session.stop", {"turn": turn}) == {"stopped": True}
+    box["thread"].join(10)
+    result = box["result"]
+    assert result["status"] == "stopped" and result["error"]["kind"] == "agent.stopped"
+    assert result["messages"][0]["content"][0]["text"].startswith("partial")
+    assert box["done"] >= asked
+    assert wait_for(model.disconnected.is_set, 5)  # the HTTP stream was closed
+
+
+@pytest.mark.parametrize("reply, kind", [
+    (anthropic_error(401, "authentication_error", "invalid x-api-key"), "agent.auth_rejected"),
+    (anthropic_error(429, "rate_limit_error", headers={"retry-after": "600"}),
+     "agent.rate_limited"),
+])
+def test_http_failures_are_classified(session: Session, model: FakeModelServer, reply: Reply,
+                                      kind: str) -> None:
+    model.push(reply)
+    result = session.turn("hi")
+    assert result["status"] == "error" and result["error"]["kind"] == kind
+    assert result["error"]["next"]
+    assert session.wait("agent.error")["kind"] == kind
+
+
+def test_server_errors_are_retried_then_classified(session: Session,
+                                                   model: FakeModelServer) -> None:
+    model.push(anthropic_error(500, "api_error"), anthropic_text("recovered"))
+    assert session.turn("hi")["messages"][0]["content"][0]["text"] == "recovered"
+    model.push(*[anthropic_error(529, "overloaded_error")] * 3)
+    result = session.turn("again")
+    assert result["error"]["kind"] == "agent.server_error"
+
+
+def test_connection_cut_mid_stream_keeps_the_partial_text(session: Session,
+                                                          model: FakeModelServer) -> None:
+    model.push(anthropic_text("one ", "two ", "three").cut(4))
+    result = session.turn("hi")
+    assert result["status"] == "error" and result["error"]["partial"] is True
+    assert result["messages"][0]["content"][0]["text"].startswith("one")
+
+
+def test_malformed_sse_is_an_unexpected_response(session: Session,
+                                                 model: FakeModelServer) -> None:
+    model.push(Reply(chunks=(sse("message_start", "{not json"),)))
+    result = session.turn("hi")
+    assert result["status"] == "error"
+    assert result["error"]["kind"] == "agent.unexpected_response"
+
+
+def test_mid_stream_error_event(session: Session, model: FakeModelServer) -> None:
+    model.push(anthropic_stream_error("overloaded_error", "par", "tial"))
+    result = session.turn("hi")
+    assert result["status"] == "error" and result["error"]["kind"] == "agent.server_error"
+
+
+def test_huge_response_is_cut_off_with_a_classified_error(session: Session,
+                                                          model: FakeModelServer) -> None:
+    model.push(huge_sse(40 * 1024 * 1024))
+    result = session.turn("hi")
+    assert result["status"] == "error"
+    assert result["error"]["kind"] == "agent.unexpected_response"
+
+
+def test_a_second_message_while_a_turn_streams_is_busy(session: Session,
+                                                       model: FakeModelServer) -> None:
+    model.push(anthropic_text("slow").slow(hold_open=True))
+    turn, box = session.start_turn("first")
+    session.wait("agent.delta", turn=turn)
+    with pytest.raises(RioError) as err:
+        session.call("session.turn", {"turn": "other", "text": "second",
+                                      "messages": [{"role": "user", "content": "second"}]})
+    assert err.value.kind == "agent.busy"
+    session.call("session.stop", {})
+    box["thread"].join(10)
+
+
+def test_kill_9_mid_stream_then_the_next_turn_works(session: Session,
+                                                    model: FakeModelServer) -> None:
+    model.push(anthropic_text("before the crash").slow(hold_open=True))
+    turn, box = session.start_turn("hi")
+    session.wait("agent.delta", turn=turn)
+    pid = session.server.pids()[f"agent:{session.conversation}"]
+    os.kill(pid, signal.SIGKILL)
+    box["thread"].join(30)
+    assert box["error"].kind in ("bus.actor_dead", "bus.timeout")
+    model.push(anthropic_text("back again"))
+    assert wait_for(lambda: session.server.pids().get(f"agent:{session.conversation}")
+                    not in (None, pid), 20)
+    assert wait_for(session._up, 20)
+    result = session.turn("hello again")
+    assert result["status"] == "done"
+    assert result["messages"][0]["content"][0]["text"] == "back again"
+
+
+def test_session_refuses_another_conversations_requests(session: Session) -> None:
+    with pytest.raises(RioError):
+        session.server.call("session.status", {"conversation": "someone-else"}, timeout=3)
