@@ -220,8 +220,11 @@ class ChatClient:
         else:
             head = f"The agent proposes an edit to {data.get('path')}:"
         self._line(s("warn", head))
-        if data.get("danger"):
-            self._line(s("err", f"  ! {data['danger']}"))
+        danger = data.get("danger")
+        if danger:
+            why = danger.get("reason") or danger.get("rule") if isinstance(danger, Mapping) \
+                else danger
+            self._line(s("err", f"  ! dangerous: {why}"))
         if data.get("diff"):
             self._line(s.diff(str(data["diff"])))
         decision = self._decide(result)
