@@ -193,3 +193,68 @@ def test_without_an_instance_it_starts_one_and_stops_it_after(tmp_path):
 def test_an_unreachable_named_instance_exits_2(server):
     done = run_chat(server, "--instance", "no-such-instance", "hi")
     assert done.returncode == 2 and "no-such-instance" in done.stderr
+
+
+# --- end to end: the real session process and the loopback Anthropic server ---------------------
+
+@pytest.fixture(scope="module")
+def model():
+    from tests.fakes.model_servers import FakeModelServer
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory, model):
+    base = tmp_path_factory.mktemp("chat-e2e")
+    root = base / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    env = rio_env(base)   # strips the user's keys and endpoints; the fake's go back in
+    env.update({"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "test-key"})
+    srv = RioServer(root, base, env=env).start()
+    yield srv
+    srv.stop()
+
+
+def test_e2e_a_text_turn(real, model):
+    from tests.fakes.model_servers import anthropic_text
+    model.push(anthropic_text("Hello ", "from ", "the fake model."))
+    done = run_chat(real, "--approve", "yes", "hello")
+    assert done.returncode == 0, done.stderr
+    assert "Hello from the fake model." in done.stdout
+    sent = model.requests[-1]
+    assert sent.headers["x-api-key"] == "test-key"
+    assert sent.json["messages"][-1]["content"][0]["text"] == "hello"
+    assert "test-key" not in done.stdout + done.stderr
+
+
+def test_e2e_an_approved_edit_lands_in_the_buffer_as_one_undo_step(real, model):
+    from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
+    model.push(anthropic_tool_use("toolu_1", "propose_edit", {
+        "path": "notes.txt", "old_text": "beta", "new_text": "gamma"}, text="Editing."),
+        anthropic_text("Renamed."))
+    done = run_chat(real, "--approve", "yes", "rename beta to gamma")
+    assert done.returncode == 0, done.stderr
+    assert "Editing." in done.stdout and "Renamed." in done.stdout
+    assert "-beta" in done.stdout and "+gamma" in done.stdout and "applied" in done.stdout
+    buffers = [b for b in real.call("buffer.list") if b.get("path", "").endswith("notes.txt")]
+    assert len(buffers) == 1
+    buf = buffers[0]["buffer"]
+    assert real.call("buffer.text", {"buffer": buf})["text"] == "alpha\ngamma\n"
+    assert (real.root / "notes.txt").read_text() == "alpha\nbeta\n"   # unsaved: the user saves
+    assert real.call("buffer.info", {"buffer": buf})["undo_label"] == \
+        "Agent: rename beta to gamma"
+    real.call("buffer.close", {"buffer": buf, "discard": True})
+
+
+def test_e2e_approve_no_leaves_the_file_alone(real, model):
+    from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
+    model.push(anthropic_tool_use("toolu_2", "propose_edit", {
+        "path": "notes.txt", "old_text": "alpha", "new_text": "omega"}),
+        anthropic_text("Understood, leaving it."))
+    done = run_chat(real, "--approve", "no", "rename alpha")
+    assert done.returncode == 5, done.stderr
+    assert "Understood, leaving it." in done.stdout
+    assert not [b for b in real.call("buffer.list")
+                if b.get("path", "").endswith("notes.txt") and b.get("dirty")]
