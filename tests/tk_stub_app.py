@@ -119,7 +119,7 @@ class StubApp:
     def apply_settings(self) -> None:
         self.applied += 1
 
-    def show_status(self, message: str) -> None:
+    def set_message(self, message: str) -> None:
         self.status.append(message)
 
     def _on_changed(self, event: Any) -> None:

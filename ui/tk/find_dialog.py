@@ -8,8 +8,9 @@ origin, and the editor's replica applies it to the widget like any remote edit (
 Batches are only sent when the editor's replica has no unacknowledged keystroke, so the offsets
 computed from its text are exact at its ``version``.
 
-The editor is reached through :class:`EditorAccess`, which uses the EditorTab's own methods when
-it has them (``select_range``, ``cursor_offset``…) and falls back to the Tk Text widget.
+The editor is reached through :class:`EditorAccess`, which uses the EditorTab's own offset
+mapping when it has one (``offset``, ``index``, ``selection``, ``goto``: big documents show a
+window of rows, so Tk indices are not document positions) and falls back to the Tk Text widget.
 """
 
 from __future__ import annotations
@@ -63,11 +64,11 @@ class EditorAccess:
         return self.index.offset(line, col)
 
     def cursor(self) -> int:
-        fn = getattr(self.editor, "cursor_offset", None)
-        return int(fn()) if callable(fn) else self._offset("insert")
+        fn = getattr(self.editor, "offset", None)  # the EditorTab maps big-file windows too
+        return int(fn("insert")) if callable(fn) else self._offset("insert")
 
     def selection(self) -> tuple[int, int] | None:
-        fn = getattr(self.editor, "selection_range", None)
+        fn = getattr(self.editor, "selection", None)
         if callable(fn):
             sel = fn()
             return (int(sel[0]), int(sel[1])) if sel and sel[0] != sel[1] else None
@@ -76,22 +77,39 @@ class EditorAccess:
             return None
         return self._offset(str(ranges[0])), self._offset(str(ranges[1]))
 
+    def _tk_index(self, offset: int) -> str:
+        fn = getattr(self.editor, "index", None)
+        if not callable(fn):
+            return self.index.tk_index(offset)
+        found = fn(offset)
+        if found is None and callable(getattr(self.editor, "goto", None)):
+            # Outside a big file's window of rows: move the window there first.
+            line, col = self.index.position(offset)
+            self.editor.goto(line, col)
+            found = fn(offset)
+        return str(found) if found is not None else self.index.tk_index(offset)
+
     def select(self, start: int, end: int) -> None:
-        fn = getattr(self.editor, "select_range", None)
-        if callable(fn):
-            fn(start, end)
-            return
         w = self.widget
-        a, b = self.index.tk_index(start), self.index.tk_index(end)
+        a = self._tk_index(start)
+        b = self._tk_index(end) if end != start else a
         w.tag_remove("sel", "1.0", "end")
-        w.tag_add("sel", a, b)
+        if end != start:
+            w.tag_add("sel", a, b)
         w.mark_set("insert", b)
         w.see(a)
         w.see(b)
+        refresh = getattr(self.editor, "schedule_ui", None)
+        if callable(refresh):
+            refresh()
 
     def goto(self, line: int, col: int = 0) -> None:
-        offset = self.index.offset(line, col)
-        self.select(offset, offset)
+        fn = getattr(self.editor, "goto", None)
+        if callable(fn):
+            fn(line, col)
+        else:
+            offset = self.index.offset(line, col)
+            self.select(offset, offset)
         self.widget.focus_set()
 
 
@@ -117,8 +135,9 @@ class FindController:
         if self.on_message is not None:
             self.on_message(message, error)
         else:
-            status = getattr(self.app, "show_status", None)
-            if callable(status):
+            status = getattr(self.app, "set_message", None) or getattr(self.app, "show_status",
+                                                                         None)
+            if callable(status) and message:
                 status(message)
 
     def _editor(self) -> EditorAccess | None:

@@ -328,6 +328,19 @@ class OutputPane:
         self.on_run_exit: list[Any] = []
         app.conn.subscribe("run.", self._on_event)
 
+    def apply_theme(self) -> None:
+        """Follow a theme or font change (the app calls this from apply_settings)."""
+        c = self.colours = _theme_colours(self.app)
+        font = _fixed_font(self.app)
+        self.output.text.configure(bg=c["bg"], fg=c["fg"], insertbackground=c["fg"], font=font,
+                                   selectbackground=c["sel_bg"], selectforeground=c["sel_fg"])
+        self.output.text.tag_configure("stderr", foreground=c["error"])
+        self.find.text.configure(bg=c["field_bg"], fg=c["field_fg"], font=font,
+                                 selectbackground=c["sel_bg"], selectforeground=c["sel_fg"])
+        self.find.text.tag_configure("path", foreground=c["link"])
+        self.find.text.tag_configure("hit", background=c["hit"])
+        self.find.text.tag_configure("current", background=c["sel_bg"], foreground=c["sel_fg"])
+
     @property
     def root_path(self) -> Path:
         if self._root_path is None:
