@@ -307,3 +307,104 @@ def test_kill_9_mid_stream_then_the_next_turn_works(session: Session,
 def test_session_refuses_another_conversations_requests(session: Session) -> None:
     with pytest.raises(RioError):
         session.server.call("session.status", {"conversation": "someone-else"}, timeout=3)
+
+
+# --- end to end through the core's agent.* ops ------------------------------------------------
+
+class Chat:
+    def __init__(self, server: RioServer):
+        self.server = server
+        self.conn = server.connect("agent-e2e", subscribe=("agent.",))
+        self.events: list[tuple[str, dict]] = []
+        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        self.conversation = self.call("agent.new", {"title": "e2e"})["conversation"]
+
+    def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
+        return self.conn.call(op, args or {}, timeout=timeout)
+
+    def wait(self, topic: str, timeout: float = 30.0, **match: Any) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, data in self.events:
+                if t == topic and all(data.get(k) == v for k, v in match.items()):
+                    return data
+            self.conn.sub.poll(20)
+            self.conn.drain()
+        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
+
+    def send(self, text: str) -> str:
+        return self.call("agent.send", {"conversation": self.conversation, "text": text})["turn"]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.fixture
+def chat(server):
+    c = Chat(server)
+    yield c
+    c.close()
+
+
+def test_e2e_edit_approved_is_one_undo_step_and_history_is_recorded(
+        chat: Chat, model: FakeModelServer) -> None:
+    model.push(anthropic_tool_use("toolu_x", "propose_edit", {
+        "path": "notes.txt", "old_text": "beta", "new_text": "gamma"}),
+        anthropic_text("Replaced beta."))
+    turn = chat.send("replace beta with gamma")
+    proposal = chat.wait("agent.propose", turn=turn)
+    reply = chat.call("agent.approve", {"turn": turn, "proposal": proposal["proposal"],
+                                        "decision": "approve"})
+    assert reply["applied"] is True
+    assert chat.wait("agent.turn", turn=turn, state="done")
+    text, info = _buffer_text(chat.server, "notes.txt")
+    assert text == "alpha\ngamma\n"
+    assert info["undo_label"].startswith("Agent: replace beta")
+    history = chat.call("agent.history", {"conversation": chat.conversation})
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant", "user", "assistant"]
+    chat.server.call("buffer.undo", {"buffer": info["buffer"]})
+    assert _buffer_text(chat.server, "notes.txt")[0] == "alpha\nbeta\n"
+    chat.server.call("buffer.close", {"buffer": info["buffer"], "discard": True})
+
+
+def test_e2e_kill_9_mid_stream_keeps_the_conversation(chat: Chat, model: FakeModelServer,
+                                                      server: RioServer) -> None:
+    model.push(anthropic_text("streaming when killed").slow(hold_open=True))
+    turn = chat.send("first")
+    chat.wait("agent.delta", turn=turn)
+    name = f"agent:{chat.conversation}"
+    os.kill(server.pids()[name], signal.SIGKILL)
+    ended = chat.wait("agent.turn", turn=turn, state="error")
+    assert ended["error"]["kind"].startswith("agent.")
+    model.push(anthropic_text("I am back"))
+    second = chat.send("second")
+    assert chat.wait("agent.turn", turn=second, state="done", timeout=40)
+    history = chat.call("agent.history", {"conversation": chat.conversation})
+    texts = [m["content"][0].get("text") for m in history["messages"] if m["content"]]
+    assert "first" in texts and "second" in texts and "I am back" in texts
+
+
+def test_e2e_stop_button(chat: Chat, model: FakeModelServer) -> None:
+    model.push(anthropic_text("never ending").slow(hold_open=True))
+    turn = chat.send("go")
+    chat.wait("agent.delta", turn=turn)
+    chat.call("agent.stop", {"conversation": chat.conversation})
+    assert chat.wait("agent.turn", turn=turn, state="stopped", timeout=5)
+
+
+def test_e2e_new_message_while_a_proposal_waits_interrupts_it(chat: Chat,
+                                                              model: FakeModelServer) -> None:
+    model.push(anthropic_tool_use("toolu_i", "propose_edit", {
+        "path": "notes.txt", "old_text": "alpha", "new_text": "omega"}),
+        anthropic_text("Fine, something else then."))
+    first = chat.send("edit it")
+    chat.wait("agent.propose", turn=first)
+    second = chat.send("actually, don't")
+    assert chat.wait("agent.turn", turn=first, state="stopped")
+    assert chat.wait("agent.turn", turn=second, state="done")
+    sent = model.requests[-1].json["messages"]
+    results = [b for m in sent for b in m["content"] if isinstance(b, dict)
+               and b.get("type") == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_i"]
+    assert sent[-1]["role"] == "user" and "actually, don't" in str(sent[-1]["content"])
+    assert (chat.server.root / "notes.txt").read_text() == "alpha\nbeta\n"
