@@ -1,0 +1,123 @@
+"""`rio faults` end to end: short runs of each scenario family against the scratch instance it
+starts, the invariants read from its JSON, a deliberately broken invariant, and a run against
+an instance started by someone else (--instance)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support import REPO, RioServer, rio_env
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def faults(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+           hook: str | None = None) -> tuple[int, dict | None, str]:
+    env = dict(env or rio_env(tmp_path))
+    if hook:
+        env["RIO_FAULTS_TEST_HOOK"] = hook
+    proc = subprocess.run([sys.executable, "-m", "rio.cli", "faults", "--json", "--seed", "7",
+                           *args], env=env, capture_output=True, text=True, timeout=220,
+                          cwd=str(REPO))
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        data = None
+    return proc.returncode, data, proc.stderr
+
+
+def assert_clean(data: dict, scenarios: list[str], min_faults: int) -> None:
+    assert data["ok"] is True, json.dumps(data["scenarios"], indent=1)
+    totals = data["totals"]
+    assert totals["lost"] == totals["duplicated"] == totals["orphans"] == 0
+    assert totals["corrupt"] == 0 and data["shutdown_orphans"] == 0
+    assert totals["recovered"] == totals["faults"] >= min_faults
+    assert [s["scenario"] for s in data["scenarios"]] == scenarios
+    for s in data["scenarios"]:
+        assert s["runs"] == 2 and s["faults"] > 0 and s["worst_s"] is not None
+    assert data["edits_acked"] > 0
+
+
+def scenario_args(names: list[str]) -> list[str]:
+    return [a for n in names for a in ("--scenario", n)]
+
+
+def no_scratch_left(data: dict) -> None:
+    # every process of the scratch instance is gone (its name is in their argv)
+    for proc in psutil.process_iter(["cmdline"]):
+        assert data["instance"] not in " ".join(proc.info["cmdline"] or []), proc
+
+
+def test_process_kills_and_the_stop_sequence(tmp_path: Path) -> None:
+    names = ["kill", "stubborn", "forking"]
+    code, data, err = faults(tmp_path, "--runs", "2", *scenario_args(names))
+    assert code == 0 and data is not None, err
+    assert_clean(data, names, min_faults=2 * 7 + 2 + 4)
+    kinds = {f["target"] for f in data["faults"] if f["scenario"] == "kill"}
+    assert {"documents", "gate", "fake:stubborn-forking-2"} <= kinds
+    no_scratch_left(data)
+
+
+def test_hung_processes(tmp_path: Path) -> None:
+    code, data, err = faults(tmp_path, "--runs", "2", "--scenario", "hang")
+    assert code == 0 and data is not None, err
+    assert_clean(data, ["hang"], min_faults=14)
+    assert all(f["fault"] == "SIGSTOP" for f in data["faults"])
+
+
+def test_the_supervisor_killed(tmp_path: Path) -> None:
+    code, data, err = faults(tmp_path, "--runs", "2", "--scenario", "supervisor")
+    assert code == 0 and data is not None, err
+    assert_clean(data, ["supervisor"], min_faults=2)
+    no_scratch_left(data)
+
+
+def test_bus_faults_and_failing_saves(tmp_path: Path) -> None:
+    code, data, err = faults(tmp_path, "--runs", "2", "--scenario", "bus", "--scenario", "save")
+    assert code == 0 and data is not None, err
+    assert_clean(data, ["bus", "save"], min_faults=18 + 4)
+    assert {f["fault"] for f in data["faults"]} >= {"bus drop", "bus dup", "bus delay",
+                                                    "save ENOSPC", "save EIO"}
+
+
+def test_a_broken_invariant_fails_the_run(tmp_path: Path) -> None:
+    code, data, err = faults(tmp_path, "--runs", "1", "--scenario", "bus", hook="lose_edit")
+    assert code == 1, err
+    assert data is not None and data["ok"] is False
+    assert data["totals"]["lost"] >= 1
+
+
+def test_against_a_running_instance(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "mine.txt").write_text("the user's file\n")
+    srv = RioServer(root, tmp_path, extra_args=["--fault-injection"]).start()
+    try:
+        code, data, err = faults(tmp_path, "--instance", srv.name, "--runs", "1",
+                                 "--scenario", "kill", "--scenario", "supervisor",
+                                 "--scenario", "save", env=srv.env)
+        assert code == 0 and data is not None, err
+        skipped = {s["scenario"]: s["skipped"] for s in data["scenarios"]}
+        assert skipped["supervisor"] and not skipped["kill"] and not skipped["save"]
+        assert data["totals"]["faults"] == 4 + 2   # the core and 3 fake agents; two saves
+        # left as found: the user's file, no scratch file, no fake agent running
+        assert sorted(p.name for p in root.iterdir()) == ["mine.txt"]
+        running = [p["name"] for p in srv.call("system.status")["processes"]
+                   if p["state"] == "running"]
+        assert running == ["core"]
+        assert srv.call("buffer.list") == []
+    finally:
+        srv.stop()
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    code, _, err = faults(tmp_path, "--scenario", "meteor")
+    assert code == 3 and "meteor" in err
+    code, _, err = faults(tmp_path, "--instance", "nobody-here")
+    assert code == 2 and "nobody-here" in err
