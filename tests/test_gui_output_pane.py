@@ -79,6 +79,17 @@ def test_find_in_files_streams_results_and_a_click_opens_at_the_line(app):
     assert stub.opened[-1] == ("notes.txt", 2, 5)
 
 
+def test_find_in_files_sees_unsaved_edits_of_open_documents(app):
+    stub, pane, _ = app
+    stub.open_path("notes.txt")
+    editor = stub.active_editor()
+    editor.type(0, "xyzzy ")
+    editor.summary["dirty"] = True
+    assert pane.find.start("xyzzy")
+    assert stub.pump(lambda: not pane.find.running)
+    assert pane.find.text.get("1.0", "end-1c").strip() == "notes.txt:1:1: xyzzy call main() here"
+
+
 def test_a_bad_pattern_is_reported_not_raised(app):
     _, pane, _ = app
     pane.find.regex.set(True)

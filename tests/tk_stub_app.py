@@ -23,6 +23,7 @@ class StubEditor:
     def __init__(self, app: "StubApp", summary: dict[str, Any], text: str, version: int):
         self.app = app
         self.buffer_id = summary["buffer"]
+        self.summary = dict(summary)
         self.path = summary.get("path")
         self.text = tk.Text(app.root, undo=False)
         self.text.pack(fill="both", expand=True)

@@ -79,23 +79,28 @@ class FindInFilesTab:
         self.case = tk.BooleanVar(parent)
         self.word = tk.BooleanVar(parent)
         self.regex = tk.BooleanVar(parent)
-        ttk.Label(bar, text="Find:", underline=0).pack(side="left")
-        self.entry = ttk.Entry(bar, textvariable=self.pattern, width=28)
-        self.entry.pack(side="left", padx=(3, 8))
-        ttk.Label(bar, text="In:").pack(side="left")
-        ttk.Entry(bar, textvariable=self.folder, width=14).pack(side="left", padx=(3, 8))
-        ttk.Label(bar, text="Files:").pack(side="left")
-        ttk.Entry(bar, textvariable=self.globs, width=12).pack(side="left", padx=(3, 8))
-        for label, var in (("Case", self.case), ("Word", self.word), ("Regex", self.regex)):
-            ttk.Checkbutton(bar, text=label, variable=var).pack(side="left", padx=(0, 4))
-        self.find_button = ttk.Button(bar, text="Find", width=7, command=self.start)
-        self.find_button.pack(side="left", padx=(6, 2))
-        self.stop_button = ttk.Button(bar, text="Stop", width=7, command=self.stop,
+        # The buttons are packed first, from the right, so a narrow pane squeezes the entries
+        # and never hides Stop.
+        self.stop_button = ttk.Button(bar, text="Stop", width=6, command=self.stop,
                                       state="disabled")
-        self.stop_button.pack(side="left")
+        self.stop_button.pack(side="right")
+        self.find_button = ttk.Button(bar, text="Find", width=6, command=self.start)
+        self.find_button.pack(side="right", padx=(6, 2))
+        for label, var in (("Regex", self.regex), ("Word", self.word), ("Case", self.case)):
+            ttk.Checkbutton(bar, text=label, variable=var).pack(side="right", padx=(0, 4))
+        ttk.Label(bar, text="Find:", underline=0).pack(side="left")
+        self.entry = ttk.Entry(bar, textvariable=self.pattern, width=24)
+        self.entry.pack(side="left", padx=(3, 8), fill="x", expand=True)
+        ttk.Label(bar, text="In:").pack(side="left")
+        ttk.Entry(bar, textvariable=self.folder, width=10).pack(side="left", padx=(3, 8))
+        ttk.Label(bar, text="Files:").pack(side="left")
+        ttk.Entry(bar, textvariable=self.globs, width=10).pack(side="left", padx=(3, 8))
         self.entry.bind("<Return>", lambda e: self.start())
         self.entry.bind("<KP_Enter>", lambda e: self.start())
         self.entry.bind("<Escape>", lambda e: self.stop())
+        # Packed before the results so a short pane shrinks the list, not the status line.
+        self.status = ttk.Label(parent, text="", anchor="w", padding=(4, 1))
+        self.status.pack(side="bottom", fill="x")
 
         body = ttk.Frame(parent)
         body.pack(side="top", fill="both", expand=True)
@@ -119,8 +124,6 @@ class FindInFilesTab:
         self.text.bind("<Down>", lambda e: self.move(1))
         self.text.bind("<Up>", lambda e: self.move(-1))
         self.text.bind("<Key>", lambda e: "break" if e.char and e.char.isprintable() else None)
-        self.status = ttk.Label(parent, text="", anchor="w", padding=(4, 1))
-        self.status.pack(side="bottom", fill="x")
         self._current = -1
 
     # --- searching ---------------------------------------------------------------------------
@@ -351,7 +354,14 @@ class OutputPane:
         """Text of an open, modified buffer for ``rel`` (so Find in Files sees unsaved edits),
         when the app can say; None means read the file."""
         fn = getattr(self.app, "unsaved_text", None)
-        return fn(rel) if callable(fn) else None
+        if callable(fn):
+            return fn(rel)
+        for editor in list(getattr(self.app, "editors", {}).values()):
+            summary = getattr(editor, "summary", {}) or {}
+            replica = getattr(editor, "replica", None)
+            if replica is not None and summary.get("dirty") and summary.get("path") == rel:
+                return replica.text
+        return None
 
     def event_generate_done(self) -> None:
         try:
