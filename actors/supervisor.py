@@ -43,6 +43,7 @@ ops.define("system.restart", "Stop one process with the stop sequence and start 
            ops.Arg("again", bool, False, True, doc="false: stop it and leave it stopped"))
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+STARTING_PING_S = 0.05   # how often a process that has not answered yet is asked again
 
 
 @dataclass
@@ -218,14 +219,31 @@ class Supervisor:
             return
         if now - child.ping_sent_at < interval and child.ready:
             return
+        if not child.ready:
+            if now - child.started_at > 15:       # never came up at all
+                child.missed_pings = spec.ping_misses
+                child.last_exit = "hung: never answered a ping"
+                self._event(child, "hung")
+                process_control.stop(child.spawned, stdin_grace=0, term_grace=0.5,
+                                     kill_grace=1.0)
+                self._exited(child, None, now, hung=True)
+                return
+            if now - child.ping_sent_at < STARTING_PING_S:
+                return
 
         def answered(reply: Reply, child: Child = child) -> None:
-            if reply.ok and child.ping_outstanding == reply.id:
+            if child.ping_outstanding != reply.id:
+                return
+            if reply.ok:
                 child.ping_outstanding = None
                 child.missed_pings = 0
                 if not child.ready:
                     child.ready = True
                     self._event(child, "ready")
+            elif not child.ready:
+                # Not registered yet (bus.no_route): ask again soon rather than after a whole
+                # interval, so "ready" follows the process coming up within STARTING_PING_S.
+                child.ping_outstanding = None
 
         child.ping_sent_at = now
         child.ping_outstanding = self.conn.request("host.ping", {"process": child.spec.name},
