@@ -1,0 +1,117 @@
+"""UI-B's modules inside the real window (ui/tk/app.py with real EditorTabs) on a real core:
+Replace All through the EditorTab's offset mapping, a Find in Files click opening the file at
+the line, the Project menu's Run streaming into the Output tab."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rio.instance import project_state_dir
+from rio.runner import ProjectCommands, save_project_commands
+from tests.support import RioServer
+from ui.tk import find_dialog
+
+pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
+
+
+@pytest.fixture
+def desktop(tk_root, tmp_path, monkeypatch):
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("alpha beta\nbeta gamma\n" + "pad\n" * 200 +
+                                       "last beta\n")
+    (root / "notes.txt").write_text("beta here\n")
+    srv = RioServer(root, tmp_path).start()
+    for key in ("RIO_STATE_DIR", "RIO_CONFIG_DIR", "RIO_RUNTIME_DIR"):
+        monkeypatch.setenv(key, srv.env[key])
+    conn = srv.connect("ui")
+    from ui.tk.app import App
+    from ui.tk.bus_pump import BusPump
+    tk_root.geometry("1000x700")
+    app = App(tk_root, conn, project_root=str(root), instance=srv.name,
+              state_dir=project_state_dir(root))
+    pump = BusPump(tk_root, conn)
+    app.start([])
+    pump.start()
+    try:
+        yield app, srv
+    finally:
+        controller = getattr(app, "run_controller", None)
+        if controller is not None and app.output_pane.running():
+            controller.stop()
+            wait(tk_root, lambda: not app.output_pane.running(), 20)
+        pump.stop()
+        conn.close()
+        srv.stop()
+
+
+def wait(root, predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        root.update()
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return bool(predicate())
+
+
+def open_editor(app, path: str, line: int | None = None):
+    app.open_path(path, line)
+    assert wait(app.root, lambda: app.active_editor() is not None and app.active_editor().ready
+                and app.active_editor().summary.get("path") == path)
+    return app.active_editor()
+
+
+def test_plugins_are_installed_in_the_real_window(desktop):
+    app, _ = desktop
+    names = {c.name for c in app.commands}
+    assert {"search.find", "search.goto_line", "search.find_in_files", "project.run",
+            "project.set_commands", "project.refresh_tree"} <= names
+    assert app.output_pane is not None and app.project_tree is not None
+
+
+def test_replace_all_in_a_real_editor_is_one_undo_step(desktop):
+    app, srv = desktop
+    ed = open_editor(app, "src/a.py")
+    original = srv.call("buffer.text", {"buffer": ed.buffer_id})["text"]
+    c = find_dialog.controller_for(app)
+    c.pattern = "beta"
+    assert c.find() and ed.selection() == (6, 10)
+    c.replacement = "B"
+    assert c.replace_all() == 3
+    expected = original.replace("beta", "B")
+    assert wait(app.root, lambda: srv.call("buffer.text", {"buffer": ed.buffer_id})["text"]
+                == expected)
+    assert wait(app.root, lambda: ed.text.get("1.0", "end-1c") == expected)
+    srv.call("buffer.undo", {"buffer": ed.buffer_id})
+    assert srv.call("buffer.text", {"buffer": ed.buffer_id})["text"] == original
+    assert wait(app.root, lambda: ed.text.get("1.0", "end-1c") == original)
+
+
+def test_find_in_files_click_opens_the_file_at_the_line(desktop):
+    app, _ = desktop
+    pane = app.output_pane
+    app.invoke("search.find_in_files")
+    assert pane.find.start("beta")
+    assert wait(app.root, lambda: not pane.find.running)
+    rows = pane.find.text.get("1.0", "end-1c").splitlines()
+    assert rows[-1] == "src/a.py:203:6: last beta"
+    row = len(rows)
+    pane.find.text.see(f"{row}.0")
+    app.root.update()
+    x, y, _w, h = pane.find.text.bbox(f"{row}.2")
+    pane.find.text.event_generate("<Button-1>", x=x + 1, y=y + h // 2)
+    assert wait(app.root, lambda: app.active_editor() is not None
+                and app.active_editor().ready and app.active_editor().cursor() == (203, 5))
+
+
+def test_run_streams_into_the_output_tab(desktop):
+    app, srv = desktop
+    save_project_commands(project_state_dir(srv.root), ProjectCommands(
+        run="echo 'src/a.py:2:1: here'; exit 1"))
+    app.invoke("project.run")
+    pane = app.output_pane
+    assert wait(app.root, lambda: "exit code 1" in pane.output.text.get("1.0", "end"), 20)
+    assert pane.output.link_at("2.3") == ("src/a.py", 2, 1)
