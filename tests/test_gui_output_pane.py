@@ -143,3 +143,20 @@ def test_run_without_a_command_asks_for_one_and_saves_it(app, server):
     assert load_project_commands(project_state_dir(server.root)).build == "echo built-ok"
     assert stub.pump(lambda: "built-ok" in pane.output.text.get("1.0", "end"), 20)
     assert "> Build: echo built-ok" in pane.output.text.get("1.0", "end")
+
+
+def test_a_new_window_adopts_a_run_in_progress(app, server, tk_root):
+    stub, pane, controller = app
+    save_project_commands(project_state_dir(server.root), ProjectCommands(
+        run="echo first; sleep 300"))
+    controller.start("run")
+    assert stub.pump(lambda: "first" in pane.output.text.get("1.0", "end"), 20)
+    run = pane.current_run
+    # A second pane (as after a UI restart) follows the run and can stop it.
+    import tkinter as tk
+    holder = tk.Frame(tk_root)
+    other = output_pane.OutputPane(stub, holder)
+    assert stub.pump(lambda: other.current_run == run)
+    assert other.running()
+    project_commands.RunController(stub, other).stop()
+    assert stub.pump(lambda: "Stopped." in other.output.text.get("1.0", "end"), 20)

@@ -94,3 +94,14 @@ def test_refresh_shows_changes_and_keeps_folders_open(app, project):
     assert children(tree) == ["src", ".gitignore", "NEW.txt", "README.md"]
     assert children(tree, "src") == ["a.py", "c.py"]
     assert tree.tree.item("src", "open")
+
+
+def test_a_file_saved_under_a_new_name_appears(app, project):
+    tree = project_tree.install(app)
+    assert app.pump(lambda: "." in tree.loaded)
+    tree.expand("src")
+    assert app.pump(lambda: "src" in tree.loaded)
+    buf = app.conn.call("buffer.new", {"text": "new\n"})
+    app.conn.call("buffer.save", {"buffer": buf["buffer"], "path": "src/fresh.py"})
+    assert app.pump(lambda: tree.tree.exists("src/fresh.py"))
+    app.conn.call("buffer.close", {"buffer": buf["buffer"], "discard": True})

@@ -330,6 +330,19 @@ class OutputPane:
         self._held: OrderedDict[str, list[tuple[str, dict[str, Any]]]] = OrderedDict()
         self.on_run_exit: list[Any] = []
         app.conn.subscribe("run.", self._on_event)
+        app.conn.request("run.list", {}, self._adopt)
+
+    def _adopt(self, rep: Any) -> None:
+        """A window (re)started while a run goes on (the UI was restarted after a crash):
+        follow the newest running one, so its output shows and Stop reaches it."""
+        if not rep.ok or self.current_run is not None:
+            return
+        running = [r for r in thaw(rep.result) if r.get("state") == "running"]
+        if running:
+            record = max(running, key=lambda r: r.get("started_at", 0))
+            self.run_started(record, "Run")
+            self.output.write("> (output from before this window started is not shown)\n",
+                              "info", record["run"])
 
     def apply_theme(self) -> None:
         """Follow a theme or font change (the app calls this from apply_settings)."""

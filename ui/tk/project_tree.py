@@ -59,6 +59,9 @@ class ProjectTree:
         self.tree.bind("<Return>", self._on_enter)
         self.tree.bind("<KP_Enter>", self._on_enter)
         self.tree.bind("<F5>", lambda e: (self.refresh(), "break")[1])
+        # A file saved under a new name (Save As, an agent's new file) appears without a
+        # manual refresh when its folder is showing.
+        app.conn.subscribe("buffer.saved", self._on_saved)
         self.list_folder(".")
 
     # --- listing -------------------------------------------------------------------------------
@@ -167,6 +170,14 @@ class ProjectTree:
         self.loaded = {p for p in self.loaded if p in open_dirs}
         for path in open_dirs:
             self.list_folder(path)
+
+    def _on_saved(self, event: Any) -> None:
+        path = thaw(event.data).get("path")
+        if not isinstance(path, str) or self.tree.exists(path):
+            return
+        folder = path.rsplit("/", 1)[0] if "/" in path else "."
+        if folder in self.loaded and folder not in self.pending:
+            self.list_folder(folder)
 
     def select(self, path: str) -> None:
         if self.tree.exists(path):
