@@ -282,3 +282,31 @@ define("gate.turn", "A turn's life and counters: begin, end, model_request, tool
 define("gate.mode", "Get, or set, the gate's mode (review, auto_buffer, allow_all).",
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))
 define("gate.status", "The mode, the always-allowed pairs and the limits.")
+
+
+# --- ui.*: the desktop's control ops (ui/tk/control.py), served by the ui process ---------------
+# Tests and the screenshot script drive the real window with these; each does what a user would.
+
+define("ui.state", "What the desktop shows: tabs, active buffer, cursor, selection, status bar, "
+       "open dialogs, theme.")
+define("ui.type", "Type text into the active editor as keys would (Enter auto-indents, Tab "
+       "indents).", Arg("text", str))
+define("ui.key", "Send one key event to the focused editor (or the window).",
+       Arg("keysym", str, check=non_empty, doc="X keysym: Return, BackSpace, a, F3 ..."),
+       Arg("state", str, False, None, doc="modifiers: Control, Shift, Alt, Control-Shift ..."))
+define("ui.menu", "Invoke a menu item, as a click would.",
+       Arg("path", str, check=non_empty, doc='"Menu/Item" as shown, e.g. "File/Save As"'))
+define("ui.open", "Open a file in a tab; replies once it is loaded and editable.",
+       Arg("path", str, check=non_empty), Arg("line", int, False, None, doc="1-based"),
+       Arg("col", int, False, None, doc="1-based"))
+define("ui.dialog", "Open a dialog by name (open, save_as, preferences, about, shortcuts, find, "
+       "replace, goto, find_in_files, conflict, unsaved).", Arg("name", str, check=non_empty))
+define("ui.dialog_answer", "Fill an open dialog's fields and press one of its buttons.",
+       Arg("name", str, check=non_empty), Arg("button", str, check=non_empty),
+       Arg("fields", dict, False, None, doc="field name → value"))
+define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
+       Arg("path", str, check=non_empty, doc="where to write the PNG (absolute)"),
+       Arg("delay_ms", int, False, 150, check=non_negative, doc="let the window settle first"))
+define("ui.quit", "Quit the desktop as File → Exit does (unsaved-changes prompts included).",
+       Arg("force", bool, False, False, doc="quit without prompting; unsaved text stays in "
+                                            "the core"))

@@ -49,6 +49,8 @@ class Session:
     active: int = 0
     recent: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: Recovered buffers the user was already told about (a UI restart must not repeat it).
+    seen_recoveries: tuple[str, ...] = ()
 
     def with_recent(self, path: str) -> "Session":
         """``path`` moved to the front of the recent list (no duplicates, capped)."""
@@ -58,7 +60,8 @@ class Session:
     def to_json(self) -> dict[str, Any]:
         return {"version": VERSION, "layout": asdict(self.layout),
                 "documents": [asdict(d) for d in self.documents], "active": self.active,
-                "recent": list(self.recent), "settings": dict(self.settings)}
+                "recent": list(self.recent), "settings": dict(self.settings),
+                "seen_recoveries": list(self.seen_recoveries)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Session":
@@ -82,8 +85,9 @@ class Session:
         recent = tuple(p for p in (data.get("recent") or ()) if isinstance(p, str))[:MAX_RECENT]
         settings = data.get("settings") if isinstance(data.get("settings"), Mapping) else {}
         active = _typed(data.get("active"), int, 0)
+        seen = tuple(b for b in (data.get("seen_recoveries") or ()) if isinstance(b, str))
         return cls(layout, tuple(docs), active if 0 <= active < max(1, len(docs)) else 0,
-                   recent, dict(settings))
+                   recent, dict(settings), seen[-200:])
 
 
 def _typed(value: Any, kind: type, default: Any) -> Any:

@@ -1,0 +1,163 @@
+"""The real desktop under Xvfb, driven through its ui.* ops; assertions are on the CORE's state
+(buffer.text, bytes on disk), not on what the widget claims."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from desktop_support import RioDesktop
+from support import wait_for
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "hello.py").write_text("def hello():\n    return 1\n")
+    return root
+
+
+@pytest.fixture
+def desktop(project, tmp_path, display):
+    d = RioDesktop(project, tmp_path / "base", display, files=(str(project / "hello.py"),))
+    d.start()
+    yield d
+    d.stop()
+
+
+def _active(state):
+    return next(t for t in state["tabs"] if t["active"])
+
+
+@pytest.mark.timeout(90)
+def test_type_undo_save_reach_the_core_and_the_disk(desktop, project):
+    s = desktop.wait_active_ready()
+    tab = _active(s)
+    assert tab["name"] == "hello.py"
+    bid = tab["buffer"]
+    desktop.call("ui.key", {"keysym": "End", "state": "Control"})
+    desktop.call("ui.type", {"text": "x = 2"})
+    desktop.wait_text(bid, "def hello():\n    return 1\nx = 2")
+    # Enter after a colon indents: the auto-indent ran in the UI and reached the core.
+    desktop.call("ui.type", {"text": "\nif x:\nprint(x)"})
+    desktop.wait_text(bid, "def hello():\n    return 1\nx = 2\nif x:\n    print(x)")
+    s = desktop.wait_state(lambda s: _active(s)["dirty"])
+    assert s["status"]["modified"] == "Modified"
+    # Undo is the core's: it removes the last typing step, whatever the widget did.
+    before = desktop.text(bid)
+    desktop.call("ui.menu", {"path": "Edit/Undo"})
+    assert wait_for(lambda: desktop.text(bid) != before, 10)
+    undone = desktop.text(bid)
+    desktop.call("ui.key", {"keysym": "y", "state": "Control"})   # redo by key
+    desktop.wait_text(bid, before)
+    assert undone != before
+    desktop.call("ui.menu", {"path": "File/Save"})
+    assert wait_for(lambda: (project / "hello.py").read_bytes() == before.encode() + b"\n"
+                    or (project / "hello.py").read_bytes() == before.encode(), 10)
+    desktop.wait_state(lambda s: not _active(s)["dirty"])
+
+
+@pytest.mark.timeout(120)
+def test_ui_crash_restarts_and_rebuilds_its_tabs_with_nothing_lost(desktop, project):
+    tab = _active(desktop.wait_active_ready())
+    bid = tab["buffer"]
+    desktop.call("ui.type", {"text": "# unsaved\n"})
+    desktop.wait_text(bid, "# unsaved\ndef hello():\n    return 1\n")
+    old_pid = desktop.pids()["ui"]
+    os.kill(old_pid, signal.SIGKILL)
+    assert wait_for(lambda: desktop.pids().get("ui") not in (None, old_pid), 20)
+    s = desktop.wait_active_ready(40)
+    assert [t["buffer"] for t in s["tabs"]] == [bid]
+    assert _active(s)["dirty"] is True
+    desktop.call("ui.type", {"text": "more "})
+    assert wait_for(lambda: "more " in desktop.text(bid), 10)
+    assert desktop.text(bid).replace("more ", "", 1) == "# unsaved\ndef hello():\n    return 1\n"
+
+
+@pytest.mark.timeout(150)
+def test_core_kill_9_the_ui_resyncs_and_keeps_editing(desktop, project):
+    tab = _active(desktop.wait_active_ready())
+    bid = tab["buffer"]
+    desktop.call("ui.type", {"text": "A"})
+    desktop.wait_text(bid, "Adef hello():\n    return 1\n")
+    time.sleep(0.8)   # the journal flushes every 0.25 s
+    core = desktop.pids()["core"]
+    os.kill(core, signal.SIGKILL)
+    assert wait_for(lambda: desktop.pids().get("core") not in (None, core), 30)
+
+    def resynced(s):
+        t = _active(s)
+        return t["ready"] and "restarted" in s["status"]["message"]
+    s = desktop.wait_state(resynced, 40)
+    bid2 = _active(s)["buffer"]
+    assert desktop.text(bid2) == "Adef hello():\n    return 1\n"
+    desktop.call("ui.type", {"text": "B"})
+    desktop.wait_text(bid2, "ABdef hello():\n    return 1\n")
+
+
+@pytest.mark.timeout(90)
+def test_file_changed_on_disk_prompts_and_reload_takes_the_disk_text(desktop, project):
+    tab = _active(desktop.wait_active_ready())
+    bid = tab["buffer"]
+    time.sleep(1.1)   # a new mtime second, so the change is seen whatever the clock's grain
+    (project / "hello.py").write_text("changed outside\n")
+    s = desktop.wait_state(lambda s: any(d["name"] == "conflict" for d in s["dialogs_open"]))
+    conflict = next(d for d in s["dialogs_open"] if d["name"] == "conflict")
+    assert conflict["buttons"] == ["Reload", "Keep Mine", "Show Difference"]
+    desktop.call("ui.dialog_answer", {"name": "conflict", "button": "Reload"})
+    desktop.wait_text(bid, "changed outside\n")
+    desktop.call("ui.type", {"text": "Z"})
+    desktop.wait_text(bid, "Zchanged outside\n")
+
+
+@pytest.mark.timeout(90)
+def test_close_with_unsaved_changes_prompts_and_dont_save_discards(desktop, project):
+    tab = _active(desktop.wait_active_ready())
+    desktop.call("ui.type", {"text": "junk"})
+    desktop.wait_state(lambda s: _active(s)["dirty"])
+    desktop.call("ui.key", {"keysym": "w", "state": "Control"})
+    s = desktop.wait_state(lambda s: any(d["name"] == "unsaved" for d in s["dialogs_open"]))
+    desktop.call("ui.dialog_answer", {"name": "unsaved", "button": "Cancel"})
+    s = desktop.wait_state(lambda s: not s["dialogs_open"])
+    assert [t["buffer"] for t in s["tabs"]] == [tab["buffer"]]
+    desktop.call("ui.menu", {"path": "File/Close"})
+    desktop.wait_state(lambda s: any(d["name"] == "unsaved" for d in s["dialogs_open"]))
+    desktop.call("ui.dialog_answer", {"name": "unsaved", "button": "Don't Save"})
+    desktop.wait_state(lambda s: not s["tabs"])
+    assert desktop.call("buffer.list") == []
+    assert (project / "hello.py").read_text() == "def hello():\n    return 1\n"
+
+
+@pytest.mark.timeout(90)
+def test_save_as_with_encoding_and_line_endings(desktop, project):
+    tab = _active(desktop.wait_active_ready())
+    desktop.call("ui.dialog", {"name": "save_as"})
+    desktop.call("ui.dialog_answer", {"name": "save_as", "button": "Save",
+                                      "fields": {"path": "copy.py", "encoding": "utf-16-le",
+                                                 "newline": "crlf"}})
+    assert wait_for(lambda: (project / "copy.py").exists(), 10)
+    want = "def hello():\r\n    return 1\r\n".encode("utf-16-le")
+    # UTF-16 is written with its byte-order mark (the core's choice), then the text.
+    assert wait_for(lambda: (project / "copy.py").read_bytes().removeprefix(b"\xff\xfe")
+                    == want, 10)
+    s = desktop.wait_state(lambda s: _active(s)["name"] == "copy.py")
+    assert s["status"]["newline"] == "CRLF"
+
+
+@pytest.mark.timeout(90)
+def test_quit_ends_the_ui_with_code_0(desktop):
+    desktop.wait_active_ready()
+    desktop.call("ui.quit", {})
+
+    def ui_entry():
+        return next(p for p in desktop.call("system.status")["processes"] if p["name"] == "ui")
+    # The supervisor saw a clean exit: no restart (a crash would be restarted).
+    assert wait_for(lambda: ui_entry()["last_exit"] == "exit 0", 15), ui_entry()
+    time.sleep(0.5)
+    assert ui_entry()["state"] == "stopped" and ui_entry()["restarts"] == 0

@@ -1,0 +1,71 @@
+"""``python -m ui.tk --instance NAME [--open FILE]...``: the desktop process.
+
+Started (and restarted after a crash) by the supervisor in desktop mode. It connects to the
+instance's bus, serves the ``ui.*`` ops, rebuilds its tabs from the core and the saved session,
+and runs Tk's loop. Exit code 0 means the user quit; anything else is a crash the supervisor
+answers with a restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tkinter as tk
+from pathlib import Path
+
+from actors.bus import connect
+from rio.errors import RioError
+from rio.instance import find_instance, project_state_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ui.tk", description="Rio's desktop window")
+    parser.add_argument("--instance", default=os.environ.get("RIO_INSTANCE"))
+    parser.add_argument("--open", action="append", default=[], metavar="FILE")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
+                        format="%(asctime)s ui[%(process)d] %(name)s: %(message)s")
+    try:
+        info = find_instance(args.instance)
+        conn = connect(info, name="ui", timeout=10)
+    except RioError as err:
+        print(f"rio ui: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
+        return 1
+    try:
+        root = tk.Tk(className="Rio")
+    except tk.TclError as exc:
+        print(f"rio ui: cannot open a window: {exc}\n  Is DISPLAY set? `rio serve` runs "
+              "without a window.", file=sys.stderr)
+        conn.close()
+        return 1
+    # Imported after Tk is up: nothing here needs to run before the first window exists.
+    from ui.tk.app import App
+    from ui.tk.bus_pump import BusPump
+    from ui.tk.control import ControlServer
+
+    app = App(root, conn, project_root=info.root, instance=info.name,
+              state_dir=project_state_dir(Path(info.root)))
+    control = ControlServer(app)
+    pump = BusPump(root, conn)
+    control.register()
+    app.start([str(Path(p).resolve()) for p in args.open])
+    pump.start()
+    root.mainloop()
+    pump.stop()
+    app.save_session()
+    try:
+        conn.call("bus.unregister", {}, timeout=2)
+    except RioError:
+        pass
+    conn.close()
+    try:
+        root.destroy()
+    except tk.TclError:
+        pass
+    return app.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1090 @@
+"""The desktop's main window: menus, toolbar, tabs, panes, status bar — a client of the core.
+
+The window owns no document: every tab is an :class:`~ui.tk.editor.EditorTab` fed by the core
+over ``app.conn`` (drained from Tk's loop by ui/tk/bus_pump.py). What the window shows is
+generated from the command table (ui/tk/commands.py); what it remembers between runs is
+ui/tk/session.py. UI-B's modules (find dialog, output pane, project tree, run commands,
+preferences) plug in through the seams below and are imported lazily, so each side works alone:
+
+``open_path(path, line, col)``, ``active_editor()``, ``output_pane_slot``, ``tree_slot``,
+``conn``, ``register_command(name, label, accel, fn, menu=...)``, ``settings`` +
+``apply_settings()``, ``save_all()``, ``project_root``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import logging
+import os
+import subprocess
+import sys
+import tkinter as tk
+import tkinter.font as tkfont
+from pathlib import Path
+from tkinter import ttk
+from typing import Any, Callable
+
+from rio.errors import RioError, error_from_wire
+from rio.protocol import Reply, thaw
+from ui.tk import session as session_mod
+from ui.tk.commands import MENUS, Command, CommandTable, default_table, tk_sequences
+from ui.tk.dialogs import Dialog, Field, text_window
+from ui.tk.editor import EditorTab, install_editor_bindings
+from ui.tk.fonts import install_named_fonts
+from ui.tk.icons import ICON_NAMES, icon
+from ui.tk.theme import THEMES, apply_theme
+
+log = logging.getLogger("rio.ui")
+
+DEFAULT_SETTINGS: dict[str, Any] = {"font": "", "size": 0, "tab_width": 4, "use_spaces": True,
+                                    "theme": "classic", "wrap": False, "line_numbers": True}
+ENCODINGS = ("utf-8", "utf-8-sig", "utf-16-le", "utf-16-be", "latin-1")
+NEWLINES = ("lf", "crlf", "cr")
+TEXT_ONLY_IN_ENTRIES = {"edit.cut", "edit.copy", "edit.paste", "edit.select_all", "edit.undo",
+                        "edit.redo"}
+MIN_ZOOM, MAX_ZOOM = 6, 40
+
+
+class Tooltip:
+    """A yellow '90s tooltip after half a second of hovering."""
+
+    def __init__(self, widget: tk.Misc, text: str, app: "App"):
+        self.widget, self.text, self.app = widget, text, app
+        self.tip: tk.Toplevel | None = None
+        self.job: str | None = None
+        widget.bind("<Enter>", self._enter, add="+")
+        widget.bind("<Leave>", self._leave, add="+")
+        widget.bind("<ButtonPress>", self._leave, add="+")
+
+    def _enter(self, _e: tk.Event) -> None:
+        self.job = self.widget.after(500, self.show)
+
+    def _leave(self, _e: tk.Event) -> None:
+        if self.job:
+            self.widget.after_cancel(self.job)
+            self.job = None
+        if self.tip is not None:
+            self.tip.destroy()
+            self.tip = None
+
+    def show(self) -> None:
+        self.job = None
+        if self.tip is not None:
+            return
+        x = self.widget.winfo_rootx() + 4
+        y = self.widget.winfo_rooty() + self.widget.winfo_height() + 4
+        self.tip = tk.Toplevel(self.widget)
+        self.tip.wm_overrideredirect(True)
+        self.tip.geometry(f"+{x}+{y}")
+        tk.Label(self.tip, text=self.text, background=self.app.theme.tooltip_bg,
+                 foreground=self.app.theme.text_fg, relief="solid", bd=1, padx=4,
+                 font="TkTooltipFont").pack()
+
+
+class App:
+    def __init__(self, root: tk.Tk, conn: Any, *, project_root: str, instance: str,
+                 state_dir: Path | None = None):
+        self.root = root
+        self.conn = conn
+        self.project_root = project_root
+        self.instance = instance
+        self.state_dir = state_dir
+        self.session = session_mod.load(state_dir) if state_dir else session_mod.Session()
+        self.settings: dict[str, Any] = {**DEFAULT_SETTINGS, **dict(self.session.settings),
+                                         **_saved_preferences()}
+        self.commands: CommandTable = default_table()
+        self.editors: dict[str, EditorTab] = {}
+        self.dialogs: dict[str, Dialog] = {}
+        self.message = tk.StringVar(root, "Ready")
+        self._bound_sequences: set[str] = set()
+        self._toggle_vars: dict[str, tk.BooleanVar] = {}
+        self.quitting = False
+        self.exit_code = 0
+        self.theme = apply_theme(root, self.settings.get("theme", "classic"))
+        editor_choice, ui_choice = install_named_fonts(root)
+        self._ui_family = ui_choice.family
+        self.settings["font"] = self.settings.get("font") or editor_choice.family
+        self.settings["size"] = int(self.settings.get("size") or editor_choice.size)
+        self.editor_font = tkfont.Font(root, family=self.settings["font"],
+                                       size=self.settings["size"])
+        self._zoom_base = self.settings["size"]
+        root.title(f"Rio — {Path(project_root).name}")
+        root.geometry(self.session.layout.geometry)
+        root.minsize(480, 320)
+        self._build()
+        self._bind_handlers()
+        install_editor_bindings(root, self)
+        self.rebuild_menus()
+        self.rebuild_toolbar()
+        root.protocol("WM_DELETE_WINDOW", self.quit)
+        self._install_plugins()
+
+    # --- building the window ---------------------------------------------------------------------
+    def _build(self) -> None:
+        root = self.root
+        self.menubar = tk.Menu(root, tearoff=False)
+        root.configure(menu=self.menubar)
+        self.toolbar = ttk.Frame(root, style="Raised.TFrame", padding=(2, 2))
+        self.toolbar.pack(side="top", fill="x")
+        self.status = ttk.Frame(root, padding=(2, 2))
+        self.status.pack(side="bottom", fill="x")
+        self._build_status()
+        lay = self.session.layout
+        self.hpane = tk.PanedWindow(root, orient="horizontal", sashwidth=5, bd=0,
+                                    sashrelief="raised", background=self.theme.face)
+        self.hpane.pack(side="top", fill="both", expand=True, padx=2, pady=(2, 0))
+        self.tree_slot = ttk.Frame(self.hpane, style="Sunken.TFrame", width=lay.tree_width)
+        self.vpane = tk.PanedWindow(self.hpane, orient="vertical", sashwidth=5, bd=0,
+                                    sashrelief="raised", background=self.theme.face)
+        self.hpane.add(self.tree_slot, minsize=80, width=lay.tree_width)
+        self.hpane.add(self.vpane, minsize=200)
+        self.notebook = ttk.Notebook(self.vpane, takefocus=False)
+        self.output_pane_slot = ttk.Frame(self.vpane, style="Sunken.TFrame",
+                                          height=lay.output_height)
+        self.vpane.add(self.notebook, minsize=120, stretch="always")
+        self.vpane.add(self.output_pane_slot, minsize=40, height=lay.output_height)
+        self.notebook.bind("<<NotebookTabChanged>>", lambda e: self._on_tab_changed())
+        self.notebook.bind("<Button-2>", self._on_middle_click)
+        self._tree_placeholder = ttk.Label(self.tree_slot, text="", anchor="nw")
+        self._tree_placeholder.pack(fill="both", expand=True)
+
+    def _build_status(self) -> None:
+        s = self.status
+        self.status_vars = {k: tk.StringVar(self.root, "") for k in
+                            ("position", "selection", "encoding", "newline", "mode", "modified",
+                             "agent")}
+        ttk.Label(s, textvariable=self.message, style="Status.TLabel", anchor="w").pack(
+            side="left", fill="x", expand=True)
+        widths = {"position": 16, "selection": 10, "encoding": 9, "newline": 5, "mode": 4,
+                  "modified": 9}
+        for key in ("position", "selection", "encoding", "newline", "mode", "modified"):
+            ttk.Label(s, textvariable=self.status_vars[key], style="Status.TLabel",
+                      width=widths[key], anchor="center").pack(side="left", padx=(2, 0))
+        self.agent_slot = ttk.Frame(s)
+        self.agent_slot.pack(side="left", padx=(2, 0))
+        ttk.Label(self.agent_slot, textvariable=self.status_vars["agent"],
+                  style="Status.TLabel", width=12, anchor="center").pack()
+        self.status_vars["agent"].set("No agent")
+        ttk.Sizegrip(s).pack(side="right", anchor="se")
+
+    def ui_font_family(self) -> str:
+        return self._ui_family
+
+    def editor_font_tuple(self) -> tuple[str, int]:
+        return (str(self.editor_font.cget("family")), int(self.editor_font.cget("size")))
+
+    # --- the command table → menus, toolbar, keys ------------------------------------------------
+    def register_command(self, name: str, label: str, accel: str, fn: Callable[[], object],
+                         menu: str = "", icon: str | None = None, toggle: str | None = None,
+                         group: int | None = None) -> Command:
+        """Add or replace a command; menus, toolbar and keys follow."""
+        old = self.commands.get(name) if name in self.commands else None
+        cmd = Command(name, label, menu or (old.menu if old else ""), accel,
+                      icon if icon is not None else (old.icon if old else None),
+                      group if group is not None else (old.group if old else 9),
+                      toggle if toggle is not None else (old.toggle if old else None), fn)
+        self.commands.add(cmd)
+        if hasattr(self, "menubar"):
+            self.rebuild_menus()
+            if cmd.icon:
+                self.rebuild_toolbar()
+        return cmd
+
+    def invoke(self, name: str) -> object:
+        cmd = self.commands.get(name)
+        if cmd.handler is None:
+            self.set_message(f"{cmd.text}: not available in this build.")
+            return None
+        try:
+            return cmd.handler()
+        except RioError as err:
+            self.show_error(err)
+        return None
+
+    def rebuild_menus(self) -> None:
+        bar = self.menubar
+        bar.delete(0, "end")
+        for menu_name, label in MENUS:
+            entries = self.commands.menu(menu_name)
+            if not entries:
+                continue
+            m = tk.Menu(bar, tearoff=False, name=menu_name.lower())
+            text, underline = _mn(label)
+            bar.add_cascade(label=text, underline=underline, menu=m)
+            for cmd in entries:
+                if cmd is None:
+                    m.add_separator()
+                elif cmd.name == "file.recent":
+                    self.recent_menu = tk.Menu(m, tearoff=False, name="recent")
+                    m.add_cascade(label=cmd.text, underline=cmd.underline, menu=self.recent_menu)
+                    self._fill_recent()
+                elif cmd.toggle:
+                    var = self._toggle_vars.setdefault(cmd.toggle, tk.BooleanVar(self.root))
+                    m.add_checkbutton(label=cmd.text, underline=cmd.underline,
+                                      accelerator=cmd.accel, variable=var,
+                                      command=lambda n=cmd.name: self.invoke(n))
+                else:
+                    m.add_command(label=cmd.text, underline=cmd.underline,
+                                  accelerator=cmd.accel,
+                                  command=lambda n=cmd.name: self.invoke(n))
+        self._sync_toggles()
+        self._bind_keys()
+
+    def _fill_recent(self) -> None:
+        menu = self.recent_menu
+        menu.delete(0, "end")
+        if not self.session.recent:
+            menu.add_command(label="(none)", state="disabled")
+        for i, path in enumerate(self.session.recent):
+            label = f"{i + 1} {path}" if i < 9 else path
+            menu.add_command(label=label, underline=0 if i < 9 else -1,
+                             command=lambda p=path: self.open_path(p))
+
+    def _bind_keys(self) -> None:
+        for cmd in self.commands:
+            for seq in tk_sequences(cmd.accel):
+                if seq in self._bound_sequences:
+                    continue
+                self._bound_sequences.add(seq)
+                self.root.bind_class("RioKeys", seq, lambda e, s=seq: self._key(e, s, True))
+                self.root.bind(seq, lambda e, s=seq: self._key(e, s, False))
+
+    def _key(self, event: tk.Event, seq: str, in_editor: bool) -> str | None:
+        cmd = next((c for c in self.commands if seq in tk_sequences(c.accel)), None)
+        if cmd is None:
+            return None
+        if not in_editor and cmd.name in TEXT_ONLY_IN_ENTRIES and \
+                event.widget.winfo_class() in ("Entry", "TEntry", "TCombobox", "Spinbox",
+                                               "TSpinbox", "Text"):
+            return None  # an entry's own clipboard keys, not the editor's
+        self.invoke(cmd.name)
+        return "break"
+
+    def rebuild_toolbar(self) -> None:
+        for w in self.toolbar.winfo_children():
+            w.destroy()
+        self._icons = []
+        for cmd in self.commands.toolbar():
+            if cmd is None:
+                ttk.Separator(self.toolbar, orient="vertical").pack(side="left", fill="y",
+                                                                     padx=4, pady=2)
+                continue
+            if cmd.icon not in ICON_NAMES:
+                continue
+            img = icon(cmd.icon, self.theme.name, self.root)
+            self._icons.append(img)
+            b = ttk.Button(self.toolbar, image=img, style="Toolbutton", takefocus=False,
+                           command=lambda n=cmd.name: self.invoke(n), name=f"tb_{cmd.icon}")
+            b.pack(side="left", padx=1)
+            Tooltip(b, cmd.tooltip, self)
+
+    def _bind_handlers(self) -> None:
+        h: dict[str, Callable[[], object]] = {
+            "file.new": self.new_file, "file.open": self.open_dialog,
+            "file.open_folder": self.open_folder_dialog, "file.save": self.save_active,
+            "file.save_as": self.save_as_active, "file.save_all": self.save_all,
+            "file.revert": self.revert_active, "file.close": self.close_active,
+            "file.quit": self.quit,
+            "edit.undo": lambda: self._undo("buffer.undo"),
+            "edit.redo": lambda: self._undo("buffer.redo"),
+            "edit.cut": lambda: self._virtual("<<Cut>>"),
+            "edit.copy": lambda: self._virtual("<<Copy>>"),
+            "edit.paste": lambda: self._virtual("<<Paste>>"),
+            "edit.select_all": self._select_all,
+            "edit.indent": lambda: self._with_editor(lambda e: e.block_indent(False)),
+            "edit.dedent": lambda: self._with_editor(lambda e: e.block_indent(True)),
+            "edit.comment": lambda: self._with_editor(EditorTab.toggle_comment),
+            "edit.overwrite": lambda: self._with_editor(EditorTab.toggle_overwrite),
+            "edit.preferences": self.preferences,
+            "search.bookmark_toggle": lambda: self._with_editor(EditorTab.toggle_bookmark),
+            "search.bookmark_next": lambda: self._with_editor(lambda e: e.next_bookmark()),
+            "search.bookmark_prev": lambda: self._with_editor(lambda e: e.next_bookmark(True)),
+            "view.wrap": lambda: self._toggle_setting("wrap"),
+            "view.line_numbers": lambda: self._toggle_setting("line_numbers"),
+            "view.zoom_in": lambda: self.zoom(+1), "view.zoom_out": lambda: self.zoom(-1),
+            "view.zoom_reset": lambda: self.zoom(0),
+            "view.theme_classic": lambda: self.set_theme("classic"),
+            "view.theme_dark": lambda: self.set_theme("dark"),
+            "view.next_tab": lambda: self.cycle_tab(+1),
+            "view.prev_tab": lambda: self.cycle_tab(-1),
+            "help.shortcuts": self.show_shortcuts, "help.about": self.show_about,
+        }
+        for name, fn in h.items():
+            self.commands.bind(name, fn)
+
+    def _install_plugins(self) -> None:
+        """UI-B's modules, when present. Each is optional: a missing or broken one costs only
+        its own feature, never the window."""
+        def attempt(what: str, fn: Callable[[], object]) -> object:
+            try:
+                return fn()
+            except ImportError:
+                return None
+            except Exception:  # noqa: BLE001 -- a plug-in's bug must not stop the editor
+                log.exception("could not install %s", what)
+                return None
+
+        def find() -> object:
+            from ui.tk import find_dialog
+            return find_dialog.install(self)
+
+        def output() -> object:
+            from ui.tk import output_pane
+            return output_pane.install(self)
+
+        def tree() -> object:
+            from ui.tk import project_tree
+            self._tree_placeholder.destroy()
+            return project_tree.install(self)
+
+        attempt("find dialog", find)
+        self.output_pane = attempt("output pane", output)
+        if self.output_pane is not None:
+            def project() -> object:
+                from ui.tk import project_commands
+                return project_commands.install(self, self.output_pane)
+            attempt("run commands", project)
+        attempt("project tree", tree)
+
+    # --- tabs ------------------------------------------------------------------------------------
+    def active_editor(self) -> EditorTab | None:
+        try:
+            current = self.notebook.select()
+        except tk.TclError:
+            return None
+        if not current:
+            return None
+        widget = self.root.nametowidget(current)
+        return widget if isinstance(widget, EditorTab) else None
+
+    def tabs(self) -> list[EditorTab]:
+        return [self.root.nametowidget(t) for t in self.notebook.tabs()]
+
+    def add_tab(self, summary: dict[str, Any], *, select: bool = True,
+                cursor: tuple[int, int, int] | None = None) -> EditorTab:
+        bid = summary["buffer"]
+        ed = self.editors.get(bid)
+        if ed is None:
+            ed = EditorTab(self.notebook, self, summary)
+            self.editors[bid] = ed
+            self.notebook.add(ed, text=self._tab_title(ed))
+            ed.load(cursor)
+        if select:
+            self.notebook.select(ed)
+            ed.text.focus_set()
+        return ed
+
+    def _tab_title(self, ed: EditorTab) -> str:
+        name = ed.summary.get("name") or "Untitled"
+        return f" {name} * " if ed.summary.get("dirty") else f" {name} "
+
+    def remove_tab(self, ed: EditorTab) -> None:
+        self.editors.pop(ed.buffer_id, None)
+        try:
+            self.notebook.forget(ed)
+        except tk.TclError:
+            pass
+        ed.destroy()
+        self._on_tab_changed()
+        self.save_session()
+
+    def cycle_tab(self, step: int) -> None:
+        tabs = self.notebook.tabs()
+        if not tabs:
+            return
+        i = tabs.index(self.notebook.select()) if self.notebook.select() in tabs else 0
+        self.notebook.select(tabs[(i + step) % len(tabs)])
+        ed = self.active_editor()
+        if ed is not None:
+            ed.text.focus_set()
+
+    def _on_middle_click(self, event: tk.Event) -> None:
+        try:
+            index = self.notebook.index(f"@{event.x},{event.y}")
+        except tk.TclError:
+            return
+        tabs = self.notebook.tabs()
+        if 0 <= index < len(tabs):
+            self.close_editor(self.root.nametowidget(tabs[index]))
+
+    def _on_tab_changed(self) -> None:
+        ed = self.active_editor()
+        if ed is not None:
+            self.root.title(f"{ed.summary.get('name') or 'Untitled'} — Rio — "
+                            f"{Path(self.project_root).name}")
+            self.on_cursor(ed)
+        else:
+            self.root.title(f"Rio — {Path(self.project_root).name}")
+            for k in ("position", "selection", "encoding", "newline", "mode", "modified"):
+                self.status_vars[k].set("")
+
+    # --- editor callbacks ----------------------------------------------------------------------
+    def on_editor_state(self, ed: EditorTab) -> None:
+        if ed.buffer_id not in self.editors or self.editors[ed.buffer_id] is not ed:
+            return
+        try:
+            self.notebook.tab(ed, text=self._tab_title(ed))
+        except tk.TclError:
+            return
+        if ed is self.active_editor():
+            self.on_cursor(ed)
+
+    def on_cursor(self, ed: EditorTab) -> None:
+        if ed is not self.active_editor():
+            return
+        line, col = ed.cursor()
+        v = self.status_vars
+        v["position"].set(f"Ln {line}, Col {col + 1}")
+        n = ed.selection_size() if ed.ready else 0
+        v["selection"].set(f"Sel {n}" if n else "")
+        fmt = ed.summary.get("format") or {}
+        v["encoding"].set(str(fmt.get("encoding") or "utf-8").upper())
+        v["newline"].set(newline_name(fmt.get("newline")).upper())
+        v["mode"].set("OVR" if ed.overwrite else "INS")
+        v["modified"].set("Modified" if ed.summary.get("dirty") else "")
+        self._sync_toggles()
+
+    def buffer_lost(self, ed: EditorTab, err: RioError) -> None:
+        """The core no longer knows this buffer (a core restart lost a clean document)."""
+        path = ed.summary.get("path")
+        if path:
+            def got(reply: Reply) -> None:
+                if reply.ok:
+                    summary = thaw(reply.result)
+                    self.editors.pop(ed.buffer_id, None)
+                    self.editors[summary["buffer"]] = ed
+                    ed.rebind(summary)
+                else:
+                    self.show_error(error_from_wire(thaw(reply.error)))
+            self.conn.request("buffer.open", {"path": path}, got)
+            return
+        # Untitled and gone: give the user the text back as a new buffer.
+        text = ed.replica.text if ed.replica is not None else ""
+
+        def made(reply: Reply) -> None:
+            if reply.ok:
+                summary = thaw(reply.result)
+                self.editors.pop(ed.buffer_id, None)
+                self.editors[summary["buffer"]] = ed
+                ed.rebind(summary)
+        self.conn.request("buffer.new", {"text": text}, made)
+
+    def show_error(self, err: RioError) -> None:
+        self.set_message(f"{err.message} {err.next}")
+        Dialog(self, "error", "Rio", err.message, ["OK"], lambda b, v: None,
+               detail=f"{err.next}\n({err.kind})", icon="error")
+
+    def set_message(self, text: str) -> None:
+        self.message.set(text)
+
+    # --- files -----------------------------------------------------------------------------------
+    def new_file(self) -> None:
+        self._request("buffer.new", {}, lambda s: self.add_tab(s))
+
+    def open_path(self, path: str, line: int | None = None, col: int | None = None,
+                  then: Callable[[EditorTab], object] | None = None,
+                  fail: Callable[[RioError], object] | None = None) -> None:
+        """Open (or switch to) a file of the project; optionally put the cursor at line/col
+        (1-based, as file:line:col references give them). ``then(editor)`` once it is live."""
+        def opened(summary: dict[str, Any]) -> None:
+            ed = self.add_tab(summary)
+            if line is not None:
+                ed.goto(int(line), max(0, int(col or 1) - 1) if col else 0)
+            if summary.get("path"):
+                self.session = self.session.with_recent(summary["path"])
+                self._fill_recent()
+            self.save_session()
+            if then is not None:
+                ed.when_ready(lambda: then(ed))
+        self._request("buffer.open", {"path": str(path)}, opened, fail)
+
+    # --- start-up, events, resync -------------------------------------------------------------------
+    def start(self, requested: list[str] = ()) -> None:
+        """Rebuild the tabs from the core (a UI restart loses nothing) and the session."""
+        self.conn.subscribe("buffer.", self._on_buffer_event)
+        self.conn.subscribe("system.process", self._on_process)
+        self.conn.on_gap = lambda topic, expected, got: self.resync_all()
+        buffers = list(self.conn.call("buffer.list"))
+        try:
+            recovered = self.conn.call("buffer.recover")
+        except RioError:
+            recovered = {"buffers": [], "count": 0}
+        by_id = {b["buffer"]: b for b in buffers}
+        plans, active = session_mod.restore_plan(self.session, buffers, requested)
+        built: list[EditorTab | None] = [None] * len(plans)
+
+        def select_active() -> None:
+            target = built[active] if active < len(built) else None
+            if target is not None:
+                self.notebook.select(target)
+                target.text.focus_set()
+
+        for i, plan in enumerate(plans):
+            cursor = (plan.line, plan.col, plan.top)
+            if plan.buffer and plan.buffer in by_id:
+                built[i] = self.add_tab(by_id[plan.buffer], select=False, cursor=cursor)
+            elif plan.path:
+                def opened(summary: dict[str, Any], i: int = i, cursor=cursor) -> None:
+                    built[i] = self.add_tab(summary, select=False, cursor=cursor)
+                    if i == active:
+                        select_active()
+
+                def missing(err: RioError, path: str = plan.path) -> None:
+                    self.set_message(f"Could not reopen {path}: {err.message}")
+                self._request("buffer.open", {"path": plan.path}, opened, missing)
+        select_active()
+        self._recovered_notice(recovered)
+        self.save_session()
+
+    def _recovered_notice(self, report: dict[str, Any]) -> None:
+        ids = [b["buffer"] for b in report.get("buffers") or ()]
+        new = [i for i in ids if i not in self.session.seen_recoveries]
+        failures = report.get("failures") or ()
+        if not new and not failures:
+            return
+        self.session = dataclasses.replace(
+            self.session, seen_recoveries=(self.session.seen_recoveries + tuple(new))[-200:])
+        names = [b.get("name") or b["buffer"] for b in report.get("buffers") or ()
+                 if b["buffer"] in new]
+        n = len(new)
+        msg = f"Recovered {n} unsaved document{'s' if n != 1 else ''}"
+        self.set_message(msg + ".")
+        detail = ("Rio stopped unexpectedly last time. Your unsaved changes were brought back "
+                  "and are open in tabs: " + ", ".join(names) + ". Save them to keep them.")
+        if failures:
+            detail += f"\n{len(failures)} journal(s) could not be read; they are kept in the " \
+                      "state folder."
+        Dialog(self, "recovered", "Rio", msg, ["OK"], lambda b, v: None, detail=detail)
+
+    def _on_buffer_event(self, event: Any) -> None:
+        data = thaw(event.data)
+        ed = self.editors.get(data.get("buffer", ""))
+        topic = event.topic
+        if topic == "buffer.changed":
+            if ed is not None:
+                ed.on_changed(data)
+        elif topic == "buffer.saved" and ed is not None:
+            ed.update_summary(data)
+        elif topic == "buffer.closed" and ed is not None:
+            self.remove_tab(ed)
+        elif topic == "buffer.conflict" and ed is not None:
+            self.conflict_prompt(ed)
+        elif topic == "buffer.recovered":
+            self._recovered_notice(data)
+
+    def _on_process(self, event: Any) -> None:
+        data = thaw(event.data)
+        if data.get("name") != "core":
+            return
+        what = data.get("event")
+        if what in ("exited", "hung"):
+            self._core_down = True
+            self.set_message("The core stopped; Rio is restarting it…")
+        elif what == "ready" and getattr(self, "_core_down", False):
+            # Only after a stop we saw: the first "ready" of a fresh start changes nothing.
+            self._core_down = False
+            self.set_message("The core restarted; documents were reloaded from it.")
+            self.resync_all()
+        elif what == "gave_up":
+            self.set_message("The core keeps failing; see `rio status`. Unsaved work is in "
+                             "the journal.")
+
+    def resync_all(self) -> None:
+        for ed in list(self.editors.values()):
+            ed.resync()
+
+    def _request(self, op: str, args: dict[str, Any], ok: Callable[[Any], object],
+                 fail: Callable[[RioError], object] | None = None, timeout: float = 30) -> None:
+        def done(reply: Reply) -> None:
+            if reply.ok:
+                ok(thaw(reply.result))
+            else:
+                err = error_from_wire(thaw(reply.error))
+                (fail or self.show_error)(err)
+        self.conn.request(op, args, done, timeout=timeout)
+
+    def open_dialog(self) -> None:
+        here = self.active_editor()
+        start = os.path.dirname(here.summary.get("path") or "") if here else ""
+        listing = tk.StringVar(self.root)
+        holder: dict[str, tk.Listbox] = {}
+
+        def body(frame: ttk.Frame) -> None:
+            lb = tk.Listbox(frame, height=12, width=60, activestyle="dotbox")
+            sb = ttk.Scrollbar(frame, orient="vertical", command=lb.yview)
+            lb.configure(yscrollcommand=sb.set, listvariable=listing)
+            lb.pack(side="left", fill="both", expand=True)
+            sb.pack(side="right", fill="y")
+            holder["lb"] = lb
+
+        def answer(button: str, values: dict[str, str]) -> None:
+            if button == "Open" and values.get("path"):
+                self.open_path(values["path"])
+
+        d = Dialog(self, "open", "Open File", "File name (inside the project):",
+                   ["Open", "Cancel"], answer, fields=[Field("path", "Path:", start)],
+                   body=body, icon="question")
+
+        def fill(folder: str) -> None:
+            def got(res: dict[str, Any]) -> None:
+                if d.done:
+                    return
+                entries = [("..", "dir")] if folder not in ("", ".") else []
+                entries += [(e["name"] + ("/" if e["kind"] == "dir" else ""), e["kind"])
+                            for e in res["entries"]]
+                holder["lb"].delete(0, "end")
+                for name, _ in entries:
+                    holder["lb"].insert("end", name)
+                holder["folder"] = res.get("path") or folder  # type: ignore[assignment]
+            self._request("fs.list", {"path": folder or "."}, got)
+
+        def pick(_e: tk.Event) -> None:
+            sel = holder["lb"].curselection()
+            if not sel:
+                return
+            name = holder["lb"].get(sel[0])
+            folder = str(holder.get("folder") or "")
+            folder = "" if folder == "." else folder
+            if name == "..":
+                fill(os.path.dirname(folder.rstrip("/")))
+            elif name.endswith("/"):
+                fill(os.path.join(folder, name.rstrip("/")))
+            else:
+                d.set_fields({"path": os.path.join(folder, name)})
+                d.answer("Open")
+
+        def select(_e: tk.Event) -> None:
+            sel = holder["lb"].curselection()
+            if sel and not holder["lb"].get(sel[0]).endswith("/"):
+                folder = str(holder.get("folder") or "")
+                folder = "" if folder == "." else folder
+                d.set_fields({"path": os.path.join(folder, holder["lb"].get(sel[0]))})
+        holder["lb"].bind("<Double-Button-1>", pick)
+        holder["lb"].bind("<Return>", pick)
+        holder["lb"].bind("<<ListboxSelect>>", select)
+        fill(start)
+
+    def open_folder_dialog(self) -> None:
+        def answer(button: str, values: dict[str, str]) -> None:
+            folder = values.get("folder", "").strip()
+            if button != "Open" or not folder:
+                return
+            if not os.path.isdir(folder):
+                self.show_error(RioError("path.not_a_directory", f"{folder} is not a folder.",
+                                         "Type the path of an existing folder."))
+                return
+            # A folder is a project of its own: its own instance and window, like `rio DIR`.
+            subprocess.Popen([sys.executable, "-m", "rio.cli", os.path.abspath(folder)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+            self.set_message(f"Opening {folder} in a new window…")
+        Dialog(self, "open_folder", "Open Folder", "Open a folder as a project in a new window:",
+               ["Open", "Cancel"], answer,
+               fields=[Field("folder", "Folder:", str(Path(self.project_root).parent))],
+               icon="question")
+
+    def save_active(self) -> None:
+        ed = self.active_editor()
+        if ed is not None:
+            self.save_editor(ed)
+
+    def save_editor(self, ed: EditorTab, then: Callable[[bool], None] | None = None,
+                    *, force: bool = False, **extra: Any) -> None:
+        if not ed.summary.get("path") and "path" not in extra:
+            self.save_as(ed, then)
+            return
+
+        def saved(summary: dict[str, Any]) -> None:
+            ed.update_summary(summary)
+            self.set_message(f"Saved {summary.get('path') or summary.get('name')}")
+            if summary.get("path"):
+                self.session = self.session.with_recent(summary["path"])
+                self._fill_recent()
+            if then:
+                then(True)
+
+        def failed(err: RioError) -> None:
+            if err.kind == "file.conflict":
+                self.conflict_prompt(ed, on_save=True, then=then)
+                return
+            self.show_error(err)
+            if then:
+                then(False)
+        args = {"buffer": ed.buffer_id, "force": force,
+                **{k: v for k, v in extra.items() if v is not None}}
+        ed.when_quiet(lambda: self._request("buffer.save", args, saved, failed))
+
+    def save_as_active(self) -> None:
+        ed = self.active_editor()
+        if ed is not None:
+            self.save_as(ed)
+
+    def save_as(self, ed: EditorTab, then: Callable[[bool], None] | None = None) -> None:
+        fmt = ed.summary.get("format") or {}
+        current = ed.summary.get("path") or ""
+        rel = os.path.relpath(current, self.project_root) if current else "untitled.txt"
+
+        def answer(button: str, values: dict[str, str]) -> None:
+            if button != "Save":
+                if then:
+                    then(False)
+                return
+            self.save_editor(ed, then, path=values["path"], encoding=values["encoding"],
+                             newline=values["newline"])
+        Dialog(self, "save_as", "Save As", "Save the document as:", ["Save", "Cancel"], answer,
+               fields=[Field("path", "File name:", rel),
+                       Field("encoding", "Encoding:", str(fmt.get("encoding") or "utf-8"),
+                             ENCODINGS),
+                       Field("newline", "Line endings:", newline_name(fmt.get("newline")),
+                             NEWLINES)], icon="question")
+
+    def save_all(self, then: Callable[[], None] | None = None) -> None:
+        dirty = [e for e in self.tabs() if e.summary.get("dirty") and e.summary.get("path")]
+        remaining = [len(dirty)]
+
+        def one_done(_ok: bool) -> None:
+            remaining[0] -= 1
+            if remaining[0] == 0 and then:
+                then()
+        for ed in dirty:
+            self.save_editor(ed, one_done)
+        if not dirty and then:
+            then()
+
+    def revert_active(self) -> None:
+        ed = self.active_editor()
+        if ed is None or not ed.summary.get("path"):
+            return
+        self._request("buffer.revert", {"buffer": ed.buffer_id}, ed.update_summary)
+
+    def close_active(self) -> None:
+        ed = self.active_editor()
+        if ed is not None:
+            self.close_editor(ed)
+
+    def close_editor(self, ed: EditorTab, then: Callable[[bool], None] | None = None) -> None:
+        """Close a tab, asking first when it has unsaved changes; ``then(closed)``."""
+        def close(discard: bool) -> None:
+            def closed(_res: Any) -> None:
+                self.remove_tab(ed)
+                if then:
+                    then(True)
+
+            def failed(err: RioError) -> None:
+                if err.kind == "buffer.unknown_buffer":
+                    closed(None)
+                    return
+                self.show_error(err)
+                if then:
+                    then(False)
+            ed.when_quiet(lambda: self._request(
+                "buffer.close", {"buffer": ed.buffer_id, "discard": discard}, closed, failed))
+
+        if not ed.summary.get("dirty"):
+            close(False)
+            return
+        self.notebook.select(ed)
+
+        def answer(button: str, _v: dict[str, str]) -> None:
+            if button == "Save":
+                self.save_editor(ed, lambda ok: close(False) if ok else (then and then(False)))
+            elif button == "Don't Save":
+                close(True)
+            elif then:
+                then(False)
+        name = ed.summary.get("name") or "Untitled"
+        Dialog(self, "unsaved", "Rio", f"Save changes to {name}?", ["Save", "Don't Save",
+                                                                  "Cancel"], answer,
+               detail="Your changes will be lost if you don't save them.", icon="warning")
+
+    def quit(self) -> None:
+        """Close every tab (prompting for unsaved ones), remember the session, exit 0."""
+        if self.quitting:
+            return
+        self.save_session()
+        dirty = [e for e in self.tabs() if e.summary.get("dirty")]
+
+        def next_one(ok: bool = True) -> None:
+            if not ok:
+                self.set_message("Exit cancelled.")
+                return
+            if dirty:
+                ed = dirty.pop(0)
+                self.close_editor_keep_session(ed, next_one)
+                return
+            self._finish_quit()
+        next_one()
+
+    def close_editor_keep_session(self, ed: EditorTab, then: Callable[[bool], None]) -> None:
+        """Quit's prompt: saving or discarding, but the tab stays in the session for next time."""
+        def answer(button: str, _v: dict[str, str]) -> None:
+            if button == "Save":
+                self.save_editor(ed, then)
+            elif button == "Don't Save":
+                ed.when_quiet(lambda: self._request(
+                    "buffer.close", {"buffer": ed.buffer_id, "discard": True},
+                    lambda _r: then(True), lambda _e: then(True)))
+            else:
+                then(False)
+        self.notebook.select(ed)
+        Dialog(self, "unsaved", "Rio", f"Save changes to {ed.summary.get('name')}?",
+               ["Save", "Don't Save", "Cancel"], answer,
+               detail="Your changes will be lost if you don't save them.", icon="warning")
+
+    def _finish_quit(self) -> None:
+        self.quitting = True
+        self.exit_code = 0
+        self.root.quit()
+
+    # --- conflicts ---------------------------------------------------------------------------------
+    def conflict_prompt(self, ed: EditorTab, *, on_save: bool = False,
+                        then: Callable[[bool], None] | None = None) -> None:
+        if "conflict" in self.dialogs:
+            return
+        name = ed.summary.get("name") or "the file"
+
+        def answer(button: str, _v: dict[str, str]) -> None:
+            if button == "Reload":
+                self._request("buffer.revert", {"buffer": ed.buffer_id}, ed.update_summary)
+                if then:
+                    then(False)
+            elif button == "Keep Mine":
+                if on_save or ed.summary.get("dirty"):
+                    self.save_editor(ed, then, force=True)
+                elif then:
+                    then(False)
+            elif button == "Show Difference":
+                self.show_difference(ed)
+                self.conflict_prompt(ed, on_save=on_save, then=then)
+        self.notebook.select(ed)
+        Dialog(self, "conflict", "File Changed",
+               f"{name} was changed on disk by another program.",
+               ["Reload", "Keep Mine", "Show Difference"], answer,
+               detail="Reload it (your unsaved changes can be undone back), keep your version "
+                      "(it overwrites the file on save), or compare them first.",
+               icon="warning")
+
+    def show_difference(self, ed: EditorTab) -> None:
+        path = ed.summary.get("path")
+        mine = ed.replica.text if ed.replica is not None else ""
+
+        def got(res: dict[str, Any]) -> None:
+            disk = res["text"]
+            diff = difflib.unified_diff(disk.splitlines(True), mine.splitlines(True),
+                                        f"{res['path']} (on disk)", f"{res['path']} (yours)")
+            content = "".join(diff) or "The texts are the same.\n"
+
+            def colour(t: tk.Text) -> None:
+                t.tag_configure("add", foreground="#008000")
+                t.tag_configure("del", foreground="#c00000")
+                t.tag_configure("hunk", foreground="#000080" if self.theme.name == "classic"
+                                else "#6cb6ff")
+                for i, line in enumerate(content.splitlines(), 1):
+                    tag = ("add" if line.startswith("+") else "del" if line.startswith("-")
+                           else "hunk" if line.startswith("@@") else None)
+                    if tag:
+                        t.tag_add(tag, f"{i}.0", f"{i}.end")
+            text_window(self, "difference", f"Difference — {ed.summary.get('name')}", content,
+                        colour)
+        if path:
+            self._request("fs.read", {"path": path, "max_chars": 5_000_000}, got)
+
+    # --- undo, clipboard, view ----------------------------------------------------------------------
+    def _with_editor(self, fn: Callable[[EditorTab], object]) -> None:
+        ed = self.active_editor()
+        if ed is not None and ed.ready:
+            fn(ed)
+
+    def _undo(self, op: str) -> None:
+        ed = self.active_editor()
+        if ed is None:
+            return
+
+        def failed(err: RioError) -> None:
+            self.set_message(err.message)
+            self.root.bell()
+        ed.when_quiet(lambda: self._request(op, {"buffer": ed.buffer_id,
+                                                 "origin": f"ui:{os.getpid()}"},
+                                            lambda _r: None, failed))
+
+    def _virtual(self, event: str) -> None:
+        ed = self.active_editor()
+        if ed is not None and ed.ready:
+            ed.text.event_generate(event)
+            ed.schedule_ui()
+
+    def _select_all(self) -> None:
+        ed = self.active_editor()
+        if ed is not None:
+            ed.text.tag_add("sel", "1.0", "end-1c")
+            ed.schedule_ui()
+
+    def _toggle_setting(self, key: str) -> None:
+        self.settings[key] = not self.settings.get(key)
+        self.apply_settings()
+
+    def _sync_toggles(self) -> None:
+        ed = self.active_editor()
+        values = {"wrap": bool(self.settings.get("wrap")),
+                  "line_numbers": bool(self.settings.get("line_numbers", True)),
+                  "overwrite": bool(ed and ed.overwrite)}
+        for key, var in self._toggle_vars.items():
+            if key in values and var.get() != values[key]:
+                var.set(values[key])
+
+    def zoom(self, step: int) -> None:
+        size = self._zoom_base if step == 0 else int(self.editor_font.cget("size")) + step
+        size = max(MIN_ZOOM, min(MAX_ZOOM, size))
+        self.editor_font.configure(size=size)
+        for ed in self.tabs():
+            ed.apply_look(self.theme)
+        self.set_message(f"Zoom: {size} pt")
+
+    def set_theme(self, name: str) -> None:
+        self.settings["theme"] = name
+        self.apply_settings()
+
+    def apply_settings(self) -> None:
+        """Make the window follow ``self.settings`` (Preferences calls this after a change)."""
+        name = str(self.settings.get("theme", "classic"))
+        if name not in THEMES:
+            name = "classic"
+        if name != self.theme.name:
+            self.theme = apply_theme(self.root, name)
+            for pane in (self.hpane, self.vpane):
+                pane.configure(background=self.theme.face)
+            self.rebuild_toolbar()
+        family = self.settings.get("font") or self.editor_font.cget("family")
+        size = int(self.settings.get("size") or self.editor_font.cget("size"))
+        if (family, size) != self.editor_font_tuple():
+            self.editor_font.configure(family=family, size=size)
+            self._zoom_base = size
+        for ed in self.tabs():
+            ed.apply_look(self.theme)
+        restyle = getattr(getattr(self, "output_pane", None), "apply_theme", None)
+        if callable(restyle):
+            try:
+                restyle()
+            except Exception:  # noqa: BLE001 -- a plug-in's bug must not stop a theme switch
+                log.exception("output pane restyle")
+        self._sync_toggles()
+        self.save_session()
+
+    def preferences(self) -> None:
+        try:
+            from ui.tk import prefs_dialog
+        except ImportError:
+            prefs_dialog = None
+        opener = getattr(prefs_dialog, "show_preferences", None) if prefs_dialog else None
+        if callable(opener):
+            opener(self)
+            return
+        # Fallback until the full dialog exists: the essentials as a form.
+        s = self.settings
+
+        def answer(button: str, v: dict[str, str]) -> None:
+            if button != "OK":
+                return
+            try:
+                s.update(font=v["font"], size=int(v["size"]), tab_width=int(v["tab_width"]),
+                         use_spaces=v["indent"] == "spaces", theme=v["theme"],
+                         wrap=v["wrap"] == "on", line_numbers=v["line_numbers"] == "on")
+            except ValueError:
+                self.set_message("Size and tab width must be numbers.")
+                return
+            self.apply_settings()
+        Dialog(self, "preferences", "Preferences", "Editor settings:", ["OK", "Cancel"], answer,
+               fields=[Field("font", "Font:", str(s["font"])),
+                       Field("size", "Size:", str(s["size"])),
+                       Field("tab_width", "Tab width:", str(s["tab_width"])),
+                       Field("indent", "Indent with:", "spaces" if s["use_spaces"] else "tabs",
+                             ("spaces", "tabs")),
+                       Field("theme", "Theme:", str(s["theme"]), tuple(THEMES)),
+                       Field("wrap", "Word wrap:", "on" if s["wrap"] else "off", ("on", "off")),
+                       Field("line_numbers", "Line numbers:",
+                             "on" if s["line_numbers"] else "off", ("on", "off"))],
+               icon="question")
+
+    def show_shortcuts(self) -> None:
+        rows = self.commands.shortcuts()
+        try:
+            from ui.tk import prefs_dialog
+            opener = getattr(prefs_dialog, "show_shortcuts", None)
+        except ImportError:
+            opener = None
+        if callable(opener):
+            opener(self, [(label, accel) for _m, label, accel in rows])
+            return
+        width = max(len(label) for _m, label, _a in rows) + 2
+        content = "\n".join(f"{m:<8} {label:<{width}} {accel}" for m, label, accel in rows)
+        text_window(self, "shortcuts", "Keyboard Shortcuts", content + "\n")
+
+    def show_about(self) -> None:
+        try:
+            from ui.tk import prefs_dialog
+            opener = getattr(prefs_dialog, "show_about", None)
+        except ImportError:
+            opener = None
+        if callable(opener):
+            opener(self)
+            return
+        from rio import __version__
+        Dialog(self, "about", "About Rio", f"Rio {__version__}", ["OK"], lambda b, v: None,
+               detail="A '90s-style editor that drives coding agents.\n"
+                      f"Project: {self.project_root}\nInstance: {self.instance}")
+
+    # --- session -------------------------------------------------------------------------------
+    def current_session(self) -> session_mod.Session:
+        docs = []
+        for ed in self.tabs():
+            line, col = ed.cursor() if ed.ready else (1, 0)
+            top = ed.top_line() if ed.ready else 1
+            docs.append(session_mod.DocState(ed.buffer_id, ed.summary.get("path"), line, col,
+                                             top))
+        tabs = self.notebook.tabs()
+        active = tabs.index(self.notebook.select()) if self.notebook.select() in tabs else 0
+        try:
+            tree_w = self.hpane.sash_coord(0)[0]
+            out_h = self.vpane.winfo_height() - self.vpane.sash_coord(0)[1]
+        except tk.TclError:
+            tree_w, out_h = self.session.layout.tree_width, self.session.layout.output_height
+        geometry = self.root.winfo_geometry() if self.root.winfo_ismapped() else \
+            self.session.layout.geometry
+        layout = session_mod.Layout(geometry, max(80, tree_w), max(40, out_h))
+        settings = {k: self.settings[k] for k in DEFAULT_SETTINGS if k in self.settings}
+        return session_mod.Session(layout, tuple(docs), active, self.session.recent, settings,
+                                   self.session.seen_recoveries)
+
+    def save_session(self) -> None:
+        if self.state_dir is None:
+            return
+        try:
+            self.session = self.current_session()
+            session_mod.save(self.state_dir, self.session)
+        except (OSError, tk.TclError) as exc:
+            log.warning("could not save the session: %s", exc)
+
+
+def _saved_preferences() -> dict[str, Any]:
+    """The Preferences dialog's file (UI-B's prefs_model), when that module exists."""
+    try:
+        from ui.tk.prefs_model import load_preferences
+    except ImportError:
+        return {}
+    try:
+        return dict(load_preferences())
+    except Exception:  # noqa: BLE001 -- preferences must never stop the window
+        log.exception("preferences")
+        return {}
+
+
+def newline_name(value: Any) -> str:
+    """The format's newline ("\\r\\n" on the wire) as save's argument names it (crlf)."""
+    return {"\r\n": "crlf", "\r": "cr", "\n": "lf"}.get(str(value or "\n"),
+                                                      str(value or "lf").lower())
+
+
+def _mn(label: str) -> tuple[str, int]:
+    from ui.tk.commands import strip_mnemonic
+    return strip_mnemonic(label)

@@ -1,0 +1,268 @@
+"""The ``ui.*`` ops: the desktop serves them on the bus so tests and scripts drive the REAL window.
+
+The UI registers the ``ui`` prefix with the hub (``bus.register``); requests arrive inside
+``conn.drain()`` on Tk's thread, so handlers touch widgets directly. Each op does what a user
+would: ``ui.type`` goes through the same typing path as keys, ``ui.menu`` invokes the same
+command a click would, ``ui.dialog_answer`` presses a real button. Ops that finish later (open a
+file, take a screenshot) answer when done. The catalogue is in rio/ops.py; docs/protocol.md
+describes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from rio import ops
+from rio.errors import BufferError, FileError, ProtocolError, RioError
+from rio.protocol import Reply, Request
+
+if TYPE_CHECKING:
+    from ui.tk.app import App
+    from ui.tk.editor import EditorTab
+
+log = logging.getLogger("rio.ui.control")
+
+Respond = Callable[[Any], None]
+DEFER = object()
+
+#: ui.dialog names → the command that opens that dialog.
+DIALOG_COMMANDS = {
+    "open": "file.open", "open_folder": "file.open_folder", "save_as": "file.save_as",
+    "preferences": "edit.preferences", "about": "help.about", "shortcuts": "help.shortcuts",
+    "find": "search.find", "replace": "search.replace", "goto": "search.goto_line",
+    "find_in_files": "search.find_in_files",
+}
+
+
+class ControlServer:
+    def __init__(self, app: "App"):
+        self.app = app
+        self.conn = app.conn
+        self.conn.on_request = self.on_request
+        self.handlers: dict[str, Callable[[dict[str, Any], Respond], Any]] = {
+            "ui.state": self.state, "ui.type": self.type, "ui.key": self.key,
+            "ui.menu": self.menu, "ui.open": self.open, "ui.dialog": self.dialog,
+            "ui.dialog_answer": self.dialog_answer, "ui.screenshot": self.screenshot,
+            "ui.quit": self.quit,
+        }
+
+    def register(self) -> None:
+        self.conn.call("bus.register", {"prefixes": ["ui"], "name": "ui", "pid": os.getpid()})
+
+    def on_request(self, client: bytes, req: Request) -> None:
+        answered = False
+
+        def respond(result: Any) -> None:
+            nonlocal answered
+            if answered:
+                return
+            answered = True
+            if isinstance(result, RioError):
+                self.conn.reply(client, Reply.failure(req.id, result))
+            else:
+                self.conn.reply(client, Reply.success(req.id, result))
+
+        try:
+            args = ops.validate(req)
+            handler = self.handlers.get(req.op)
+            if handler is None:
+                raise ProtocolError("unknown_op", f"The desktop does not serve {req.op!r}.")
+            result = handler(args, respond)
+        except RioError as err:
+            respond(err)
+            return
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            log.exception("ui op %s", req.op)
+            respond(RioError("internal.ui", f"{req.op} failed: {type(exc).__name__}: {exc}"))
+            return
+        if result is not DEFER:
+            respond(result)
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _editor(self, need_ready: bool = True) -> "EditorTab":
+        ed = self.app.active_editor()
+        if ed is None:
+            raise BufferError("no_editor", "No document is open in the desktop.",
+                              "Open one first (ui.open or File → Open).")
+        if need_ready and not ed.ready:
+            raise BufferError("loading", f"{ed.summary.get('name')} is still loading.",
+                              "Wait until ui.state shows it ready, then try again.")
+        return ed
+
+    # --- ops --------------------------------------------------------------------------------------
+    def state(self, args: dict[str, Any], respond: Respond) -> Any:
+        app = self.app
+        active = app.active_editor()
+        tabs = [{"buffer": ed.buffer_id, "name": ed.summary.get("name"),
+                 "path": ed.summary.get("path"), "dirty": bool(ed.summary.get("dirty")),
+                 "active": ed is active, "ready": ed.ready, "big": ed.window is not None,
+                 "loading": round(ed.loading_fraction, 3)} for ed in app.tabs()]
+        cursor = selection = None
+        if active is not None and active.ready:
+            line, col = active.cursor()
+            cursor = {"line": line, "col": col}
+            sel = active.selection()
+            if sel is not None:
+                selection = {"start": sel[0], "end": sel[1], "size": sel[1] - sel[0]}
+        status = {k: v.get() for k, v in app.status_vars.items()}
+        status["message"] = app.message.get()
+        return {"tabs": tabs, "active": active.buffer_id if active else None,
+                "cursor": cursor, "selection": selection, "status": status,
+                "dialogs_open": [d.describe() for d in app.dialogs.values()],
+                "theme": app.theme.name, "settings": dict(app.settings),
+                "bookmarks": active.bookmark_lines() if active and active.ready else [],
+                "window": {"geometry": app.root.winfo_geometry(),
+                           "title": app.root.title()}}
+
+    def type(self, args: dict[str, Any], respond: Respond) -> Any:
+        ed = self._editor()
+        ed.text.focus_set()
+        ed.type_text(args["text"])
+        ed.schedule_ui()
+        line, col = ed.cursor()
+        return {"buffer": ed.buffer_id, "cursor": {"line": line, "col": col}}
+
+    def key(self, args: dict[str, Any], respond: Respond) -> Any:
+        keysym = args["keysym"]
+        state = args.get("state") or ""
+        ed = self.app.active_editor()
+        target = ed.text if ed is not None else self.app.root
+        pattern = f"<{state}-KeyPress-{keysym}>" if state else f"<KeyPress-{keysym}>"
+        tries = [0]
+
+        def send() -> None:
+            # Tk hands key events to the focus window, and X grants focus asynchronously:
+            # wait (briefly) until the target really has it, as a user's click would ensure.
+            if self.app.root.focus_get() is not target and tries[0] < 20:
+                tries[0] += 1
+                target.focus_force()
+                self.app.root.after(10, send)
+                return
+            try:
+                target.event_generate(pattern, when="now")
+            except Exception as exc:  # noqa: BLE001 -- a TclError names the bad keysym
+                respond(ProtocolError("bad_args", f"ui.key: {exc}",
+                                      "Use an X keysym (Return, BackSpace, a, F3…) and "
+                                      "modifiers like Control or Control-Shift."))
+                return
+            respond({"sent": pattern})
+        target.focus_force()
+        send()
+        return DEFER
+
+    def menu(self, args: dict[str, Any], respond: Respond) -> Any:
+        try:
+            cmd = self.app.commands.by_path(args["path"])
+        except KeyError:
+            raise ProtocolError("bad_args", f"There is no menu item {args['path']!r}.",
+                                "Use Menu/Item as the menu shows it, e.g. File/Save.") from None
+        if cmd.name == "file.quit":
+            respond({"invoked": cmd.name})
+            self.app.root.after_idle(lambda: self.app.invoke(cmd.name))
+            return DEFER
+        self.app.invoke(cmd.name)
+        return {"invoked": cmd.name}
+
+    def open(self, args: dict[str, Any], respond: Respond) -> Any:
+        def ready(ed: "EditorTab") -> None:
+            line, col = ed.cursor()
+            respond({"buffer": ed.buffer_id, "name": ed.summary.get("name"),
+                     "cursor": {"line": line, "col": col}})
+        self.app.open_path(args["path"], args.get("line"), args.get("col"), then=ready,
+                           fail=respond)
+        return DEFER
+
+    def dialog(self, args: dict[str, Any], respond: Respond) -> Any:
+        name = args["name"]
+        if name == "conflict":
+            self.app.conflict_prompt(self._editor())
+        elif name == "unsaved":
+            self.app.close_editor(self._editor())
+        elif name in DIALOG_COMMANDS:
+            self.app.invoke(DIALOG_COMMANDS[name])
+        else:
+            raise ProtocolError("bad_args", f"No dialog named {name!r}.",
+                                f"Known: {', '.join(sorted([*DIALOG_COMMANDS, 'conflict', 'unsaved']))}.")
+        return {"opened": name, "dialogs_open": sorted(self.app.dialogs)}
+
+    def dialog_answer(self, args: dict[str, Any], respond: Respond) -> Any:
+        name = args["name"]
+        d = self.app.dialogs.get(name)
+        if d is None:
+            raise ProtocolError("bad_args", f"No dialog {name!r} is open.",
+                                f"Open dialogs: {', '.join(sorted(self.app.dialogs)) or 'none'}.")
+        try:
+            if args.get("fields"):
+                d.set_fields(args["fields"])
+            d.answer(args["button"])
+        except KeyError as exc:
+            raise ProtocolError("bad_args", str(exc.args[0])) from None
+        return {"answered": name, "button": args["button"]}
+
+    def screenshot(self, args: dict[str, Any], respond: Respond) -> Any:
+        path = Path(args["path"])
+        tool = shutil.which("import")
+        if tool is None:
+            raise FileError("save_failed", "Taking a screenshot needs ImageMagick's `import`.",
+                            "Install imagemagick (Debian: apt-get install imagemagick).")
+        root = self.app.root
+        root.update_idletasks()
+
+        def shoot() -> None:
+            root.update_idletasks()
+            # The toplevel's wrapper includes the menu bar; the screen crop includes dialogs
+            # that sit over the window (they are separate X windows).
+            wx, wy, ww, wh = _wrapper_geometry(root.title()) or (
+                root.winfo_rootx(), root.winfo_rooty(), root.winfo_width(), root.winfo_height())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            cmd = [tool, "-silent", "-window", "root", "-crop", f"{ww}x{wh}+{wx}+{wy}",
+                   "+repage", str(path)]
+            try:
+                done = subprocess.run(cmd, capture_output=True, timeout=30)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                respond(FileError("save_failed", f"Screenshot failed: {exc}"))
+                return
+            if done.returncode != 0 or not path.exists():
+                respond(FileError("save_failed", "Screenshot failed: "
+                                  + done.stderr.decode(errors="replace")[-300:]))
+                return
+            respond({"path": str(path), "width": ww, "height": wh})
+        root.after(int(args.get("delay_ms") or 150), shoot)
+        return DEFER
+
+    def quit(self, args: dict[str, Any], respond: Respond) -> Any:
+        respond({"quitting": True})
+        if args.get("force"):
+            self.app.root.after_idle(self.app._finish_quit)
+        else:
+            self.app.root.after_idle(self.app.quit)
+        return DEFER
+
+
+def _wrapper_geometry(title: str) -> tuple[int, int, int, int] | None:
+    """(x, y, w, h) of the toplevel's wrapper window (menu bar included), via xwininfo.
+
+    Tk's own geometry leaves the menu bar out (it lives in the wrapper, above the toplevel's
+    client window); the wrapper is the window that carries the title."""
+    if shutil.which("xwininfo") is None:
+        return None
+    try:
+        out = subprocess.run(["xwininfo", "-name", title], capture_output=True, text=True,
+                             timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    vals: dict[str, int] = {}
+    for line in out.splitlines():
+        line = line.strip()
+        for key, name in (("Absolute upper-left X:", "x"), ("Absolute upper-left Y:", "y"),
+                          ("Width:", "w"), ("Height:", "h")):
+            if line.startswith(key):
+                vals[name] = int(line.split(":", 1)[1])
+    if len(vals) == 4:
+        return vals["x"], vals["y"], vals["w"], vals["h"]
+    return None

@@ -1,0 +1,175 @@
+"""The desktop's own dialogs: message boxes with named buttons, and small forms.
+
+Not ``tkinter.messagebox``: those run a nested wait inside Tcl and expose no widgets, so neither
+the ``ui.dialog_answer`` control op nor a test could press their buttons. A :class:`Dialog` is a
+transient Toplevel that calls back with the button pressed and the fields' values, and is listed
+in ``app.dialogs`` by name while open, so ``ui.state`` can report it and ``ui.dialog_answer``
+can answer it exactly as a user would.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from dataclasses import dataclass
+from tkinter import ttk
+from typing import Any, Callable, Mapping, Sequence
+
+Answer = Callable[[str, dict[str, str]], None]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    label: str
+    value: str = ""
+    choices: tuple[str, ...] = ()     # a read-only combobox when given
+
+
+class Dialog:
+    """A modal-looking (grabbed, transient) dialog that answers through a callback.
+
+    ``buttons`` are labels; the first is the default (Enter), the one named "Cancel" (or the
+    last) answers Escape and the window's close box.
+    """
+
+    def __init__(self, app: Any, name: str, title: str, message: str,
+                 buttons: Sequence[str], on_answer: Answer, *,
+                 fields: Sequence[Field] = (), detail: str = "", icon: str = "info",
+                 body: Callable[[ttk.Frame], None] | None = None, grab: bool = True):
+        self.app = app
+        self.name = name
+        self.buttons = tuple(buttons)
+        self.on_answer = on_answer
+        self.done = False
+        root = app.root
+        self.top = top = tk.Toplevel(root, name=f"dlg_{name}")
+        top.title(title)
+        top.transient(root)
+        top.resizable(False, False)
+        top.protocol("WM_DELETE_WINDOW", lambda: self.answer(self._cancel_label()))
+        outer = ttk.Frame(top, padding=12)
+        outer.pack(fill="both", expand=True)
+        row = ttk.Frame(outer)
+        row.pack(fill="x")
+        glyph = {"info": "i", "warning": "!", "question": "?", "error": "x"}.get(icon, "i")
+        colour = {"info": "#000080", "warning": "#808000", "question": "#000080",
+                  "error": "#c00000"}.get(icon, "#000080")
+        badge = tk.Canvas(row, width=34, height=34, highlightthickness=0,
+                          background=app.theme.face)
+        badge.create_oval(2, 2, 32, 32, fill=colour, outline="#000000")
+        badge.create_text(17, 17, text=glyph, fill="#ffffff",
+                          font=(app.ui_font_family(), 14, "bold"))
+        badge.pack(side="left", anchor="n", padx=(0, 12))
+        texts = ttk.Frame(row)
+        texts.pack(side="left", fill="both", expand=True)
+        self.message = ttk.Label(texts, text=message, wraplength=380, justify="left")
+        self.message.pack(anchor="w")
+        if detail:
+            ttk.Label(texts, text=detail, wraplength=380, justify="left",
+                      foreground=app.theme.disabled_fg).pack(anchor="w", pady=(6, 0))
+        self.vars: dict[str, tk.StringVar] = {}
+        self.widgets: dict[str, ttk.Widget] = {}
+        if fields:
+            form = ttk.Frame(outer)
+            form.pack(fill="x", pady=(10, 0))
+            for i, f in enumerate(fields):
+                ttk.Label(form, text=f.label).grid(row=i, column=0, sticky="w", pady=2,
+                                                   padx=(0, 8))
+                var = tk.StringVar(top, f.value)
+                if f.choices:
+                    w: ttk.Widget = ttk.Combobox(form, textvariable=var, values=f.choices,
+                                                 state="readonly", width=18)
+                else:
+                    w = ttk.Entry(form, textvariable=var, width=44)
+                w.grid(row=i, column=1, sticky="ew", pady=2)
+                self.vars[f.name] = var
+                self.widgets[f.name] = w
+            form.columnconfigure(1, weight=1)
+        if body is not None:
+            extra = ttk.Frame(outer)
+            extra.pack(fill="both", expand=True, pady=(10, 0))
+            body(extra)
+        bar = ttk.Frame(outer)
+        bar.pack(fill="x", pady=(14, 0))
+        self.button_widgets: dict[str, ttk.Button] = {}
+        for label in reversed(self.buttons):
+            b = ttk.Button(bar, text=label, width=max(10, len(label) + 2),
+                           command=lambda lb=label: self.answer(lb))
+            b.pack(side="right", padx=(6, 0))
+            self.button_widgets[label] = b
+        top.bind("<Return>", lambda e: self.answer(self.buttons[0]))
+        top.bind("<Escape>", lambda e: self.answer(self._cancel_label()))
+        app.dialogs[name] = self
+        top.update_idletasks()
+        self._centre()
+        first = next(iter(self.widgets.values()), None) or self.button_widgets[self.buttons[0]]
+        first.focus_set()
+        if grab:
+            try:
+                top.grab_set()
+            except tk.TclError:  # another grab (a menu) is active: modality is a nicety
+                pass
+
+    def _cancel_label(self) -> str:
+        return "Cancel" if "Cancel" in self.buttons else self.buttons[-1]
+
+    def _centre(self) -> None:
+        root = self.app.root
+        w, h = self.top.winfo_reqwidth(), self.top.winfo_reqheight()
+        x = root.winfo_rootx() + (root.winfo_width() - w) // 2
+        y = root.winfo_rooty() + (root.winfo_height() - h) // 3
+        self.top.geometry(f"+{max(0, x)}+{max(0, y)}")
+
+    def values(self) -> dict[str, str]:
+        return {k: v.get() for k, v in self.vars.items()}
+
+    def set_fields(self, fields: Mapping[str, Any]) -> None:
+        for k, v in fields.items():
+            if k not in self.vars:
+                raise KeyError(f"dialog {self.name!r} has no field {k!r}; "
+                               f"it has {', '.join(self.vars) or 'none'}")
+            self.vars[k].set(str(v))
+
+    def answer(self, button: str) -> None:
+        if self.done:
+            return
+        if button not in self.buttons:
+            raise KeyError(f"dialog {self.name!r} has no button {button!r}; "
+                           f"it has {', '.join(self.buttons)}")
+        self.done = True
+        values = self.values()
+        if self.app.dialogs.get(self.name) is self:
+            del self.app.dialogs[self.name]
+        try:
+            self.top.grab_release()
+        except tk.TclError:
+            pass
+        self.top.destroy()
+        self.on_answer(button, values)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.top.title(),
+                "message": str(self.message.cget("text")), "buttons": list(self.buttons),
+                "fields": self.values()}
+
+
+def text_window(app: Any, name: str, title: str, content: str,
+                tags: Callable[[tk.Text], None] | None = None) -> Dialog:
+    """A read-only text in a dialog (the difference view, the shortcut list)."""
+    holder: dict[str, tk.Text] = {}
+
+    def body(frame: ttk.Frame) -> None:
+        t = tk.Text(frame, width=90, height=24, wrap="none", font=app.editor_font,
+                    background=app.theme.editor_bg, foreground=app.theme.editor_fg,
+                    relief="sunken", bd=2, highlightthickness=0)
+        sb = ttk.Scrollbar(frame, orient="vertical", command=t.yview)
+        t.configure(yscrollcommand=sb.set)
+        t.pack(side="left", fill="both", expand=True)
+        sb.pack(side="right", fill="y")
+        t.insert("1.0", content)
+        if tags is not None:
+            tags(t)
+        t.configure(state="disabled")
+        holder["t"] = t
+
+    return Dialog(app, name, title, "", ["Close"], lambda b, v: None, body=body, grab=False)

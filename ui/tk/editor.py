@@ -1,0 +1,847 @@
+"""EditorTab: one document in the desktop — a Tk Text kept in step with the core by a Replica.
+
+Every change to the widget goes through one door. The Text's Tcl command is renamed and
+replaced by :meth:`EditorTab._dispatch` (IDLE's ``redirector`` trick), so typing, paste, cut,
+the Text class bindings and our own commands all become ``insert``/``delete`` calls we see: each
+is applied to the widget at once (no round trip on a keystroke), to the :class:`Replica`, and
+sent to the core as ``buffer.replace``. Changes from elsewhere (``buffer.changed`` events,
+undo/redo — the core's, never Tk's) are applied through the renamed original command, so they
+are not sent back.
+
+Multi-line commands (block indent, comment toggle) go as ONE ``buffer.apply`` — one undo step —
+once the replica has nothing in flight, so their offsets are the core's offsets; the result
+arrives as remote changes. Save and undo wait for the same quiet point, so a save always holds
+every key typed before it.
+
+Big documents use a window of rows (ui/tk/bigfile.py): offsets then map through
+:class:`LineWindow` instead of the replica's line index, and highlighting is off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tkinter as tk
+from tkinter import ttk
+from typing import TYPE_CHECKING, Any, Callable
+
+from rio import edit_commands as ec
+from rio.errors import RioError, error_from_wire
+from rio.highlight import TAGS, Highlighter, retag_plan
+from rio.protocol import Reply, thaw
+from rio.replica import Replica
+from ui.tk import bigfile
+from ui.tk.bigfile import LineWindow
+from ui.tk.theme import Theme, style_text
+
+if TYPE_CHECKING:
+    from ui.tk.app import App
+
+log = logging.getLogger("rio.ui.editor")
+
+CHUNK_CHARS = 4 * 1024 * 1024      # buffer.text per request while loading (frames ≤ 64 MiB)
+HIGHLIGHT_DEBOUNCE_MS = 40
+CLOSERS = ")]}"
+
+
+class EditorTab(ttk.Frame):
+    """One open document. ``summary`` is the core's buffer summary."""
+
+    def __init__(self, master: tk.Misc, app: "App", summary: dict[str, Any]):
+        super().__init__(master, style="Sunken.TFrame")
+        self.app = app
+        self.conn = app.conn
+        self.summary = dict(summary)
+        self.buffer_id: str = summary["buffer"]
+        self.replica: Replica | None = None
+        self.window: LineWindow | None = None
+        self.highlighter: Highlighter | None = None
+        self.ready = False
+        self.overwrite = False
+        self.loading_fraction = 0.0
+        self._after_quiet: list[Callable[[], None]] = []
+        self._hl_job: str | None = None
+        self._idle_job: str | None = None
+        self._ui_job: str | None = None
+        self._info_job: str | None = None
+        self._pending_cursor: tuple[int, int, int] | None = None
+        self._bm_seq = 0
+        self._build()
+
+    # --- widgets --------------------------------------------------------------------------------
+    def _build(self) -> None:
+        app = self.app
+        self.gutter = tk.Canvas(self, width=40, highlightthickness=0, bd=0, name="gutter")
+        self.text = tk.Text(self, undo=False, wrap="none", bd=0, highlightthickness=0,
+                            font=app.editor_font, padx=4, pady=2, exportselection=True,
+                            tabstyle="wordprocessor", name="text")
+        self.vbar = ttk.Scrollbar(self, orient="vertical", command=self._yview)
+        self.hbar = ttk.Scrollbar(self, orient="horizontal", command=self.text.xview)
+        self.text.configure(yscrollcommand=self._on_yscroll, xscrollcommand=self.hbar.set)
+        self.gutter.grid(row=0, column=0, sticky="ns")
+        self.text.grid(row=0, column=1, sticky="nsew")
+        self.vbar.grid(row=0, column=2, sticky="ns")
+        self.hbar.grid(row=1, column=1, sticky="ew")
+        self.rowconfigure(0, weight=1)
+        self.columnconfigure(1, weight=1)
+        self.progress = ttk.Progressbar(self, mode="determinate", maximum=1.0)
+        self.text.tag_configure("current_line")
+        self.text.tag_configure("bracket")
+        self.text.tag_lower("current_line")
+        # Our keys before the Text class bindings, so a "break" stops them.
+        self.text.bindtags(("RioKeys", "RioEditor") + self.text.bindtags())
+        self.text._rio_editor = self  # type: ignore[attr-defined]  -- RioEditor bindings find us
+        self._install_redirect()
+        self.apply_look(app.theme)
+        self.text.configure(state="disabled")
+
+    def apply_look(self, theme: Theme) -> None:
+        style_text(self.text, theme, self.app.editor_font_tuple())
+        self.text.configure(font=self.app.editor_font)
+        self.text.tag_configure("current_line", background=theme.current_line)
+        self.text.tag_configure("bracket", background=theme.bracket_match)
+        self.text.tag_raise("sel")
+        self.gutter.configure(background=theme.gutter_bg)
+        self._theme = theme
+        self.text.configure(wrap="word" if self.app.settings.get("wrap") else "none")
+        if self.app.settings.get("line_numbers", True):
+            self.gutter.grid()
+        else:
+            self.gutter.grid_remove()
+        self.text.configure(tabs=(self.app.editor_font.measure(" " * self.tab_width()),))
+        self.schedule_ui()
+
+    # --- the redirect: every widget edit passes here --------------------------------------------
+    def _install_redirect(self) -> None:
+        w = str(self.text)
+        self._orig = w + "_orig"
+        self.tk.call("rename", w, self._orig)
+        self.tk.createcommand(w, self._dispatch)
+
+    def _remove_redirect(self) -> None:
+        w = str(self.text)
+        try:
+            self.tk.deletecommand(w)
+            self.tk.call("rename", self._orig, w)
+        except tk.TclError:
+            pass
+
+    def orig(self, *args: Any) -> Any:
+        return self.tk.call(self._orig, *args)
+
+    def _dispatch(self, op: str, *args: Any) -> Any:
+        try:
+            if op == "insert" and self.ready:
+                self._local_insert(args[0], "".join(args[1::2]))
+                return ""
+            if op == "delete" and self.ready:
+                self._local_replace(args[0], args[1] if len(args) > 1 else None, "")
+                return ""
+            if op == "replace" and self.ready:
+                self._local_replace(args[0], args[1], "".join(args[2::2]))
+                return ""
+            return self.tk.call((self._orig, op) + args)
+        except tk.TclError:
+            return ""
+        except RioError as err:  # a local edit the replica refused: resync from the core
+            log.warning("local edit refused: %s", err)
+            self.resync()
+            return ""
+
+    def _norm(self, index: str) -> str:
+        idx = self.orig("index", index)
+        if self.orig("compare", idx, ">", "end-1c"):
+            return self.orig("index", "end-1c")
+        return idx
+
+    def offset(self, index: str) -> int:
+        line, col = map(int, str(self._norm(index)).split("."))
+        if self.window is not None:
+            return self.window.offset_at(line - 1, col)
+        assert self.replica is not None
+        return self.replica.buffer.line_start(line - 1) + col
+
+    def index(self, offset: int) -> str | None:
+        if self.window is not None:
+            pos = self.window.position_of(offset)
+            return None if pos is None else f"{pos[0] + 1}.{pos[1]}"
+        assert self.replica is not None
+        line, col = self.replica.buffer.offset_to_position(offset)
+        return f"{line + 1}.{col}"
+
+    def _local_insert(self, index: str, chars: str) -> None:
+        idx = self._norm(index)
+        start = self.offset(idx)
+        self._local(start, start, chars, lambda: self.orig("insert", idx, chars))
+
+    def _local_replace(self, first: str, last: str | None, chars: str) -> None:
+        i1 = self._norm(first)
+        i2 = self._norm(last) if last is not None else self._norm(f"{i1}+1c")
+        if self.orig("compare", i1, ">", i2):
+            i1, i2 = i2, i1
+        start, end = self.offset(i1), self.offset(i2)
+        if start == end and not chars and self.window is None:
+            return
+
+        def widget() -> None:
+            self.orig("delete", i1, i2)
+            if chars:
+                self.orig("insert", i1, chars)
+        self._local(start, end, chars, widget)
+
+    def _local(self, start: int, end: int, chars: str, widget: Callable[[], None]) -> None:
+        assert self.replica is not None
+        request = self.replica.local_edit(start, end, chars)
+        if self.window is not None:
+            if self.window.edit_in_row(start, end, chars) is not None:
+                widget()
+            else:
+                self._rerender(cursor=start + len(chars))
+        else:
+            widget()
+            if self.highlighter is not None:
+                self.highlighter.edit(start, end, chars)
+                self._schedule_highlight()
+        if request is not None:
+            self._send(request)
+        self._mark_changed()
+
+    # --- talking to the core ----------------------------------------------------------------------
+    def _send(self, request: Any) -> None:
+        self.conn.request("buffer.replace", {
+            "buffer": self.buffer_id, "start": request.start, "end": request.end,
+            "text": request.text, "base_version": request.base_version,
+            "origin": request.origin}, self._on_replace_reply)
+
+    def _on_replace_reply(self, reply: Reply) -> None:
+        if not reply.ok:
+            err = error_from_wire(thaw(reply.error))
+            log.warning("edit refused: %s", err.message)
+            if not err.kind.startswith(("bus.", "buffer.unknown_buffer")):
+                self.app.show_error(err)
+            if self.ready:
+                self.resync()
+
+    def on_changed(self, data: dict[str, Any]) -> None:
+        """A ``buffer.changed`` event for this buffer."""
+        if self.replica is None:
+            return  # still loading: the load's version check catches up
+        if int(data["version"]) <= self.replica.version:
+            return  # already in the snapshot we loaded
+        cur = self.offset("insert") if self.window is None else None
+        try:
+            edits = self.replica.on_event(data)
+        except RioError as err:
+            log.info("resync %s: %s", self.buffer_id, err.message)
+            self.resync()
+            return
+        for edit in edits:
+            self._apply_remote(edit.start, edit.end, edit.text)
+            if data.get("kind") in ("undo", "redo"):
+                target: int | None = edit.start + len(edit.text)
+            elif cur is not None:
+                # Keep the cursor where the user had it (Tk would push it past an insert or
+                # drop it to the start of a replaced block).
+                if edit.start <= cur <= edit.end:
+                    cur = edit.start + min(cur - edit.start, len(edit.text))
+                elif cur > edit.end:
+                    cur += len(edit.text) - (edit.end - edit.start)
+                target = cur
+            else:
+                target = None
+            idx = self.index(target) if target is not None else None
+            if idx is not None:
+                self.orig("mark", "set", "insert", idx)
+                if data.get("kind") in ("undo", "redo"):
+                    self.orig("see", "insert")
+        self._flush()
+        self._mark_changed()
+
+    def _apply_remote(self, start: int, end: int, chars: str) -> None:
+        if self.window is not None:
+            if not self.window.shift_after_remote(start, end, chars):
+                self._rerender()
+            return
+        # The replica already holds the new text: ``start`` maps the same before and after.
+        sidx = self.index(start)
+        eidx = self.orig("index", f"{sidx}+{end - start}c") if end > start else sidx
+        self.orig("delete", sidx, eidx)
+        if chars:
+            self.orig("insert", sidx, chars)
+        if self.highlighter is not None:
+            self.highlighter.edit(start, end, chars)
+            self._schedule_highlight()
+
+    def _flush(self) -> None:
+        """Send the next waiting edit, and run what waited for a quiet replica."""
+        if self.replica is None:
+            return
+        request = self.replica.take_request()
+        if request is not None:
+            self._send(request)
+            return
+        if not self.replica.pending:
+            waiting, self._after_quiet = self._after_quiet, []
+            for fn in waiting:
+                fn()
+
+    def when_ready(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the text is loaded and editable."""
+        if self.ready:
+            fn()
+        else:
+            self.after(20, lambda: self.winfo_exists() and self.when_ready(fn))
+
+    def when_quiet(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once every local edit has been acknowledged by the core."""
+        if self.replica is not None and not self.replica.pending:
+            fn()
+        else:
+            self._after_quiet.append(fn)
+
+    def apply_batch(self, edits: list[ec.TextEdit], label: str) -> None:
+        """Several edits as one undo step (``buffer.apply``), in the core's offsets."""
+        if not edits:
+            return
+
+        def go() -> None:
+            assert self.replica is not None
+            self.conn.request("buffer.apply", {
+                "buffer": self.buffer_id, "edits": [list(e) for e in edits],
+                "base_version": self.replica.version, "origin": f"ui-batch:{os.getpid()}",
+                "label": label}, self._on_replace_reply)
+        self.when_quiet(go)
+
+    def _mark_changed(self) -> None:
+        if not self.summary.get("dirty"):
+            self.summary["dirty"] = True
+            self.app.on_editor_state(self)
+        # The core decides dirtiness (undo back to the saved text is clean): ask it, debounced.
+        if self._info_job is None:
+            self._info_job = self.after(150, self._refresh_info)
+        self.schedule_ui()
+
+    def _refresh_info(self) -> None:
+        self._info_job = None
+
+        def got(reply: Reply) -> None:
+            if reply.ok:
+                self.update_summary(thaw(reply.result))
+        self.conn.request("buffer.info", {"buffer": self.buffer_id}, got)
+
+    def update_summary(self, summary: dict[str, Any]) -> None:
+        self.summary.update(summary)
+        self.app.on_editor_state(self)
+
+    # --- loading and resync -----------------------------------------------------------------------
+    def load(self, cursor: tuple[int, int, int] | None = None) -> None:
+        """Fetch the text (in chunks, with progress for big documents) and go live."""
+        self._pending_cursor = cursor or self._pending_cursor
+        self.ready = False
+        length = int(self.summary.get("length") or 0)
+        if length > bigfile.BIG_CHARS:
+            self._first_screen()
+        self._fetch(0, length, [], None)
+
+    def _first_screen(self) -> None:
+        """Show the top of a big document at once, read-only, while the rest loads."""
+        self.progress.grid(row=2, column=0, columnspan=3, sticky="ew")
+
+        def got(reply: Reply) -> None:
+            if reply.ok and not self.ready:
+                lines = thaw(reply.result)["lines"]
+                shown = "\n".join(bigfile.split_line(ln)[0] for ln in lines)
+                self.text.configure(state="normal")
+                self.orig("delete", "1.0", "end")
+                self.orig("insert", "1.0", shown)
+                self.text.configure(state="disabled")
+                self.schedule_ui()
+        self.conn.request("buffer.lines", {"buffer": self.buffer_id, "first": 0,
+                                           "last": bigfile.FIRST_SCREEN_LINES}, got)
+
+    def _fetch(self, start: int, length: int, parts: list[str], version: int | None) -> None:
+        end = min(length, start + CHUNK_CHARS)
+
+        def got(reply: Reply) -> None:
+            if not self.winfo_exists():
+                return
+            if not reply.ok:
+                self.app.show_error(error_from_wire(thaw(reply.error)))
+                return
+            res = thaw(reply.result)
+            if version is not None and res["version"] != version or res["length"] != length:
+                self._fetch(0, res["length"], [], None)   # it changed while loading: restart
+                return
+            parts.append(res["text"])
+            if end < length:
+                self.loading_fraction = end / length
+                self.progress.configure(value=self.loading_fraction)
+                self._fetch(end, length, parts, res["version"])
+            else:
+                self._go_live("".join(parts), res["version"])
+        self.conn.request("buffer.text", {"buffer": self.buffer_id, "start": start, "end": end},
+                          got, timeout=60)
+
+    def _go_live(self, text: str, version: int) -> None:
+        keep = self._pending_cursor
+        if keep is None and self.replica is not None:
+            line, col = self.cursor()
+            keep = (line, col, self.top_line())
+        self.replica = Replica(text, version, f"ui:{os.getpid()}:{self.buffer_id}")
+        longest = max((len(x) for x in text.split("\n")), default=0) \
+            if len(text) <= bigfile.BIG_CHARS else 0
+        big = bigfile.needs_window(len(text), longest)
+        self.window = LineWindow(self.replica.buffer) if big else None
+        self.highlighter = None if big else Highlighter(self.summary.get("name") or "", text)
+        self.text.configure(state="normal")
+        if big:
+            first = 0 if keep is None else self.window.centre_on(keep[0] - 1)
+            self.orig("delete", "1.0", "end")
+            self.orig("insert", "1.0", self.window.render(first))
+        else:
+            self.orig("delete", "1.0", "end")
+            self.orig("insert", "1.0", text)
+        self.progress.grid_remove()
+        self.loading_fraction = 1.0
+        self.ready = True
+        self._after_quiet, waiting = [], self._after_quiet
+        if keep is not None:
+            self.goto(keep[0], keep[1], top=keep[2])
+        else:
+            self.orig("mark", "set", "insert", "1.0")
+        self._pending_cursor = None
+        self._schedule_highlight()
+        self.schedule_ui()
+        self.app.on_editor_state(self)
+        for fn in waiting:
+            fn()
+
+    def resync(self) -> None:
+        """Start again from the core's text (a gap, a core restart, a divergence)."""
+        if self.replica is not None:
+            line, col = self.cursor()
+            self._pending_cursor = (line, col, self.top_line())
+
+        def got(reply: Reply) -> None:
+            if not self.winfo_exists():
+                return
+            if reply.ok:
+                self.summary.update(thaw(reply.result))
+                self.load()
+                return
+            err = error_from_wire(thaw(reply.error))
+            if err.kind.startswith("bus."):   # the core is restarting: ask again shortly
+                self.after(300, self.resync)
+            else:
+                self.app.buffer_lost(self, err)
+        self.ready = False
+        self.text.configure(state="disabled")   # keys typed now would miss the core
+        self.conn.request("buffer.info", {"buffer": self.buffer_id}, got, timeout=5)
+
+    def rebind(self, summary: dict[str, Any]) -> None:
+        """The core reopened this document under another buffer id (after a core restart)."""
+        self.buffer_id = summary["buffer"]
+        self.summary = dict(summary)
+        if self.replica is not None:
+            line, col = self.cursor()
+            self._pending_cursor = (line, col, self.top_line())
+        self.load()
+
+    # --- big-file window ---------------------------------------------------------------------------
+    def _rerender(self, cursor: int | None = None) -> None:
+        assert self.window is not None
+        top = self.top_line()
+        if cursor is None:
+            cursor = self.offset("insert")
+        cursor = min(cursor, len(self.replica.buffer)) if self.replica else 0
+        line = self.replica.buffer.offset_to_position(cursor)[0] if self.replica else 0
+        first = self.window.first_line
+        if not first <= line < first + self.window.max_rows - bigfile.MARGIN_ROWS or \
+                line < first + (bigfile.MARGIN_ROWS if first else 0):
+            first = self.window.centre_on(line)
+        self.orig("delete", "1.0", "end")
+        self.orig("insert", "1.0", self.window.render(first))
+        idx = self.index(cursor)
+        if idx is not None:
+            self.orig("mark", "set", "insert", idx)
+        self._scroll_to_line(top)
+        self.orig("see", "insert")
+
+    def _scroll_to_line(self, line: int) -> None:
+        if self.window is None:
+            self.orig("yview", f"{line}.0")
+            return
+        row = next((i for i, r in enumerate(self.window.rows) if r.line >= line - 1), 0)
+        self.orig("yview", f"{row + 1}.0")
+
+    def _yview(self, *args: str) -> None:
+        if self.window is None or self.replica is None:
+            self.text.yview(*args)
+            return
+        if args and args[0] == "moveto":
+            line = int(float(args[1]) * self.replica.buffer.line_count)
+            self.orig("delete", "1.0", "end")
+            self.orig("insert", "1.0", self.window.render(self.window.centre_on(line)))
+            self._scroll_to_line(line + 1)
+            self.orig("mark", "set", "insert", "@0,0")
+        else:
+            self.text.yview(*args)
+        self._check_window_edges()
+
+    def _check_window_edges(self) -> None:
+        w = self.window
+        if w is None or self.replica is None or not w.rows:
+            return
+        top_row = int(str(self.orig("index", "@0,0")).split(".")[0]) - 1
+        near_top = top_row < bigfile.MARGIN_ROWS and w.first_line > 0
+        near_end = (len(w.rows) - top_row < bigfile.MARGIN_ROWS
+                    and w.last_line < self.replica.buffer.line_count - 1)
+        if near_top or near_end:
+            line = w.rows[top_row].line
+            cursor = self.offset("insert")
+            self.orig("delete", "1.0", "end")
+            self.orig("insert", "1.0", w.render(w.centre_on(line)))
+            idx = self.index(cursor)
+            self.orig("mark", "set", "insert", idx if idx is not None else "@0,0")
+            self._scroll_to_line(line + 1)
+
+    def _on_yscroll(self, first: str, last: str) -> None:
+        if self.window is not None and self.replica is not None and self.window.rows:
+            count = max(1, self.replica.buffer.line_count)
+            top = self.top_line() - 1
+            span = max(1, int(str(self.orig("index", "@0,65535")).split(".")[0])
+                       - int(str(self.orig("index", "@0,0")).split(".")[0]))
+            self.vbar.set(top / count, min(1.0, (top + span) / count))
+            self.after_idle(self._check_window_edges)
+        else:
+            self.vbar.set(first, last)
+        self.schedule_ui()
+
+    # --- cursor, selection, navigation ---------------------------------------------------------
+    def cursor(self) -> tuple[int, int]:
+        """(line, col) of the insert mark: line 1-based, col 0-based, in document terms."""
+        if not self.ready or self.replica is None:
+            return (1, 0)
+        if self.window is not None:
+            off = self.offset("insert")
+            line, col = self.replica.buffer.offset_to_position(off)
+            return line + 1, col
+        line, col = map(int, str(self.orig("index", "insert")).split("."))
+        return line, col
+
+    def top_line(self) -> int:
+        row = int(str(self.orig("index", "@0,0")).split(".")[0])
+        if self.window is not None and self.window.rows:
+            return self.window.rows[min(row - 1, len(self.window.rows) - 1)].line + 1
+        return row
+
+    def selection(self) -> tuple[int, int] | None:
+        """(start, end) document offsets of the selection, or None."""
+        ranges = self.orig("tag", "ranges", "sel")
+        if not ranges or not self.ready:
+            return None
+        return self.offset(str(ranges[0])), self.offset(str(ranges[-1]))
+
+    def selection_size(self) -> int:
+        sel = self.selection()
+        return 0 if sel is None else sel[1] - sel[0]
+
+    def goto(self, line: int, col: int = 0, top: int | None = None) -> None:
+        if self.replica is None:
+            self._pending_cursor = (line, col, top or line)
+            return
+        buf = self.replica.buffer
+        line = max(1, min(line, buf.line_count))
+        off = buf.position_to_offset(line - 1, col)
+        if self.window is not None and not self.window.contains_line(line - 1):
+            self.orig("delete", "1.0", "end")
+            self.orig("insert", "1.0", self.window.render(self.window.centre_on(line - 1)))
+        idx = self.index(off) or "1.0"
+        self.orig("mark", "set", "insert", idx)
+        if top is not None:
+            self._scroll_to_line(top)
+        self.orig("see", "insert")
+        self.schedule_ui()
+
+    def tab_width(self) -> int:
+        return int(self.app.settings.get("tab_width", 4))
+
+    def indent_style(self) -> ec.IndentStyle:
+        return ec.IndentStyle(self.tab_width(), not self.app.settings.get("use_spaces", True))
+
+    def _context(self, around: int, radius: int = 20_000) -> tuple[str, int]:
+        """Text near an offset (for edit commands) and that text's start offset."""
+        assert self.replica is not None
+        buf = self.replica.buffer
+        if self.window is None and len(buf) <= 2 * radius:
+            return buf.text(), 0
+        lo = buf.line_start(buf.offset_to_position(max(0, around - radius))[0])
+        hi = min(len(buf), around + radius)
+        return buf.slice(lo, hi), lo
+
+    # --- typing (keys and ui.type share these) ------------------------------------------------
+    def type_text(self, chars: str) -> None:
+        """Type as the keyboard would: Enter auto-indents, Tab indents, closers dedent."""
+        for ch in chars:
+            if ch == "\n":
+                self.newline()
+            elif ch == "\t":
+                self.tab()
+            else:
+                self.type_char(ch)
+
+    def type_char(self, ch: str) -> None:
+        if not self.ready:
+            return
+        if self.orig("tag", "ranges", "sel"):
+            self.text.delete("sel.first", "sel.last")
+        elif ch in CLOSERS and self.window is None:
+            off = self.offset("insert")
+            text, base = self._context(off)
+            edit = ec.dedent_for_closer(text, off - base, ch, self.indent_style())
+            if edit is not None:
+                self.text.delete(self.index(edit.start + base), self.index(edit.end + base))
+                self.text.insert(self.index(edit.start + base), edit.text)
+        elif self.overwrite and self.orig("compare", "insert", "<", "insert lineend"):
+            self.text.delete("insert")
+        self.text.insert("insert", ch)
+        self.text.see("insert")
+
+    def newline(self) -> None:
+        if not self.ready:
+            return
+        sel = self.selection()
+        off = self.offset("insert")
+        lo, hi = sel if sel else (off, off)
+        text, base = self._context(lo)
+        lang = (self.highlighter.lexer_name.lower() if self.highlighter else "")
+        edit, cursor = ec.newline_with_indent(
+            text, lo - base, hi - base, self.indent_style(), language=lang,
+            comment_token=ec.comment_token_for(self.summary.get("name") or ""))
+        self.text.delete(self.index(edit.start + base), self.index(edit.end + base))
+        self.text.insert(self.index(edit.start + base), edit.text)
+        idx = self.index(cursor + base)
+        if idx is not None:
+            self.orig("mark", "set", "insert", idx)
+        self.orig("tag", "remove", "sel", "1.0", "end")
+        self.text.see("insert")
+
+    def tab(self) -> None:
+        if not self.ready:
+            return
+        sel = self.selection()
+        if sel and "\n" in self.orig("get", "sel.first", "sel.last"):
+            self.block_indent(dedent=False)
+            return
+        self.type_char(self.indent_style().unit)
+
+    def block_indent(self, dedent: bool) -> None:
+        if not self.ready:
+            return
+        sel = self.selection() or (self.offset("insert"),) * 2
+        text, base = self._context(sel[0])
+        fn = ec.dedent_lines if dedent else ec.indent_lines
+        edits = fn(text, sel[0] - base, sel[1] - base, self.indent_style())
+        self.apply_batch([ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits],
+                         "Dedent" if dedent else "Indent")
+
+    def toggle_comment(self) -> None:
+        if not self.ready:
+            return
+        token = ec.comment_token_for(self.summary.get("name") or "") or "#"
+        sel = self.selection() or (self.offset("insert"),) * 2
+        text, base = self._context(sel[0])
+        edits = ec.toggle_comment(text, sel[0] - base, sel[1] - base, token)
+        self.apply_batch([ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits],
+                         "Toggle comment")
+
+    def toggle_overwrite(self) -> None:
+        self.overwrite = not self.overwrite
+        self.text.configure(insertwidth=self.app.editor_font.measure("0") if self.overwrite
+                            else 2)
+        self.schedule_ui()
+
+    # --- bookmarks ---------------------------------------------------------------------------------
+    def bookmark_lines(self) -> list[int]:
+        out = []
+        for mark in self.orig("mark", "names"):
+            if str(mark).startswith("bm"):
+                out.append(int(str(self.orig("index", mark)).split(".")[0]))
+        return sorted(set(out))
+
+    def toggle_bookmark(self) -> None:
+        line = int(str(self.orig("index", "insert")).split(".")[0])
+        found = [m for m in map(str, self.orig("mark", "names")) if m.startswith("bm")
+                 and int(str(self.orig("index", m)).split(".")[0]) == line]
+        if found:
+            for m in found:
+                self.orig("mark", "unset", m)
+        else:
+            self._bm_seq += 1
+            name = f"bm{self._bm_seq}"
+            self.orig("mark", "set", name, f"{line}.0")
+            self.orig("mark", "gravity", name, "left")
+        self.schedule_ui()
+
+    def next_bookmark(self, backwards: bool = False) -> None:
+        lines = self.bookmark_lines()
+        if not lines:
+            return
+        here = int(str(self.orig("index", "insert")).split(".")[0])
+        if backwards:
+            target = next((ln for ln in reversed(lines) if ln < here), lines[-1])
+        else:
+            target = next((ln for ln in lines if ln > here), lines[0])
+        self.orig("mark", "set", "insert", f"{target}.0")
+        self.orig("see", "insert")
+        self.schedule_ui()
+
+    # --- highlighting -----------------------------------------------------------------------------
+    def _schedule_highlight(self) -> None:
+        if self.highlighter is None or not self.highlighter.enabled:
+            return
+        if self._hl_job is not None:
+            self.after_cancel(self._hl_job)
+        self._hl_job = self.after(HIGHLIGHT_DEBOUNCE_MS, self._highlight_visible)
+
+    def _retag(self, line_runs: list) -> None:
+        for first, last, ranges in retag_plan(line_runs):
+            for tag in TAGS:
+                self.orig("tag", "remove", tag, first, last)
+            for tag, pairs in ranges.items():
+                self.orig("tag", "add", tag, *pairs)
+
+    def _highlight_visible(self) -> None:
+        self._hl_job = None
+        h = self.highlighter
+        if h is None or not self.winfo_exists():
+            return
+        top = int(str(self.orig("index", "@0,0")).split(".")[0]) - 1
+        bottom = int(str(self.orig("index", "@0,65535")).split(".")[0]) - 1
+        self._retag(h.visible(top, bottom + 1))
+        if self._idle_job is None and not h.done:
+            self._idle_job = self.after(1, self._highlight_step)
+
+    def _highlight_step(self) -> None:
+        self._idle_job = None
+        h = self.highlighter
+        if h is None or not self.winfo_exists():
+            return
+        changed, done = h.step(budget_lines=400, budget_ms=8.0)
+        self._retag(changed)
+        if not done:
+            self._idle_job = self.after(1, self._highlight_step)
+
+    def rehighlight(self) -> None:
+        """Fonts or theme changed: the tag styles are already updated; nothing to relex."""
+        self._schedule_highlight()
+
+    # --- after every move: current line, bracket, gutter, status ------------------------------
+    def schedule_ui(self) -> None:
+        if self._ui_job is None:
+            self._ui_job = self.after_idle(self._update_ui)
+
+    def _update_ui(self) -> None:
+        self._ui_job = None
+        if not self.winfo_exists():
+            return
+        self.orig("tag", "remove", "current_line", "1.0", "end")
+        self.orig("tag", "add", "current_line", "insert linestart", "insert lineend+1c")
+        self._update_bracket()
+        self._draw_gutter()
+        self.app.on_cursor(self)
+
+    def _update_bracket(self) -> None:
+        self.orig("tag", "remove", "bracket", "1.0", "end")
+        if not self.ready or self.window is not None:
+            return
+        off = self.offset("insert")
+        text, base = self._context(off, radius=5_000)
+        for probe in (off, off - 1):
+            if probe < base:
+                continue
+            found = ec.match_bracket(text, probe - base, limit=20_000)
+            if found:
+                for o in found:
+                    idx = self.index(o + base)
+                    self.orig("tag", "add", "bracket", idx, f"{idx}+1c")
+                return
+
+    def _draw_gutter(self) -> None:
+        g = self.gutter
+        g.delete("all")
+        if not self.app.settings.get("line_numbers", True):
+            return
+        t = self._theme
+        font = self.app.editor_font
+        total = (self.replica.buffer.line_count if self.replica else
+                 int(str(self.orig("index", "end-1c")).split(".")[0]))
+        width = font.measure("0" * max(3, len(str(total)))) + 18
+        if int(g.cget("width")) != width:
+            g.configure(width=width)
+        marks = set(self.bookmark_lines())
+        cur = int(str(self.orig("index", "insert")).split(".")[0])
+        idx = self.orig("index", "@0,0")
+        bottom = self.text.winfo_height()
+        while True:
+            info = self.orig("dlineinfo", idx)
+            if not info:
+                break
+            y = int(info[1]) if not isinstance(info, str) else int(str(info).split()[1])
+            row = int(str(idx).split(".")[0])
+            if self.window is not None:
+                r = self.window.rows[row - 1] if row - 1 < len(self.window.rows) else None
+                label = str(r.line + 1) if r is not None and r.first else ""
+            else:
+                label = str(row)
+            if row in marks:
+                g.create_rectangle(3, y + 3, 11, y + 11, fill="#0000a0" if t.name == "classic"
+                                   else "#5a7dff", outline=t.face_dark)
+            g.create_text(width - 6, y, anchor="ne", text=label, font=font,
+                          fill=t.text_fg if row == cur else t.gutter_fg)
+            nxt = self.orig("index", f"{idx}+1line")
+            if nxt == idx or y > bottom:
+                break
+            idx = nxt
+        g.create_line(width - 1, 0, width - 1, g.winfo_height() + 2000, fill=t.face_dark)
+
+    def destroy(self) -> None:
+        self._remove_redirect()
+        super().destroy()
+
+
+def install_editor_bindings(root: tk.Misc, app: "App") -> None:
+    """Class bindings shared by every editor (``RioEditor`` tag, ahead of the Text class)."""
+
+    def ed(event: tk.Event) -> EditorTab | None:
+        return getattr(event.widget, "_rio_editor", None)
+
+    def key(event: tk.Event) -> str | None:
+        e = ed(event)
+        if e is None or not event.char or event.state & 0x4 or event.keysym in (
+                "BackSpace", "Delete", "Return", "Tab", "Escape", "KP_Enter"):
+            return None
+        if ord(event.char[0]) < 32 or ord(event.char[0]) == 127:
+            return None
+        e.type_char(event.char)
+        return "break"
+
+    def bind(seq: str, fn: Callable[[EditorTab], object]) -> None:
+        def handler(event: tk.Event) -> str:
+            e = ed(event)
+            if e is not None:
+                fn(e)
+            return "break"
+        root.bind_class("RioEditor", seq, handler)
+
+    root.bind_class("RioEditor", "<KeyPress>", key)
+    bind("<Return>", EditorTab.newline)
+    bind("<KP_Enter>", EditorTab.newline)
+    bind("<Tab>", EditorTab.tab)
+    bind("<Shift-Tab>", lambda e: e.block_indent(dedent=True))
+    bind("<ISO_Left_Tab>", lambda e: e.block_indent(dedent=True))
+    for seq in ("<KeyRelease>", "<ButtonRelease-1>", "<B1-Motion>", "<FocusIn>"):
+        root.bind_class("RioEditor", seq, lambda ev: (ed(ev) and ed(ev).schedule_ui(), None)[1],
+                        add="+")
+    root.bind_class("RioEditor", "<Configure>",
+                    lambda ev: (ed(ev) and ed(ev).schedule_ui(), None)[1], add="+")
