@@ -115,3 +115,33 @@ def test_run_streams_into_the_output_tab(desktop):
     pane = app.output_pane
     assert wait(app.root, lambda: "exit code 1" in pane.output.text.get("1.0", "end"), 20)
     assert pane.output.link_at("2.3") == ("src/a.py", 2, 1)
+
+
+def test_goto_line_in_a_real_editor(desktop):
+    app, _ = desktop
+    ed = open_editor(app, "src/a.py")
+    dlg = find_dialog.GotoDialog(app)
+    assert "1–204" in str(dlg.prompt.cget("text"))
+    dlg.value.set("150:3")
+    assert dlg.ok()
+    assert wait(app.root, lambda: ed.cursor() == (150, 2))
+
+
+def test_find_in_a_windowed_big_document(desktop):
+    """A 30 000-character line puts the editor in window mode (ui/tk/bigfile.py): Tk indices
+    are not document positions, and a match far below is outside the rows the widget holds."""
+    app, srv = desktop
+    text = "x" * 30_000 + "\n" + "line\n" * 3000 + "the needle\n"
+    (srv.root / "big.txt").write_text(text)
+    ed = open_editor(app, "big.txt")
+    assert ed.window is not None
+    c = find_dialog.controller_for(app)
+    c.pattern = "needle"
+    assert c.find()
+    start = text.index("needle")
+    assert ed.selection() == (start, start + 6)
+    assert ed.cursor() == (3002, 10)
+    c.replacement = "pin"
+    assert c.replace_all() == 1
+    assert wait(app.root, lambda: srv.call("buffer.text", {"buffer": ed.buffer_id})["text"]
+                == text.replace("needle", "pin"))

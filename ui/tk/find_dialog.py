@@ -59,6 +59,23 @@ class EditorAccess:
         assert self._index is not None
         return self._index
 
+    def _chunked(self) -> Any:
+        replica = getattr(self.editor, "replica", None)
+        return getattr(replica, "buffer", None) if replica is not None else None
+
+    def line_count(self) -> int:
+        buf = self._chunked()
+        return int(buf.line_count) if buf is not None else self.index.line_count
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """(1-based line, 0-based col) — from the replica's chunked text when there is one:
+        a line index over a 100 MB string would cost a second."""
+        buf = self._chunked()
+        if buf is not None:
+            line, col = buf.offset_to_position(max(0, min(offset, len(buf))))
+            return line + 1, col
+        return self.index.position(offset)
+
     def _offset(self, tk_index: str) -> int:
         line, col = (int(x) for x in self.widget.index(tk_index).split("."))
         return self.index.offset(line, col)
@@ -84,7 +101,7 @@ class EditorAccess:
         found = fn(offset)
         if found is None and callable(getattr(self.editor, "goto", None)):
             # Outside a big file's window of rows: move the window there first.
-            line, col = self.index.position(offset)
+            line, col = self.position(offset)
             self.editor.goto(line, col)
             found = fn(offset)
         return str(found) if found is not None else self.index.tk_index(offset)
@@ -494,10 +511,10 @@ class GotoDialog:
         top.resizable(False, False)
         body = ttk.Frame(top, padding=8)
         body.pack(fill="both", expand=True)
-        count = self.access.index.line_count
-        line, _ = self.access.index.position(self.access.cursor())
-        ttk.Label(body, text=f"Line number (1–{count}), or line:column:").grid(
-            row=0, column=0, columnspan=2, sticky="w")
+        count = self.access.line_count()
+        line, _ = self.access.position(self.access.cursor())
+        self.prompt = ttk.Label(body, text=f"Line number (1–{count}), or line:column:")
+        self.prompt.grid(row=0, column=0, columnspan=2, sticky="w")
         self.value = tk.StringVar(top, value=str(line))
         self.entry = ttk.Entry(body, textvariable=self.value, width=24)
         self.entry.grid(row=1, column=0, columnspan=2, sticky="ew", pady=4)
@@ -516,7 +533,7 @@ class GotoDialog:
 
     def ok(self) -> bool:
         try:
-            target = parse_goto(self.value.get(), self.access.index.line_count)
+            target = parse_goto(self.value.get(), self.access.line_count())
         except ValueError as exc:
             self.error.configure(text=str(exc))
             return False
