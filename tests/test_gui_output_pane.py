@@ -113,6 +113,10 @@ def test_run_output_streams_with_clickable_references(app, server):
     assert pane.output.link_at(f"{row}.2") == ("src/app.py", 4, 12)
     other = next(i for i, line in enumerate(shown.splitlines(), 1) if line.startswith("at /usr"))
     assert pane.output.link_at(f"{other}.5") is None
+    header = shown.splitlines()[0]
+    assert header.startswith("> Run:") and "src/app.py:4:12" in header
+    at = header.index("src/app.py")
+    assert pane.output.link_at(f"1.{at + 2}") is None   # the command line is not output
     click(pane.output.text, f"{row}.3")
     assert stub.opened[-1] == ("src/app.py", 4, 12)
 

@@ -258,8 +258,10 @@ class OutputTab:
         self.links.clear()
         self.terminals.clear()
 
-    def write(self, text: str, tag: str = "", run: str | None = None) -> None:
-        """Append output; ``\\r`` rewrites the current line; new references become links."""
+    def write(self, text: str, tag: str = "", run: str | None = None,
+              link: bool = True) -> None:
+        """Append output; ``\\r`` rewrites the current line; new references become links
+        (not in Rio's own notes: a command line's ``a.c:3`` is not output)."""
         t = self.text
         at_end = t.yview()[1] >= 0.999
         first_line = int(t.index("end-1c").split(".")[0])
@@ -269,8 +271,9 @@ class OutputTab:
                 t.delete("end-1c linestart", "end-1c")
             else:
                 t.insert("end", s, (tag,) if tag else ())
-        self._link_lines(first_line, int(t.index("end-1c").split(".")[0]),
-                         self.cwd.get(run or "", "."))
+        if link:
+            self._link_lines(first_line, int(t.index("end-1c").split(".")[0]),
+                             self.cwd.get(run or "", "."))
         self._trim()
         if at_end:
             t.see("end")
@@ -403,7 +406,7 @@ class OutputPane:
         self.output.clear()
         self.show_output()
         self.output.write(f"> {label}: {record.get('command', '')}   (in {record.get('cwd', '.')})"
-                          f"\n", "info", run)
+                          f"\n", "info", run, link=False)
         for topic, data in self._held.pop(run, []):
             self._handle(topic, data)
 
@@ -431,7 +434,7 @@ class OutputPane:
             if run == self.current_run:
                 if self.output.text.get("end-2c", "end-1c") not in ("\n", ""):
                     self.output.write("\n", "", run)
-                self.output.write(describe_exit(data) + "\n", "info", run)
+                self.output.write(describe_exit(data) + "\n", "info", run, link=False)
             for fn in list(self.on_run_exit):
                 fn(data)
 
