@@ -161,3 +161,44 @@ def test_quit_ends_the_ui_with_code_0(desktop):
     assert wait_for(lambda: ui_entry()["last_exit"] == "exit 0", 15), ui_entry()
     time.sleep(0.5)
     assert ui_entry()["state"] == "stopped" and ui_entry()["restarts"] == 0
+
+
+@pytest.mark.timeout(180)
+def test_big_file_shows_a_window_of_lines_and_typing_reaches_the_core(desktop, project):
+    desktop.wait_active_ready()
+    line = "line {:07d} the quick brown fox jumps over\n"
+    with open(project / "big.txt", "w") as fh:      # 20.9 MB, 475 k lines
+        for i in range(475_000):
+            fh.write(line.format(i))
+    size = (project / "big.txt").stat().st_size
+    assert size > 20_000_000
+    reply = desktop.call("ui.open", {"path": "big.txt"}, timeout=90)
+    bid = reply["buffer"]
+    s = desktop.wait_active_ready(90)
+    tab = _active(s)
+    assert tab["big"] is True and tab["name"] == "big.txt"
+    desktop.call("ui.type", {"text": "HEAD "})
+    assert wait_for(lambda: desktop.call("buffer.lines", {"buffer": bid, "first": 0, "last": 1})
+                    ["lines"] == ["HEAD line 0000000 the quick brown fox jumps over"], 15)
+    # Jump to a line far outside the first window, type there, and check the core's line.
+    desktop.call("ui.open", {"path": "big.txt", "line": 400_001, "col": 1})
+    s = desktop.wait_state(lambda s: s["cursor"] and s["cursor"]["line"] == 400_001)
+    desktop.call("ui.type", {"text": "X"})
+    assert wait_for(lambda: desktop.call("buffer.lines", {"buffer": bid, "first": 400_000,
+                                                          "last": 400_001})["lines"]
+                    == ["Xline 0400000 the quick brown fox jumps over"], 15)
+    info = desktop.call("buffer.info", {"buffer": bid})
+    assert info["length"] == size + len("HEAD X")
+
+
+@pytest.mark.timeout(120)
+def test_a_very_long_line_is_split_for_display_and_edits_land_right(desktop, project):
+    desktop.wait_active_ready()
+    (project / "long.txt").write_text("ab" * 50_000 + "\nsecond\n")
+    bid = desktop.call("ui.open", {"path": "long.txt", "line": 1, "col": 9_001})["buffer"]
+    s = desktop.wait_active_ready()
+    assert _active(s)["big"] is True
+    assert s["cursor"] == {"line": 1, "col": 9_000}
+    desktop.call("ui.type", {"text": "!"})
+    text = desktop.wait_text(bid, "ab" * 4_500 + "!" + "ab" * 45_500 + "\nsecond\n")
+    assert len(text) == 100_009

@@ -44,6 +44,9 @@ class Dialog:
         root = app.root
         self.top = top = tk.Toplevel(root, name=f"dlg_{name}")
         top.title(title)
+        # A raised edge of its own: crisp under any window manager, and still a 3-D box
+        # where there is none (Xvfb screenshots).
+        top.configure(relief="raised", bd=2, background=app.theme.face)
         top.transient(root)
         top.resizable(False, False)
         top.protocol("WM_DELETE_WINDOW", lambda: self.answer(self._cancel_label()))
