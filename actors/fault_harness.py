@@ -41,7 +41,7 @@ import psutil
 import zmq
 
 from actors import process_control
-from actors.bus import BusConnection, Endpoints, connect
+from actors.bus import BusConnection, Endpoints, connect, result_of
 from rio.errors import BufferError, BusError, ConfigError, FileError, ProtocolError, RioError
 from rio.fault_report import (FaultResult, ProcInfo, Report, count_edits, disk_verdict, orphans,
                               summarize)
@@ -270,7 +270,6 @@ class Client:
             conn.send_raw(encode(Request(rid, op, dict(args or {}))))
         if not self._wait(box, timeout + 0.5):
             raise BusError("timeout", f"No reply to {op} after {timeout:g} s.", op=op)
-        from actors.bus import result_of
         return result_of(box[0])
 
     def _wait(self, box: list, seconds: float) -> bool:
@@ -431,6 +430,7 @@ class Harness:
         self.known_children: set[str] = set()
         self.fault_injection = True
         self.results: list[FaultResult] = []
+        self._planted: subprocess.Popen[bytes] | None = None
 
     # --- set-up ---------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -685,9 +685,12 @@ class Harness:
         shutdown_orphans = 0
         try:
             self.start()
-            if os.environ.get(TEST_HOOK_ENV) == "lose_edit":
+            hook = os.environ.get(TEST_HOOK_ENV)
+            if hook == "lose_edit":
                 assert self.typist is not None
                 self.typist.acked.append("<never-sent>")   # the checker must catch this
+            elif hook == "orphan":
+                self._plant_orphan()
             for scenario in self.options.scenarios:
                 skipped = self._skip_reason(scenario)
                 first = len(self.results)
@@ -697,6 +700,9 @@ class Harness:
                 summaries.append(summarize(scenario, 0 if skipped else self.options.runs,
                                            self.results[first:], skipped))
         finally:
+            if self._planted is not None:
+                self._planted.kill()
+                self._planted.wait(10)
             if isinstance(self.instance, OwnInstance):
                 shutdown_orphans = self.instance.stop(self.client.conn if self.client else None)
             else:
@@ -708,6 +714,18 @@ class Harness:
                       shutdown_orphans, time.monotonic() - began,
                       {"deltas_seen": self.client.deltas if self.client else 0,
                        "edits_acked": len(self.typist.acked) if self.typist else 0})
+
+    def _plant_orphan(self) -> None:
+        """Test hook: a process that claims to belong to a supervisor child that does not
+        exist, as an escaped helper of a dead agent would; the orphan check must count it."""
+        sup = self.instance.supervisor_pid
+        chain = _read_chain(sup) if sup else ()
+        env = dict(os.environ)
+        env[process_control.LINEAGE_ENV] = ":".join(chain + ("gone-child",))
+        env[process_control.COOKIE_ENV] = "planted"
+        self._planted = subprocess.Popen(  # noqa: S603 -- fixed argv
+            [sys.executable, "-c", "import time; time.sleep(300)"], env=env,
+            stdin=subprocess.DEVNULL)
 
     def _skip_reason(self, scenario: str) -> str:
         if scenario == "supervisor" and not self.instance.own:

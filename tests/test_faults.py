@@ -93,6 +93,15 @@ def test_a_broken_invariant_fails_the_run(tmp_path: Path) -> None:
     assert data["totals"]["lost"] >= 1
 
 
+def test_an_orphan_fails_the_run(tmp_path: Path) -> None:
+    code, data, err = faults(tmp_path, "--runs", "1", "--scenario", "save", hook="orphan")
+    assert code == 1, err
+    assert data is not None and data["ok"] is False
+    assert data["totals"]["orphans"] == 2          # seen after each of the two faults
+    assert data["totals"]["lost"] == data["totals"]["corrupt"] == 0
+    assert data["shutdown_orphans"] == 0           # the hook's process is ended by the harness
+
+
 def test_against_a_running_instance(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()
