@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import errno as errno_module
 import json
-import logging
 import os
 import signal
 import sys
@@ -47,7 +46,6 @@ from rio.errors import ConfigError, ProtocolError
 from rio.files import FileStat, OsFilePort
 from rio.instance import InstancePaths
 
-log = logging.getLogger("rio.faults")
 
 SAVE_FAIL_FILE = "fault.save_fail.json"
 HELPER_KINDS = ("polite", "stubborn", "forking")
