@@ -149,37 +149,94 @@ class _Running:
 
 ProviderBuilder = Callable[[Mapping[str, Any]], Provider]
 
+#: Providers shipped with Rio take the ``transport`` port; plug-ins get settings and secrets.
+_BUILT_IN = ("anthropic", "openai")
 
-def build_provider(args: Mapping[str, Any]) -> Provider:
+
+class _SharedTransport:
+    """One httpx transport for every request of this process, lent to each request's client.
+
+    The providers open an ``AsyncClient`` per request and close it after; with a transport of
+    their own that costs an SSL context per request (≈ 50 ms here, certifi loaded each time,
+    measured) and a fresh TCP/TLS connection. Lending this transport keeps both: the client's
+    close does not close it. A response that is not read to the end (Stop) still closes its
+    connection, so nothing half-read goes back to the pool.
+    """
+
+    def __init__(self) -> None:
+        import httpx
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        pass  # lent, not given: see the class docstring
+
+    async def __aenter__(self) -> _SharedTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        pass
+
+
+@functools.lru_cache(maxsize=1)
+def _provider_factories() -> Mapping[str, Any]:
+    # Entry points are scanned once per process (≈ 45 ms the first time); installing a plug-in
+    # takes effect with the next session process.
+    from rio.providers.base import discover_providers
+    return discover_providers()
+
+
+@functools.lru_cache(maxsize=1)
+def _secret_store() -> Any:
+    # One store per process (the keyring backend probe costs ≈ 100 ms); it reads the key at
+    # every request, so a key set while the session runs is still used.
+    from rio.secrets import SecretStore
+    return SecretStore()
+
+
+def warm_up() -> None:
+    """Pay the one-off costs (imports, entry points, keyring probe) before the first turn."""
+    try:
+        import httpx  # noqa: F401 -- the import is the point
+        import rio.providers.anthropic  # noqa: F401
+        _provider_factories()
+        _secret_store()
+    except Exception:  # noqa: BLE001 -- warming is an optimisation; the turn reports errors
+        log.debug("warm-up failed", exc_info=True)
+
+
+def build_provider(args: Mapping[str, Any], config: Any = None,
+                   transport: Any = None) -> Provider:
     """The provider for a turn, from config.toml with the conversation's overrides; the key
     comes from the SecretStore (keyring, file, or the provider's environment variable)."""
-    from rio.agent_config import load_agent_config
-    from rio.providers.base import discover_providers
-    from rio.secrets import SecretStore
-    config = load_agent_config(overrides={k: args.get(k) for k in ("provider", "endpoint",
-                                                                   "model")})
-    factories = discover_providers()
+    from rio.agent_config import apply_overrides, load_agent_config
+    overrides = {k: args.get(k) for k in ("provider", "endpoint", "model")}
+    config = apply_overrides(config, overrides) if config is not None else \
+        load_agent_config(overrides=overrides)
+    factories = _provider_factories()
     factory = factories.get(config.provider)
     if factory is None:
         raise AgentError("not_configured", f"No provider named {config.provider!r} is "
                          "installed.", f"Use one of {', '.join(sorted(factories)) or 'none'}, "
                          "or install the provider's package.")
-    return factory(config.provider_settings(), secrets=SecretStore())
+    if transport is not None and config.provider in _BUILT_IN:
+        return factory(config.provider_settings(), secrets=_secret_store(), transport=transport)
+    return factory(config.provider_settings(), secrets=_secret_store())
 
 
-def system_addition() -> str:
+def load_config() -> Any:
+    """config.toml's agent settings, read at every turn so edits apply to the next message."""
     from rio.agent_config import load_agent_config
-    try:
-        return load_agent_config().system_prompt_addition
-    except RioError:
-        return ""
+    return load_agent_config()
 
 
 class AgentSession:
     """The session of one conversation. Public methods are called on the bus thread."""
 
     def __init__(self, bus: BusThread, root: Path, conversation: str, *,
-                 provider_builder: ProviderBuilder = build_provider) -> None:
+                 provider_builder: Callable[..., Provider] = build_provider) -> None:
         self.bus = bus
         self.root = root
         self.conversation = conversation
@@ -187,6 +244,8 @@ class AgentSession:
         self.loop = asyncio.new_event_loop()
         self.port = BusPortOverThread(bus, self.loop)
         self.running: _Running | None = None
+        self.transport: Any = None
+        self._starting = False  # a session.turn is setting up (no Turn object yet)
         self.thread = threading.Thread(target=self._run_loop, name="rio-agent-loop", daemon=True)
 
     def start(self) -> AgentSession:
@@ -195,6 +254,7 @@ class AgentSession:
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
+        self.loop.run_in_executor(self.port.pool, warm_up)
         self.loop.run_forever()
 
     def stop(self) -> None:
@@ -237,6 +297,10 @@ class AgentSession:
         args = ctx.args
         earlier: tuple[Message, ...] = ()
         running = self.running
+        if self._starting:
+            ctx.fail(AgentError("busy", "A turn is already starting in this conversation.",
+                                "Wait, or Stop the turn."))
+            return
         if running is not None:
             if not running.turn.interrupt():
                 ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
@@ -249,27 +313,40 @@ class AgentSession:
         except (KeyError, TypeError, ValueError) as exc:
             ctx.fail(ProtocolError("bad_args", f"session.turn: malformed messages ({exc})."))
             return
-        if self.running is not None:  # another message won the race for the session
+        if self.running is not None or self._starting:  # another message won the race
             ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
                                 "Wait, or Stop the turn."))
             return
-        try:
-            provider = await self.loop.run_in_executor(self.port.pool, self.provider_builder,
-                                                       args)
-        except RioError as err:
-            ctx.reply(TurnResult("error", (), error=err).to_wire())
-            return
+        self._starting = True
         turn_id = args["turn"]
+        # Set-up overlaps: the config is read while the gate hears "begin" (and says the mode).
+        began = self.loop.create_task(self.port.call("gate.turn", {
+            "conversation": self.conversation, "turn": turn_id, "event": "begin"}))
+        try:
+            config = await self.loop.run_in_executor(self.port.pool, load_config)
+            if self.transport is None:
+                self.transport = await self.loop.run_in_executor(self.port.pool,
+                                                                 _SharedTransport)
+            provider = self.provider_builder(args, config, self.transport)
+            mode = str((await began).get("mode") or "review")
+        except Exception as exc:  # noqa: BLE001 -- the request is answered whatever failed
+            err = exc if isinstance(exc, RioError) else AgentError(
+                "internal", f"The agent could not start the turn: {exc}.",
+                "Check config.toml's [agent] section, then send the message again.")
+            self._starting = False
+            ctx.reply(TurnResult("error", (), error=err).to_wire())
+            await self._end_gate_quietly(turn_id, began)
+            return
         port = _TurnPort(self.port, self.conversation, turn_id, provider.name)
-        mode = await self._mode()
         system = build_system_prompt(self.root, TOOL_SPECS, mode=mode,
-                                     addition=await self.loop.run_in_executor(
-                                         self.port.pool, system_addition))
+                                     addition=config.system_prompt_addition)
         spec = TurnSpec(self.conversation, turn_id, provider.name, system,
                         merge_interrupted(messages, earlier), TOOL_SPECS)
-        turn = Turn(spec, provider, Tools(self.port, self.conversation, self.root), port)
+        turn = Turn(spec, provider, Tools(self.port, self.conversation, self.root), port,
+                    begun=True)
         running = _Running(turn, self.loop.create_task(turn.run()))
         self.running = running
+        self._starting = False
         try:
             result = await running.task
         except asyncio.CancelledError:
@@ -283,11 +360,13 @@ class AgentSession:
             running.done.set()
         ctx.reply(result.to_wire())
 
-    async def _mode(self) -> str:
+    async def _end_gate_quietly(self, turn_id: str, began: asyncio.Task[Any]) -> None:
         try:
-            return str((await self.port.call("gate.mode", {}, timeout=5))["mode"])
-        except (RioError, KeyError, TypeError):
-            return "review"
+            await began
+            await self.port.call("gate.turn", {"conversation": self.conversation,
+                                               "turn": turn_id, "event": "end"}, timeout=2)
+        except RioError:
+            pass
 
     async def _approve(self, ctx: RequestContext) -> None:
         running = self.running

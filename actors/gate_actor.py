@@ -43,7 +43,9 @@ class GateActor(pykka.ThreadingActor):
                               args["tool"], args["args"] or {}).to_dict()
         if op == "gate.turn":
             count = gate.turn_event(args["conversation"], args["turn"], args["event"])
-            return {"ok": True, "requests": count.requests, "tool_calls": count.tool_calls}
+            # The mode comes with the answer so a session learns it without another round trip.
+            return {"ok": True, "requests": count.requests, "tool_calls": count.tool_calls,
+                    "mode": gate.mode}
         if op == "gate.remember":
             gate.remember(args["provider"], args["tool"])
             return {"ok": True}

@@ -172,7 +172,8 @@ class _Collector:
 
 
 class Turn:
-    def __init__(self, spec: TurnSpec, provider: Provider, tools: Tools, port: TurnPort) -> None:
+    def __init__(self, spec: TurnSpec, provider: Provider, tools: Tools, port: TurnPort, *,
+                 begun: bool = False) -> None:
         self.spec = spec
         self.provider = provider
         self.tools = tools
@@ -184,7 +185,8 @@ class Turn:
         self._results: list[ToolResultBlock] = []   # of the tool round in progress
         self._round: tuple[ToolCall, ...] = ()
         self._interrupted = False
-        self._began = False
+        #: True when the caller already told the gate "begin" (to overlap it with its own set-up)
+        self._began = begun
         self._outcome: TurnResult | None = None
 
     # --- events ---------------------------------------------------------------------------
@@ -213,8 +215,9 @@ class Turn:
         return self._outcome
 
     async def _loop(self) -> TurnResult:
-        await self.port.gate_turn("begin")
-        self._began = True
+        if not self._began:
+            await self.port.gate_turn("begin")
+            self._began = True
         while True:
             await self.port.gate_turn("model_request")
             history = close_dangling(list(self.spec.messages) + self.new)
