@@ -164,3 +164,25 @@ def test_a_new_window_adopts_a_run_in_progress(app, server, tk_root):
     assert other.running()
     project_commands.RunController(stub, other).stop()
     assert stub.pump(lambda: "Stopped." in other.output.text.get("1.0", "end"), 20)
+
+
+def test_f4_walks_through_results_and_references(app, server):
+    stub, pane, _ = app
+    pane.find.start("main")
+    assert stub.pump(lambda: not pane.find.running)
+    pane.show_find()
+    stub.commands["search.next_result"][2]()
+    assert stub.opened[-1] == ("notes.txt", 1, 6)
+    stub.commands["search.next_result"][2]()
+    assert stub.opened[-1] == ("notes.txt", 2, 5)
+    stub.commands["search.prev_result"][2]()
+    assert stub.opened[-1] == ("notes.txt", 1, 6)
+    save_project_commands(project_state_dir(server.root), ProjectCommands(
+        run="echo 'src/app.py:1:1: one'; echo 'noise'; echo 'src/app.py:3:5: two'"))
+    stub.commands["project.run"][2]()
+    assert stub.pump(lambda: "Finished" in pane.output.text.get("1.0", "end"), 20)
+    assert pane.next_result() == ("src/app.py", 1, 1)
+    assert pane.next_result() == ("src/app.py", 3, 5)
+    assert pane.next_result() == ("src/app.py", 1, 1)    # wraps around
+    assert pane.next_result(-1) == ("src/app.py", 3, 5)
+    assert stub.opened[-1] == ("src/app.py", 3, 5)

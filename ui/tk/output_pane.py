@@ -242,6 +242,8 @@ class OutputTab:
         self.text.tag_configure("stderr", foreground=colours["error"])
         self.text.tag_configure("info", foreground="#ffff55")
         self.text.tag_configure("link", underline=True)
+        self.text.tag_configure("visited", background=colours["sel_bg"],
+                                foreground=colours["sel_fg"])
         # A widget binding, not a tag binding: tag bindings follow the "current" mark, which
         # only mouse motion moves (a click from xdotool or event_generate would miss).
         self.text.bind("<Button-1>", self._on_click)
@@ -304,6 +306,32 @@ class OutputTab:
             return None  # an ordinary click: let the text select
         self.app.open_path(*target)
         return "break"
+
+    def next_link(self, delta: int = 1) -> tuple[str, int, int | None] | None:
+        """The next (previous) file reference after the last one visited, opened and shown
+        highlighted: F4 walks through a build's errors without the mouse."""
+        t = self.text
+        spans = t.tag_ranges("link")
+        if not spans:
+            return None
+        starts = [str(spans[i]) for i in range(0, len(spans), 2)]
+        ends = [str(spans[i]) for i in range(1, len(spans), 2)]
+        current = t.tag_ranges("visited")
+        if current:
+            here = str(current[0])
+            later = [i for i, a in enumerate(starts) if t.compare(a, ">" if delta > 0 else "<",
+                                                                 here)]
+            pick = (later[0] if delta > 0 else later[-1]) if later else (
+                0 if delta > 0 else len(starts) - 1)
+        else:
+            pick = 0 if delta > 0 else len(starts) - 1
+        t.tag_remove("visited", "1.0", "end")
+        t.tag_add("visited", starts[pick], ends[pick])
+        t.see(starts[pick])
+        target = self.link_at(starts[pick])
+        if target is not None:
+            self.app.open_path(*target)
+        return target
 
     def link_at(self, index: str) -> tuple[str, int, int | None] | None:
         for tag in self.text.tag_names(index):
@@ -396,6 +424,17 @@ class OutputPane:
     def show_output(self) -> None:
         self.notebook.select(1)
 
+    def next_result(self, delta: int = 1) -> Any:
+        """F4 / Shift+F4: the next Find in Files result or file reference in the output,
+        whichever tab is showing."""
+        if self.notebook.index("current") == 0:
+            if not self.find.results:
+                return None
+            self.find.move(delta)
+            self.find.open_current()
+            return self.find.results[self.find._current]
+        return self.output.next_link(delta)
+
     # --- runs ----------------------------------------------------------------------------------
     def run_started(self, record: dict[str, Any], label: str = "Run") -> None:
         """Called with run.start's reply: show its header, then any events that came first."""
@@ -473,4 +512,8 @@ def install(app: Any) -> OutputPane:
 
     app.register_command("search.find_in_files", "Find in F&iles...", "Ctrl+Shift+F",
                          find_in_files, menu="Search")
+    app.register_command("search.next_result", "Next Resul&t", "F4",
+                         lambda: pane.next_result(1), menu="Search")
+    app.register_command("search.prev_result", "Previous Res&ult", "Shift+F4",
+                         lambda: pane.next_result(-1), menu="Search")
     return pane
