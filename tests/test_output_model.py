@@ -110,3 +110,14 @@ def test_terminal_lines_handle_cr_progress_and_split_crlf():
     assert t.feed("\ndone\n") == [("text", "\ndone\n")]   # the held \r was half of \r\n
     assert t.feed("x\r") == [("text", "x")]
     assert t.feed("y") == [("cr", ""), ("text", "y")]
+
+
+def test_a_search_without_matches_still_gives_the_window_back(project):
+    ticks = iter(range(10 ** 6))
+    job = SearchJob.start(project, "no such text anywhere")
+    steps = 0
+    while not job.done:
+        assert job.step(budget_s=1, clock=lambda: next(ticks)) == []
+        steps += 1
+    # One file per slice with a clock that expires at once: the loop came back every file.
+    assert steps >= 30 and job.search.files_searched >= 30

@@ -63,12 +63,19 @@ def workspace_reader(workspace: Workspace,
 
 @dataclass
 class SearchJob:
-    """A running Find in Files; call :meth:`step` until ``done``."""
+    """A running Find in Files; call :meth:`step` until ``done``.
+
+    Files are searched one at a time (``ProjectSearch.run`` over a one-path list; its counters
+    and caps carry over), so a slice ends on time even when no file matches — a generator
+    that only yields matches would keep a match-less search inside one slice to the end.
+    """
 
     search: ProjectSearch
-    matches: Iterator[Match]
+    paths: Iterator[str]
+    read: Callable[[str], str | None]
     done: bool = False
     cancelled: bool = False
+    _file: Iterator[Match] | None = None
 
     @classmethod
     def start(cls, root: Path, pattern: str, options: SearchOptions = SearchOptions(), *,
@@ -81,20 +88,29 @@ class SearchJob:
         workspace.resolve(folder, kind="dir")  # the walk is lazy: check the folder now
         paths = glob_filter(workspace.walk_files(folder, max_file_bytes=SEARCH_MAX_FILE_BYTES),
                             globs)
-        return cls(search, search.run(paths, workspace_reader(workspace, overrides)))
+        return cls(search, paths, workspace_reader(workspace, overrides))
 
     def step(self, budget_s: float = SLICE_S,
              clock: Callable[[], float] = time.monotonic) -> list[Match]:
         """Results found within about ``budget_s`` (at least one file's worth)."""
-        if self.done:
-            return []
         out: list[Match] = []
         deadline = clock() + budget_s
-        for m in self.matches:
-            out.append(m)
-            if clock() >= deadline:
-                return out
-        self.done = True
+        while not self.done:
+            if self._file is None:
+                path = next(self.paths, None)
+                if path is None:
+                    self.done = True
+                    break
+                self._file = self.search.run([path], self.read)
+            for m in self._file:
+                out.append(m)
+                if clock() >= deadline:
+                    return out  # the rest of this file comes in the next slice
+            self._file = None
+            if self.search.truncated:
+                self.done = True
+            elif clock() >= deadline:
+                break
         return out
 
     def cancel(self) -> None:
