@@ -300,7 +300,8 @@ define("ui.open", "Open a file in a tab; replies once it is loaded and editable.
        Arg("path", str, check=non_empty), Arg("line", int, False, None, doc="1-based"),
        Arg("col", int, False, None, doc="1-based"))
 define("ui.dialog", "Open a dialog by name (open, save_as, preferences, about, shortcuts, find, "
-       "replace, goto, find_in_files, conflict, unsaved).", Arg("name", str, check=non_empty))
+       "replace, goto, find_in_files, conflict, unsaved).", Arg("name", str, check=non_empty),
+       Arg("fields", dict, False, None, doc="initial values, e.g. {pattern} for find_in_files"))
 define("ui.dialog_answer", "Fill an open dialog's fields and press one of its buttons.",
        Arg("name", str, check=non_empty), Arg("button", str, check=non_empty),
        Arg("fields", dict, False, None, doc="field name → value"))

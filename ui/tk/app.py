@@ -125,6 +125,7 @@ class App:
         root = self.root
         self.menubar = tk.Menu(root, tearoff=False)
         root.configure(menu=self.menubar)
+        self._style_menubar()
         self.toolbar = ttk.Frame(root, style="Raised.TFrame", padding=(2, 2))
         self.toolbar.pack(side="top", fill="x")
         self.status = ttk.Frame(root, padding=(2, 2))
@@ -202,6 +203,13 @@ class App:
             self.show_error(err)
         return None
 
+    def _style_menubar(self) -> None:
+        t = self.theme
+        self.menubar.configure(background=t.face, foreground=t.text_fg,
+                               activebackground=t.title_active_bg,
+                               activeforeground=t.title_active_fg,
+                               disabledforeground=t.disabled_fg)
+
     def rebuild_menus(self) -> None:
         bar = self.menubar
         bar.delete(0, "end")
@@ -209,6 +217,9 @@ class App:
             entries = self.commands.menu(menu_name)
             if not entries:
                 continue
+            old = bar.children.get(menu_name.lower())
+            if old is not None:
+                old.destroy()
             m = tk.Menu(bar, tearoff=False, name=menu_name.lower())
             text, underline = _mn(label)
             bar.add_cascade(label=text, underline=underline, menu=m)
@@ -955,6 +966,8 @@ class App:
             for pane in (self.hpane, self.vpane):
                 pane.configure(background=self.theme.face)
             self.rebuild_toolbar()
+            self._style_menubar()
+            self.rebuild_menus()
         family = self.settings.get("font") or self.editor_font.cget("family")
         size = int(self.settings.get("size") or self.editor_font.cget("size"))
         if (family, size) != self.editor_font_tuple():

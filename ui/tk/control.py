@@ -183,6 +183,13 @@ class ControlServer:
             self.app.conflict_prompt(self._editor())
         elif name == "unsaved":
             self.app.close_editor(self._editor())
+        elif name == "find_in_files" and args.get("fields") and \
+                hasattr(getattr(self.app, "output_pane", None), "show_find"):
+            pane = self.app.output_pane
+            pane.show_find(str(args["fields"].get("pattern", "")))
+            start = getattr(getattr(pane, "find", None), "start", None)
+            if callable(start):
+                start()
         elif name in DIALOG_COMMANDS:
             self.app.invoke(DIALOG_COMMANDS[name])
         else:

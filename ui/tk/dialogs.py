@@ -50,6 +50,8 @@ class Dialog:
         top.transient(root)
         top.resizable(False, False)
         top.protocol("WM_DELETE_WINDOW", lambda: self.answer(self._cancel_label()))
+        if not window_manager_running():
+            _caption(top, title, app, lambda: self.answer(self._cancel_label()))
         outer = ttk.Frame(top, padding=12)
         outer.pack(fill="both", expand=True)
         row = ttk.Frame(outer)
@@ -154,6 +156,42 @@ class Dialog:
         return {"name": self.name, "title": self.top.title(),
                 "message": str(self.message.cget("text")), "buttons": list(self.buttons),
                 "fields": self.values()}
+
+
+_WM: list[bool] = []
+
+
+def window_manager_running() -> bool:
+    """Is an (EWMH) window manager decorating our windows? Asked once, via xprop.
+
+    Without one (a bare X server, Xvfb) a dialog would have no title bar at all, so the dialog
+    draws a classic caption of its own."""
+    if not _WM:
+        import shutil
+        import subprocess
+        running = True
+        if shutil.which("xprop"):
+            try:
+                out = subprocess.run(["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"],
+                                     capture_output=True, text=True, timeout=3).stdout
+                running = "window id" in out
+            except (OSError, subprocess.TimeoutExpired):
+                running = True
+        _WM.append(running)
+    return _WM[0]
+
+
+def _caption(top: tk.Toplevel, title: str, app: Any, close: Callable[[], None]) -> None:
+    t = app.theme
+    bar = tk.Frame(top, background=t.title_active_bg, name="keep_caption")
+    bar.pack(side="top", fill="x", padx=1, pady=(1, 0))
+    tk.Label(bar, text=title, background=t.title_active_bg, foreground=t.title_active_fg,
+             font=(app.ui_font_family(), 9, "bold"), anchor="w", padx=4,
+             name="keep_title").pack(side="left", fill="x", expand=True, pady=2)
+    tk.Button(bar, text="×", command=close, width=2, padx=0, pady=0, bd=2, relief="raised",
+              background=t.face, foreground=t.text_fg, highlightthickness=0,
+              font=(app.ui_font_family(), 8, "bold"), takefocus=False,
+              name="keep_close").pack(side="right", padx=2, pady=2)
 
 
 def text_window(app: Any, name: str, title: str, content: str,
