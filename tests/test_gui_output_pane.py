@@ -186,3 +186,19 @@ def test_f4_walks_through_results_and_references(app, server):
     assert pane.next_result() == ("src/app.py", 1, 1)    # wraps around
     assert pane.next_result(-1) == ("src/app.py", 3, 5)
     assert stub.opened[-1] == ("src/app.py", 3, 5)
+
+
+def test_find_in_folder_from_the_tree_and_copy_from_the_output(app):
+    stub, pane, _ = app
+    from ui.tk import project_tree
+    tree = project_tree.install(stub)
+    assert stub.pump(lambda: "." in tree.loaded)
+    tree.find_in_folder("src")
+    assert pane.find.folder.get() == "src" and pane.notebook.index("current") == 0
+    assert pane.find.start("main")
+    assert stub.pump(lambda: not pane.find.running)
+    assert pane.find.text.get("1.0", "end-1c").strip() == "src/app.py:3:5: def main():"
+    pane.output.clear()
+    pane.output.write("line one\nline two\n")
+    assert pane.output.copy() == "line one\nline two\n"
+    assert stub.root.clipboard_get() == "line one\nline two\n"

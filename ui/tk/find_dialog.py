@@ -341,6 +341,7 @@ class FindDialog:
         self.c = controller
         self.top = top = tk.Toplevel(parent)
         top.withdraw()
+        self._placed = False
         top.title("Find")
         top.transient(parent.winfo_toplevel())
         top.resizable(True, False)
@@ -451,6 +452,15 @@ class FindDialog:
         c.in_selection = self.in_sel.get()
 
     def present(self) -> None:
+        if not self._placed:
+            # Near the top right of the main window, where it hides the least text.
+            self._placed = True
+            parent = self.top.master.winfo_toplevel()
+            self.top.update_idletasks()
+            x = parent.winfo_rootx() + max(0, parent.winfo_width() - self.top.winfo_reqwidth()
+                                           - 40)
+            y = parent.winfo_rooty() + 60
+            self.top.geometry(f"+{x}+{y}")
         self.top.deiconify()
         self.top.lift()
         self.find_entry.focus_set()

@@ -250,10 +250,35 @@ class OutputTab:
         self.text.tag_bind("link", "<Enter>", lambda e: self.text.configure(cursor="hand2"))
         self.text.tag_bind("link", "<Leave>", lambda e: self.text.configure(cursor="arrow"))
         self.text.bind("<Key>", lambda e: "break" if e.char and e.char.isprintable() else None)
+        self.text.bind("<Button-3>", self._context_menu)
         self.links: dict[str, tuple[str, int, int | None]] = {}
         self._link_ids = 0
         self.terminals: dict[str, TerminalLines] = {}
         self.cwd: dict[str, str] = {}
+
+    def _context_menu(self, event: tk.Event) -> str:
+        menu = tk.Menu(self.text, tearoff=False)
+        menu.add_command(label="Copy", underline=0, command=self.copy)
+        menu.add_command(label="Clear", underline=1, command=self.clear)
+        menu.add_separator()
+        menu.add_command(label="Next Reference", underline=0, accelerator="F4",
+                         command=lambda: self.next_link(1))
+        self.menu = menu
+        try:
+            menu.tk_popup(event.x_root, event.y_root)
+        finally:
+            menu.grab_release()
+        return "break"
+
+    def copy(self) -> str:
+        """The selection, or everything when nothing is selected, to the clipboard."""
+        try:
+            text = self.text.get("sel.first", "sel.last")
+        except tk.TclError:
+            text = self.text.get("1.0", "end-1c")
+        self.text.clipboard_clear()
+        self.text.clipboard_append(text)
+        return text
 
     def clear(self) -> None:
         self.text.delete("1.0", "end")

@@ -59,6 +59,9 @@ class ProjectTree:
         self.tree.bind("<Return>", self._on_enter)
         self.tree.bind("<KP_Enter>", self._on_enter)
         self.tree.bind("<F5>", lambda e: (self.refresh(), "break")[1])
+        self.tree.bind("<Button-3>", self._context_menu)
+        self.tree.bind("<Shift-F10>", self._context_menu)
+        self.tree.bind("<Menu>", self._context_menu)
         # A file saved under a new name (Save As, an agent's new file) appears without a
         # manual refresh when its folder is showing.
         app.conn.subscribe("buffer.saved", self._on_saved)
@@ -170,6 +173,37 @@ class ProjectTree:
         self.loaded = {p for p in self.loaded if p in open_dirs}
         for path in open_dirs:
             self.list_folder(path)
+
+    def _context_menu(self, event: tk.Event) -> str:
+        iid = self.tree.identify_row(event.y) if event.y else self.tree.focus()
+        if iid and iid in self.kinds:
+            self.select(iid)
+        iid = self.tree.focus()
+        kind = self.kinds.get(iid)
+        menu = tk.Menu(self.tree, tearoff=False)
+        if kind == "file":
+            menu.add_command(label="Open", underline=0, command=lambda: self.open(iid))
+        folder = iid if kind == "dir" else (iid.rsplit("/", 1)[0] if "/" in iid else ".")
+        pane = getattr(self.app, "output_pane", None)
+        if pane is not None:
+            menu.add_command(label="Find in Folder…", underline=0,
+                             command=lambda: self.find_in_folder(folder))
+        menu.add_separator()
+        menu.add_command(label="Refresh", underline=0, accelerator="F5", command=self.refresh)
+        self.menu = menu
+        x = event.x_root or self.tree.winfo_rootx() + 20
+        y = event.y_root or self.tree.winfo_rooty() + 20
+        try:
+            menu.tk_popup(x, y)
+        finally:
+            menu.grab_release()
+        return "break"
+
+    def find_in_folder(self, folder: str) -> None:
+        pane = getattr(self.app, "output_pane", None)
+        if pane is not None:
+            pane.find.folder.set(folder or ".")
+            pane.show_find()
 
     def _on_saved(self, event: Any) -> None:
         path = thaw(event.data).get("path")
