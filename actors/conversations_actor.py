@@ -16,6 +16,10 @@ of long-lived *daemon* threads: every thread that talks to the bus gets a socket
 (actors/bus_thread.py), so a thread per turn would leak one socket per turn, and a
 non-daemon pool (concurrent.futures) would hold the process open at exit for a turn's length.
 
+A new message while a proposal waits goes to the session at once as the next turn (the
+session closes the proposal as "interrupted" and ends the old turn); the core records it only
+after the old turn's messages, so the store keeps the order the model saw.
+
 A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
 turn ends as a classified error, the conversation stays as recorded, and the next message finds
 the restarted process (or spawns it again).
@@ -34,11 +38,12 @@ import pykka
 
 from actors.bus_thread import BusThread, RequestContext
 from actors.host import Host, actor_factory
-from rio.conversations import (ConversationStore, check_conversation_id, conversation_of_turn,
-                               conversations_dir, undo_label)
+from rio.conversations import (Conversation, ConversationStore, check_conversation_id,
+                               conversation_of_turn, conversations_dir, turn_id, undo_label)
 from rio.errors import AgentError, BusError, ProtocolError, RioError
 from rio.instance import project_state_dir
 from rio.protocol import thaw
+from rio.providers.base import Message
 
 log = logging.getLogger("rio.conversations")
 
@@ -63,6 +68,10 @@ class RunningTurn:
     proposals: dict[str, str] = field(default_factory=dict)  # pending proposal → its tool call
     #: Why the core ended (or will end) the turn itself; None while the session owns the end.
     end_reason: str | None = None
+    #: The turn of a message that interrupted this one: already sent to the session (which
+    #: closes the waiting proposal as "interrupted"), recorded once this one has ended.
+    successor: "RunningTurn | None" = None
+    successor_outcome: "TurnOutcome | None" = None
 
 
 @dataclass(frozen=True)
@@ -147,7 +156,6 @@ class ConversationsActor(pykka.ThreadingActor):
         self.default_provider = default_provider or _configured_provider
         self.known_providers = known_providers or _installed_providers
         self.running: dict[str, RunningTurn] = {}        # conversation → its running turn
-        self.queued: dict[str, tuple[RequestContext, str]] = {}  # a send waiting for a stop
         self.turns = WorkerPool("turn", 64)
         self.forwards = WorkerPool("forward", 4)
 
@@ -205,25 +213,19 @@ class ConversationsActor(pykka.ThreadingActor):
         cid = check_conversation_id(ctx.args["conversation"])
         self.store.get(cid)  # unknown conversations fail here, before anything is recorded
         running = self.running.get(cid)
-        if running is not None:
-            if not running.proposals or cid in self.queued:
-                raise AgentError("busy", "The agent is still working on the last message.",
-                                 "Wait, or Stop the turn.", turn=running.turn)
-            # A proposal waits: the new message interrupts the turn. The session ends it (its
-            # pending proposal declined), the core records that, closes the dangling tool call
-            # as "interrupted" and only then starts this message's turn, so the history stays
-            # in order.
-            self.queued[cid] = (ctx, ctx.args["text"])
-            running.end_reason = "interrupted"
-            self._forward_stop(running)
-            return
-        self._start_turn(ctx, cid, ctx.args["text"])
+        if running is None:
+            self._start_turn(ctx, cid, ctx.args["text"])
+        elif running.proposals and running.successor is None:
+            self._interrupt(ctx, running, ctx.args["text"])
+        else:
+            raise AgentError("busy", "The agent is still working on the last message.",
+                             "Wait, or Stop the turn.", turn=running.turn)
 
     def op_approve(self, ctx: RequestContext) -> None:
         turn = ctx.args["turn"]
         cid = conversation_of_turn(turn)
-        running = self.running.get(cid)
-        if running is None or running.turn != turn:
+        running = self._running_turn(cid, turn)
+        if running is None:
             raise AgentError("unknown_turn", f"Turn {turn!r} is not running any more.",
                              "Only a running turn's proposals can be answered.")
         proposal = ctx.args["proposal"]
@@ -247,6 +249,7 @@ class ConversationsActor(pykka.ThreadingActor):
         if running is None:
             ctx.reply({"stopped": False})
             return
+        running = running.successor or running   # the newest message's turn is the one shown
         running.end_reason = running.end_reason or "stopped"
         self._forward_stop(running)
         ctx.reply({"stopped": True, "turn": running.turn})
@@ -262,16 +265,33 @@ class ConversationsActor(pykka.ThreadingActor):
         self.forwards.submit(forward)
 
     # --- turns -------------------------------------------------------------------------------
-    def _start_turn(self, ctx: RequestContext | None, cid: str, text: str) -> None:
+    def _start_turn(self, ctx: RequestContext, cid: str, text: str) -> None:
         conv, record = self.store.begin_turn(cid, text)
         running = RunningTurn(cid, record.turn, text)
         self.running[cid] = running
-        if ctx is not None:
-            ctx.reply({"turn": record.turn, "conversation": cid})
-        self.bus.publish("agent.turn", {"conversation": cid, "turn": record.turn,
+        self._launch(ctx, conv, running, [m.to_dict() for m in conv.messages])
+
+    def _interrupt(self, ctx: RequestContext, running: RunningTurn, text: str) -> None:
+        """A new message while a proposal waits. The new turn goes to the session at once: it
+        closes the proposal's tool call as "interrupted", ends the old turn and puts the old
+        turn's messages before the new one (session side). The core records the new message
+        only after the old turn's messages, so the stored history has the same order."""
+        conv = self.store.get(running.conversation)
+        successor = RunningTurn(running.conversation,
+                                turn_id(running.conversation, len(conv.turns) + 1), text)
+        running.end_reason = "interrupted"
+        running.successor = successor
+        history = [m.to_dict() for m in conv.messages] + [Message.user(text).to_dict()]
+        self._launch(ctx, conv, successor, history)
+
+    def _launch(self, ctx: RequestContext, conv: Conversation, running: RunningTurn,
+                messages: list[dict[str, Any]]) -> None:
+        cid, text = running.conversation, running.text
+        ctx.reply({"turn": running.turn, "conversation": cid})
+        self.bus.publish("agent.turn", {"conversation": cid, "turn": running.turn,
                                         "state": "started", "text": text})
-        args: dict[str, Any] = {"conversation": cid, "turn": record.turn, "text": text,
-                                "messages": [m.to_dict() for m in conv.messages]}
+        args: dict[str, Any] = {"conversation": cid, "turn": running.turn, "text": text,
+                                "messages": messages}
         if conv.provider:
             args["provider"] = conv.provider
         # Only sent when set, so a session that predates these keys still takes the turn.
@@ -338,8 +358,12 @@ class ConversationsActor(pykka.ThreadingActor):
     def _finished(self, turn: str, outcome: TurnOutcome) -> None:
         cid = conversation_of_turn(turn)
         running = self.running.get(cid)
-        if running is None or running.turn != turn:
+        if running is None:
             return  # the core already ended it (a stop the session never answered)
+        if running.turn != turn:
+            if running.successor is not None and running.successor.turn == turn:
+                running.successor_outcome = outcome  # recorded after the interrupted turn
+            return
         del self.running[cid]
         status, error, from_core = outcome.status, outcome.error, outcome.from_core
         text = ""
@@ -366,13 +390,14 @@ class ConversationsActor(pykka.ThreadingActor):
         if error is not None:
             ended["error"] = {k: error.get(k) for k in ("kind", "message", "next")}
         self.bus.publish("agent.turn", ended)
-        queued = self.queued.pop(cid, None)
-        if queued is not None:
-            ctx, new_text = queued
-            try:
-                self._start_turn(ctx, cid, new_text)
-            except RioError as err:
-                ctx.fail(err)
+        successor = running.successor
+        if successor is not None:
+            _, record = self.store.begin_turn(cid, successor.text)
+            if record.turn != successor.turn:  # cannot happen while one actor owns the store
+                log.error("turn %s was recorded as %s", successor.turn, record.turn)
+            self.running[cid] = successor
+            if running.successor_outcome is not None:
+                self._finished(successor.turn, running.successor_outcome)
 
     def _forward_stop(self, running: RunningTurn) -> None:
         running.stop_requested.set()
@@ -389,10 +414,17 @@ class ConversationsActor(pykka.ThreadingActor):
         self.forwards.submit(forward)
 
     # --- events --------------------------------------------------------------------------------
-    def _on_event(self, topic: str, data: Mapping[str, Any]) -> None:
-        cid = data.get("conversation")
+    def _running_turn(self, cid: Any, turn: Any) -> RunningTurn | None:
+        """The running turn ``turn`` (or the one that interrupted it), if it runs."""
         running = self.running.get(cid) if isinstance(cid, str) else None
-        if running is None or data.get("turn") != running.turn:
+        for candidate in (running, running.successor if running else None):
+            if candidate is not None and candidate.turn == turn:
+                return candidate
+        return None
+
+    def _on_event(self, topic: str, data: Mapping[str, Any]) -> None:
+        running = self._running_turn(data.get("conversation"), data.get("turn"))
+        if running is None:
             return
         if topic == "agent.propose" and data.get("proposal") is not None:
             running.proposals[str(data["proposal"])] = str(data.get("call"))
@@ -403,8 +435,8 @@ class ConversationsActor(pykka.ThreadingActor):
             running.proposals = {p: c for p, c in running.proposals.items() if c != call}
 
     def _proposal_answered(self, turn: str, proposal: str) -> None:
-        running = self.running.get(conversation_of_turn(turn))
-        if running is not None and running.turn == turn:
+        running = self._running_turn(conversation_of_turn(turn), turn)
+        if running is not None:
             running.proposals.pop(proposal, None)
 
     def _tell(self, message: Any) -> None:

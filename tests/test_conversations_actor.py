@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -208,23 +209,22 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
     call = {"type": "tool_use", "id": "call-9", "name": "propose_edit",
             "input": {"path": "notes.txt", "old_text": "beta", "new_text": "gamma"}}
 
-    def propose_then_hold(fake: FakeSession, ctx: RequestContext) -> None:
+    def like_the_session(fake: FakeSession, ctx: RequestContext) -> None:
         if len(fake.turns) == 1:
             fake.bus.publish("agent.propose", {"conversation": cid, "turn": ctx.args["turn"],
                                                "proposal": "p1", "call": "call-9",
                                                "path": "notes.txt", "kind": "edit",
                                                "diff": "-beta\n+gamma\n"})
             fake.pending.append(ctx)
-        else:
-            ctx.reply({"status": "done", "messages": [assistant("ok, not editing")],
-                       "buffers": []})
-
-    def stop_with_the_dangling_call(fake: FakeSession, ctx: RequestContext) -> None:
-        ctx.reply({"stopped": True})
+            return
+        # The new message: the waiting turn ends (here without answering its tool call, so
+        # the core must close it), then the new turn runs.
         fake.pending.pop().reply({"status": "stopped", "buffers": [], "messages": [
             {"role": "assistant", "content": [{"type": "text", "text": "Proposing."}, call]}]})
+        ctx.reply({"status": "done", "messages": [assistant("ok, not editing")],
+                   "buffers": []})
 
-    fake = FakeSession(server.info(), cid, propose_then_hold, on_stop=stop_with_the_dangling_call)
+    fake = FakeSession(server.info(), cid, like_the_session)
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "edit notes"})["turn"]
     client.wait("agent.propose", turn=turn)
@@ -241,11 +241,21 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
     stopped = client.wait("agent.turn", turn=turn, state="stopped")
     assert stopped["error"]["kind"] == "agent.interrupted"
     client.wait("agent.turn", turn=turn2, state="done")
-    sent = fake.turns[1]["messages"]
-    assert sent[-3]["content"][1]["id"] == "call-9"
-    assert sent[-2]["content"] == [{"type": "tool_result", "tool_use_id": "call-9",
-                                    "content": INTERRUPTED_RESULT, "is_error": True}]
-    assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "never mind"}]}
+    assert fake.stops == []
+    # The session got the new message right away (it merges the old turn's messages itself).
+    assert [m["role"] for m in fake.turns[1]["messages"]] == ["user", "user"]
+    assert fake.turns[1]["messages"][-1]["content"][0]["text"] == "never mind"
+    # The core recorded everything in order, the dangling call closed as interrupted.
+    history = client.call("agent.history", {"conversation": cid})
+    msgs = history["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "user", "assistant"]
+    assert msgs[2]["content"] == [{"type": "tool_result", "tool_use_id": "call-9",
+                                   "content": INTERRUPTED_RESULT, "is_error": True}]
+    assert msgs[3]["content"][0]["text"] == "never mind"
+    assert [t["status"] for t in history["turns"]] == ["stopped", "done"]
+    # A third message while the new turn has no proposal waiting is refused as busy... once
+    # more it is idle, it runs.
+    assert client.call("agent.list")[0]["state"] == "idle"
 
 
 def test_bad_requests_are_refused_with_their_kind(client):
@@ -264,3 +274,117 @@ def test_bad_requests_are_refused_with_their_kind(client):
     with pytest.raises(AgentError) as err:
         client.call("agent.new", {"provider": "no-such-provider"})
     assert err.value.kind == "agent.not_configured" and "anthropic" in err.value.message
+
+
+# --- end to end: the real session process and the loopback Anthropic server ---------------------
+
+def relax_hang_detection(env: dict) -> None:
+    """A loaded test machine (2 cores, other suites) can miss 3 pings of 1 s: a session killed
+    as "hung" would fail these tests for a reason they are not about."""
+    folder = Path(env["RIO_CONFIG_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "supervisor.toml").write_text("[defaults]\nping_misses = 30\n")
+
+
+@pytest.fixture(scope="module")
+def model():
+    from tests.fakes.model_servers import FakeModelServer
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory, model):
+    from tests.support import rio_env
+    base = tmp_path_factory.mktemp("conv-e2e")
+    root = base / "proj"
+    root.mkdir()
+    env = rio_env(base)
+    env.update({"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "test-key"})
+    relax_hang_detection(env)
+    srv = RioServer(root, base, env=env).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def real_client(real):
+    c = Client(real)
+    yield c
+    c.close()
+
+
+def session_pid(server: RioServer, cid: str) -> int | None:
+    for p in server.call("system.status")["processes"]:
+        if p["name"] == f"agent:{cid}" and p.get("pid") and p.get("state") == "running":
+            server.known_pids.add(p["pid"])
+            return p["pid"]
+    return None
+
+
+def test_e2e_kill_9_of_the_session_mid_stream(real, real_client, model):
+    import os
+    import signal
+
+    from tests.fakes.model_servers import anthropic_text
+    client = real_client
+    cid = new_conversation(client)
+    # First reply: a few words, then the stream stays open (a slow model).
+    model.push(anthropic_text("Thinking", " about", " it").slow(hold_open=True))
+    turn = client.call("agent.send", {"conversation": cid, "text": "first"})["turn"]
+    client.wait("agent.delta", turn=turn, timeout=30)
+    pid = session_pid(real, cid)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+
+    err = client.wait("agent.error", turn=turn, kind="agent.session_died", timeout=20)
+    assert "send your message again" in err["message"]
+    client.wait("agent.turn", turn=turn, state="error")
+    history = client.call("agent.history", {"conversation": cid})
+    assert history["turns"][0]["status"] == "error"
+    assert history["messages"][0]["content"][0]["text"] == "first"
+
+    model.push(anthropic_text("Back again."))
+    turn2 = client.call("agent.send", {"conversation": cid, "text": "second"})["turn"]
+    client.wait("agent.turn", turn=turn2, state="done", timeout=30)
+    assert client.wait("agent.message", turn=turn2)["text"] == "Back again."
+    assert session_pid(real, cid) not in (None, pid)
+    sent = model.requests[-1].json["messages"]
+    assert [m["role"] for m in sent][-1] == "user" and "second" in str(sent[-1])
+
+
+def test_e2e_stop_mid_stream_ends_the_turn_quickly(real, real_client, model):
+    from tests.fakes.model_servers import anthropic_text
+    client = real_client
+    cid = new_conversation(client)
+    model.push(anthropic_text("Slow", " words").slow(hold_open=True))
+    turn = client.call("agent.send", {"conversation": cid, "text": "go slowly"})["turn"]
+    client.wait("agent.delta", turn=turn, timeout=30)
+    client.call("agent.stop", {"conversation": cid})
+    client.wait("agent.turn", turn=turn, state="stopped", timeout=5)
+    history = client.call("agent.history", {"conversation": cid})
+    assert history["turns"][0]["status"] == "stopped"
+
+
+def test_e2e_a_new_message_interrupts_a_waiting_proposal(real, real_client, model):
+    from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
+    client = real_client
+    (real.root / "todo.txt").write_text("one\ntwo\n")
+    cid = new_conversation(client)
+    model.push(anthropic_tool_use("toolu_w", "propose_edit", {
+        "path": "todo.txt", "old_text": "two", "new_text": "three"}))
+    turn = client.call("agent.send", {"conversation": cid, "text": "edit todo"})["turn"]
+    client.wait("agent.propose", turn=turn, timeout=30)
+    time.sleep(0.2)   # the core hears of the proposal on its own event stream
+    model.push(anthropic_text("Fine, no edit."))
+    turn2 = client.call("agent.send", {"conversation": cid, "text": "forget it"})["turn"]
+    assert client.wait("agent.turn", turn=turn, state="stopped")["error"]["kind"] == \
+        "agent.interrupted"
+    client.wait("agent.turn", turn=turn2, state="done", timeout=30)
+    sent = model.requests[-1].json["messages"]
+    results = [b for m in sent for b in m["content"] if isinstance(m["content"], list)
+               and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_w"]
+    assert len(results) == 1, sent
+    assert "interrupt" in results[0]["content"].lower()
+    assert sent[-1]["role"] == "user" and "forget it" in str(sent[-1])
+    assert (real.root / "todo.txt").read_text() == "one\ntwo\n"
