@@ -136,7 +136,7 @@ def test_close_with_unsaved_changes_prompts_and_dont_save_discards(desktop, proj
 
 @pytest.mark.timeout(90)
 def test_save_as_with_encoding_and_line_endings(desktop, project):
-    tab = _active(desktop.wait_active_ready())
+    desktop.wait_active_ready()
     desktop.call("ui.dialog", {"name": "save_as"})
     desktop.call("ui.dialog_answer", {"name": "save_as", "button": "Save",
                                       "fields": {"path": "copy.py", "encoding": "utf-16-le",
