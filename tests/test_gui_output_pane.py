@@ -10,7 +10,7 @@ import pytest
 
 from rio.instance import project_state_dir
 from rio.runner import ProjectCommands, load_project_commands, save_project_commands
-from tests.support import RioServer
+from tests.support import RioServer, wait_for
 from tests.tk_stub_app import StubApp
 from ui.tk import output_pane, project_commands
 
@@ -202,3 +202,29 @@ def test_find_in_folder_from_the_tree_and_copy_from_the_output(app):
     pane.output.write("line one\nline two\n")
     assert pane.output.copy() == "line one\nline two\n"
     assert stub.root.clipboard_get() == "line one\nline two\n"
+
+
+def test_a_core_crash_ends_the_run_and_the_pane_says_so(app, server):
+    """kill -9 of the core mid-run: the run's group goes with it (swept by the core's cookie)
+    and the pane, told by system.process, stops showing a run that will never exit."""
+    stub, pane, controller = app
+    save_project_commands(project_state_dir(server.root), ProjectCommands(
+        run="echo pid=$$; sleep 300"))
+    controller.start("run")
+    found = lambda: re.search(r"pid=(\d+)", pane.output.text.get("1.0", "end"))  # noqa: E731
+    assert stub.pump(lambda: found() is not None, 20)
+    pid = int(found().group(1))
+    assert wait_for(lambda: psutil.Process(pid).children(), 5)
+    tree = [pid] + [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    core = server.pids()["core"]
+    psutil.Process(core).kill()
+    assert stub.pump(lambda: not pane.running(), 20)
+    assert "The run was lost" in pane.output.text.get("1.0", "end")
+
+    def gone(p: int) -> bool:
+        try:
+            return psutil.Process(p).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+    assert wait_for(lambda: all(gone(p) for p in tree), 10), [p for p in tree if not gone(p)]
+    assert stub.pump(lambda: server.pids().get("core") not in (None, core), 20)

@@ -386,7 +386,18 @@ class OutputPane:
         self._held: OrderedDict[str, list[tuple[str, dict[str, Any]]]] = OrderedDict()
         self.on_run_exit: list[Any] = []
         app.conn.subscribe("run.", self._on_event)
+        app.conn.subscribe("system.process", self._on_process)
         app.conn.request("run.list", {}, self._adopt)
+
+    def _on_process(self, event: Any) -> None:
+        """The core died: its runs died with it (their group is swept with the core's
+        cookie), and no run.exit will ever come. Say so instead of showing a run forever."""
+        data = thaw(event.data)
+        if data.get("name") != "core" or data.get("event") not in ("exited", "hung", "gave_up"):
+            return
+        for run, record in list(self.runs.items()):
+            if record.get("state") != "exited":
+                self._handle("run.exit", {"run": run, "code": None, "how": "failed"})
 
     def _adopt(self, rep: Any) -> None:
         """A window (re)started while a run goes on (the UI was restarted after a crash):
@@ -514,7 +525,7 @@ def describe_exit(data: dict[str, Any]) -> str:
     if how == "timeout":
         return "> Timed out; stopped."
     if how == "failed":
-        return "> The run failed to start or was lost."
+        return "> The run was lost: the core stopped (it restarts by itself; run again)."
     return f"> Finished with exit code {code}." if code else "> Finished."
 
 
