@@ -40,6 +40,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {"font": "", "size": 0, "tab_width": 4, "use_
 TEXT_ONLY_IN_ENTRIES = {"edit.cut", "edit.copy", "edit.paste", "edit.select_all", "edit.undo",
                         "edit.redo"}
 MIN_ZOOM, MAX_ZOOM = 6, 40
+AUTOSAVE_MS = 2000
 
 
 class Tooltip:
@@ -115,6 +116,7 @@ class App(FileActions):
         self.rebuild_toolbar()
         root.protocol("WM_DELETE_WINDOW", self.quit)
         self._install_plugins()
+        self.root.after(AUTOSAVE_MS, self._autosave)
 
     # --- building the window ---------------------------------------------------------------------
     def _build(self) -> None:
@@ -768,6 +770,18 @@ class App(FileActions):
         settings = {k: self.settings[k] for k in DEFAULT_SETTINGS if k in self.settings}
         return session_mod.Session(layout, tuple(docs), active, self.session.recent, settings,
                                    self.session.seen_recoveries)
+
+    def _autosave(self) -> None:
+        """Keep the session file current, so a crashed UI comes back with its cursors."""
+        if self.quitting:
+            return
+        try:
+            now = self.current_session()
+            if now.to_json() != self.session.to_json():
+                self.save_session()
+        except tk.TclError:
+            pass
+        self.root.after(AUTOSAVE_MS, self._autosave)
 
     def save_session(self) -> None:
         if self.state_dir is None:
