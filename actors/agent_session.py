@@ -20,12 +20,14 @@ import concurrent.futures
 import functools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from actors.bus_async import AsyncLink
 from actors.bus_thread import BusThread, RequestContext
 from actors.host import Host, actor_factory
 from rio.agent.tools import TOOL_SPECS, Tools
@@ -60,12 +62,19 @@ class BusPortOverThread:
         self.runs: dict[str, _RunWatch] = {}
         self.early: OrderedDict[str, list[Event]] = OrderedDict()
 
+        self._link: AsyncLink | None = None
+
+    def link(self) -> AsyncLink:
+        """The loop thread's own link to the hub (created there, used only there)."""
+        if self._link is None:
+            self._link = AsyncLink(self.bus)
+        return self._link
+
     async def call(self, op: str, args: Mapping[str, Any], timeout: float = 10.0) -> Any:
-        return await self.loop.run_in_executor(
-            self.pool, functools.partial(self.bus.call, op, dict(args), timeout=timeout))
+        return await self.link().call(op, args, timeout=timeout)
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
-        self.bus.publish(topic, data)
+        self.link().publish(topic, data)
 
     # --- run.* events (delivered on the bus thread, handled on the loop) ----------------------
     def on_run_event(self, event: Event) -> None:
@@ -295,6 +304,7 @@ class AgentSession:
 
     async def _turn(self, ctx: RequestContext) -> None:
         args = ctx.args
+        t0 = time.perf_counter()
         earlier: tuple[Message, ...] = ()
         running = self.running
         if self._starting:
@@ -337,6 +347,7 @@ class AgentSession:
             ctx.reply(TurnResult("error", (), error=err).to_wire())
             await self._end_gate_quietly(turn_id, began)
             return
+        log.debug("turn %s: set-up took %.1f ms", turn_id, (time.perf_counter() - t0) * 1e3)
         port = _TurnPort(self.port, self.conversation, turn_id, provider.name)
         system = build_system_prompt(self.root, TOOL_SPECS, mode=mode,
                                      addition=config.system_prompt_addition)

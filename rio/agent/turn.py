@@ -162,6 +162,9 @@ class _Collector:
             text = "".join(self._pending)
             self._pending.clear()
             self.turn.publish("agent.delta", {"text": text})
+            if not self.turn._published_delta:
+                self.turn._published_delta = True
+                log.debug("turn %s: first delta published", self.turn.spec.turn)
 
     def message(self, with_calls: bool) -> Message | None:
         text = "".join(self.text)
@@ -185,6 +188,7 @@ class Turn:
         self._results: list[ToolResultBlock] = []   # of the tool round in progress
         self._round: tuple[ToolCall, ...] = ()
         self._interrupted = False
+        self._published_delta = False
         #: True when the caller already told the gate "begin" (to overlap it with its own set-up)
         self._began = begun
         self._outcome: TurnResult | None = None
@@ -220,6 +224,7 @@ class Turn:
             self._began = True
         while True:
             await self.port.gate_turn("model_request")
+            log.debug("turn %s: model request %d", self.spec.turn, len(self.new))
             history = close_dangling(list(self.spec.messages) + self.new)
             request = ProviderRequest(self.spec.system, tuple(history), self.spec.tools)
             collector = self._collector = _Collector(self)

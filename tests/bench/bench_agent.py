@@ -9,6 +9,7 @@ first-delta overhead ≤ 10 ms.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -127,7 +128,8 @@ def run(quick: bool = False) -> list[Row]:
         root = tmp / "proj"
         root.mkdir()
         env = rio_env(tmp)
-        env.update({"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "test-key"})
+        env.update({"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "test-key",
+                    "RIO_LOG_LEVEL": "DEBUG" if os.environ.get("RIO_BENCH_TRACE") else "WARNING"})
         server = RioServer(root, tmp, env=env).start()
         sub = Subscriber(server)
         client = httpx.Client(timeout=60, trust_env=False)
@@ -166,6 +168,9 @@ def run(quick: bool = False) -> list[Row]:
                 per_delta.append((rio_total - bare_total) / n)
                 events.append(info["events"])
         finally:
+            if os.environ.get("RIO_BENCH_TRACE"):
+                for log in (tmp / "state" / "logs").glob("*agent*"):
+                    print(log.read_text()[-40000:])
             client.close()
             sub.conn.close()
             server.stop()
