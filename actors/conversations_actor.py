@@ -205,9 +205,7 @@ class ConversationsActor(pykka.ThreadingActor):
         ctx.reply([c.summary() for c in self.store.list()])
 
     def op_history(self, ctx: RequestContext) -> None:
-        history = self.store.get(ctx.args["conversation"]).history()
-        history.pop("title", None)
-        ctx.reply(history)
+        ctx.reply(self.store.get(ctx.args["conversation"]).history())
 
     def op_send(self, ctx: RequestContext) -> None:
         cid = check_conversation_id(ctx.args["conversation"])
