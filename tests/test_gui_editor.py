@@ -1,0 +1,154 @@
+"""Editing features of the real desktop, asserted on the core: block commands are one undo step,
+overwrite mode, bookmarks, tabs, the session across restarts, recovery after a crash."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from desktop_support import RioDesktop
+from support import wait_for
+
+pytestmark = pytest.mark.gui
+
+SOURCE = "def f(x):\n    if x:\n        return 1\n    return 2\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "f.py").write_text(SOURCE)
+    (root / "notes.txt").write_text("one\ntwo\nthree\n")
+    return root
+
+
+@pytest.fixture
+def desktop(project, tmp_path, display):
+    d = RioDesktop(project, tmp_path / "base", display, files=(str(project / "f.py"),))
+    d.start()
+    yield d
+    d.stop()
+
+
+def _active(state):
+    return next(t for t in state["tabs"] if t["active"])
+
+
+@pytest.mark.timeout(90)
+def test_comment_toggle_and_block_indent_are_one_undo_step_each(desktop):
+    bid = _active(desktop.wait_active_ready())["buffer"]
+    desktop.call("ui.menu", {"path": "Edit/Select All"})
+    desktop.call("ui.menu", {"path": "Edit/Toggle Comment"})
+    commented = "# def f(x):\n#     if x:\n#         return 1\n#     return 2\n"
+    desktop.wait_text(bid, commented)
+    desktop.call("ui.menu", {"path": "Edit/Undo"})
+    desktop.wait_text(bid, SOURCE)
+    desktop.call("ui.menu", {"path": "Edit/Select All"})
+    desktop.call("ui.key", {"keysym": "Tab"})
+    desktop.wait_text(bid, "".join("    " + ln + "\n" for ln in SOURCE.splitlines()))
+    desktop.call("ui.key", {"keysym": "Tab", "state": "Shift"})
+    desktop.wait_text(bid, SOURCE)
+    desktop.call("ui.menu", {"path": "Edit/Undo"})
+    desktop.call("ui.menu", {"path": "Edit/Undo"})
+    desktop.wait_text(bid, SOURCE)
+
+
+@pytest.mark.timeout(90)
+def test_overwrite_mode_replaces_characters(desktop):
+    bid = _active(desktop.wait_active_ready())["buffer"]
+    desktop.call("ui.key", {"keysym": "Insert"})
+    s = desktop.wait_state(lambda s: s["status"]["mode"] == "OVR")
+    assert s["cursor"] == {"line": 1, "col": 0}
+    desktop.call("ui.type", {"text": "fed"})
+    desktop.wait_text(bid, "fed f(x):" + SOURCE[len("def f(x):"):])
+    desktop.call("ui.menu", {"path": "Edit/Overwrite Mode"})
+    desktop.wait_state(lambda s: s["status"]["mode"] == "INS")
+
+
+@pytest.mark.timeout(90)
+def test_bookmarks_toggle_and_jump(desktop):
+    desktop.wait_active_ready()
+    desktop.call("ui.open", {"path": "f.py", "line": 2})
+    desktop.call("ui.key", {"keysym": "F2", "state": "Control"})
+    desktop.call("ui.open", {"path": "f.py", "line": 4})
+    desktop.call("ui.key", {"keysym": "F2", "state": "Control"})
+    s = desktop.wait_state(lambda s: s["bookmarks"] == [2, 4])
+    desktop.call("ui.key", {"keysym": "F2"})          # from line 4: wraps to 2
+    s = desktop.wait_state(lambda s: s["cursor"]["line"] == 2)
+    desktop.call("ui.key", {"keysym": "F2"})
+    desktop.wait_state(lambda s: s["cursor"]["line"] == 4)
+    desktop.call("ui.key", {"keysym": "F2", "state": "Control"})
+    desktop.wait_state(lambda s: s["bookmarks"] == [2])
+
+
+@pytest.mark.timeout(90)
+def test_tabs_ctrl_tab_and_ctrl_w(desktop):
+    first = _active(desktop.wait_active_ready())["buffer"]
+    second = desktop.call("ui.open", {"path": "notes.txt"})["buffer"]
+    s = desktop.wait_state(lambda s: s["active"] == second)
+    assert [t["name"] for t in s["tabs"]] == ["f.py", "notes.txt"]
+    desktop.call("ui.key", {"keysym": "Tab", "state": "Control"})
+    desktop.wait_state(lambda s: s["active"] == first)
+    desktop.call("ui.key", {"keysym": "w", "state": "Control"})   # clean: closes at once
+    s = desktop.wait_state(lambda s: [t["name"] for t in s["tabs"]] == ["notes.txt"])
+    assert [b["name"] for b in desktop.call("buffer.list")] == ["notes.txt"]
+
+
+@pytest.mark.timeout(150)
+def test_session_restores_tabs_and_cursors_on_the_next_start(project, tmp_path, display):
+    d = RioDesktop(project, tmp_path / "base", display)
+    d.start()
+    try:
+        d.call("ui.open", {"path": "notes.txt", "line": 3, "col": 2})
+        d.call("ui.open", {"path": "f.py", "line": 2, "col": 5})
+        d.wait_state(lambda s: s["cursor"] == {"line": 2, "col": 4})
+        d.call("ui.quit", {})
+        assert wait_for(lambda: next(p for p in d.call("system.status")["processes"]
+                                     if p["name"] == "ui")["last_exit"] == "exit 0", 15)
+    finally:
+        d.stop()
+    d2 = RioDesktop(project, tmp_path / "base", display)
+    d2.env = d.env                    # same state folder: the same project's session
+    d2.start()
+    try:
+        s = d2.wait_state(lambda s: len(s["tabs"]) == 2 and all(t["ready"] for t in s["tabs"]))
+        assert [t["name"] for t in s["tabs"]] == ["notes.txt", "f.py"]
+        assert _active(s)["name"] == "f.py"
+        assert s["cursor"] == {"line": 2, "col": 4}
+    finally:
+        d2.stop()
+
+
+@pytest.mark.timeout(150)
+def test_after_a_crash_unsaved_documents_come_back_with_a_notice(project, tmp_path, display):
+    d = RioDesktop(project, tmp_path / "base", display, files=(str(project / "f.py"),))
+    d.start()
+    bid = _active(d.wait_active_ready())["buffer"]
+    d.call("ui.type", {"text": "# keep me\n"})
+    d.wait_text(bid, "# keep me\n" + SOURCE)
+    time.sleep(0.8)                   # the journal is flushed every 0.25 s
+    tree = d.tree()
+    d.kill9()                         # the supervisor; its children follow it
+    for p in tree:
+        try:
+            p.kill()
+        except Exception:  # noqa: BLE001 -- already gone
+            pass
+    d.proc = None
+    d2 = RioDesktop(project, tmp_path / "base", display)
+    d2.env = {**d.env, "RIO_RUNTIME_DIR": d.env["RIO_RUNTIME_DIR"] + "b"}
+    d2.start()
+    try:
+        s = d2.wait_state(lambda s: any(x["name"] == "recovered" for x in s["dialogs_open"]))
+        notice = next(x for x in s["dialogs_open"] if x["name"] == "recovered")
+        assert notice["message"] == "Recovered 1 unsaved document"
+        s = d2.wait_state(lambda s: s["tabs"] and all(t["ready"] for t in s["tabs"]))
+        tab = next(t for t in s["tabs"] if t["name"] == "f.py")
+        assert tab["dirty"] is True
+        assert d2.text(tab["buffer"]) == "# keep me\n" + SOURCE
+        assert (project / "f.py").read_text() == SOURCE
+        d2.call("ui.dialog_answer", {"name": "recovered", "button": "OK"})
+    finally:
+        d2.stop()
