@@ -8,6 +8,7 @@ server is at the bottom.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -165,6 +166,36 @@ def test_ctrl_c_stops_the_turn_and_exits_4(server, fakes):
     assert proc.returncode == 4, err
     assert "Stopping the turn" in err and "(stopped)" in out
     assert len(fake.stops) == 1
+
+
+def test_on_a_terminal_the_diff_is_coloured(server, fakes):
+    import pty
+    cid, fake = conversation_with(server, fakes, proposing_turn, on_approve=finish_after_answer)
+    master, slave = pty.openpty()
+    env = {k: v for k, v in server.env.items() if k != "NO_COLOR"}
+    proc = subprocess.Popen(chat_argv(server, "--conversation", cid, "--approve", "yes",
+                                      "change beta"), env=env, stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=subprocess.PIPE, cwd=str(server.root))
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:   # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(30) == 0, proc.stderr.read()
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    out = b"".join(chunks).decode()
+    assert "\033[31m-beta\033[0m" in out and "\033[32m+gamma\033[0m" in out
 
 
 def test_diffs_are_coloured_only_when_asked():
