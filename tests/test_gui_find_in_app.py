@@ -145,3 +145,42 @@ def test_find_in_a_windowed_big_document(desktop):
     assert c.replace_all() == 1
     assert wait(app.root, lambda: srv.call("buffer.text", {"buffer": ed.buffer_id})["text"]
                 == text.replace("needle", "pin"))
+
+
+def test_dialogs_are_drivable_through_the_apps_dialog_registry(desktop):
+    """ui.state lists app.dialogs and ui.dialog_answer answers them (ui/tk/control.py)."""
+    app, srv = desktop
+    ed = open_editor(app, "src/a.py")
+    app.invoke("search.find")
+    find = app.dialogs["find"]
+    find.set_fields({"pattern": "gamma", "case": "true"})
+    find.answer("Find Next")
+    assert ed.selection() == (16, 21)
+    assert find.describe()["fields"]["pattern"] == "gamma"
+    app.invoke("search.replace")        # the same window, now in Replace mode
+    assert "find" not in app.dialogs and "Replace All" in app.dialogs["replace"].buttons
+    app.dialogs["replace"].set_fields({"pattern": "pad", "replacement": "p"})
+    app.dialogs["replace"].answer("Replace All")
+    assert wait(app.root, lambda: srv.call("buffer.text", {"buffer": ed.buffer_id})["text"]
+                .count("p\n") == 200)
+    assert wait(app.root,
+                lambda: "Replaced 200" in app.dialogs["replace"].describe()["message"])
+    app.dialogs["replace"].answer("Close")
+    assert "replace" not in app.dialogs
+    app.invoke("search.goto_line")
+    app.dialogs["goto"].set_fields({"line": "7"})
+    app.dialogs["goto"].answer("OK")
+    assert ed.cursor() == (7, 0) and "goto" not in app.dialogs
+    app.invoke("edit.preferences")
+    app.dialogs["preferences"].set_fields({"tab_width": "3"})
+    app.dialogs["preferences"].answer("OK")
+    assert app.settings["tab_width"] == 3 and "preferences" not in app.dialogs
+    app.invoke("help.about")
+    assert "Instance" in app.dialogs["about"].describe()["message"]
+    app.dialogs["about"].answer("OK")
+    app.invoke("project.set_commands")
+    app.dialogs["run_commands"].set_fields({"build": "make"})
+    app.dialogs["run_commands"].answer("OK")
+    app.invoke("help.shortcuts")
+    app.dialogs["shortcuts"].set_fields({"search": "find"})
+    assert "shortcuts" in app.dialogs

@@ -25,6 +25,7 @@ from rio.edit_commands import TextEdit
 from rio.errors import RioError, error_from_wire
 from rio.protocol import thaw
 from rio.search import SearchEngine, SearchOptions
+from ui.tk.dialog_bridge import bridge, caption
 from ui.tk.find_model import (LineIndex, describe_replace_all, parse_goto, remember,
                               search_start, shift_range)
 
@@ -346,6 +347,7 @@ class FindDialog:
         top.transient(parent.winfo_toplevel())
         top.resizable(True, False)
         top.protocol("WM_DELETE_WINDOW", self.close)
+        caption(controller.app, top, "Find", self.close)
         body = ttk.Frame(top, padding=8)
         body.pack(fill="both", expand=True)
         body.columnconfigure(1, weight=1)
@@ -418,7 +420,24 @@ class FindDialog:
 
     def set_mode(self, replace: bool) -> None:
         self.replace_mode = replace
-        self.top.title("Replace" if replace else "Find")
+        title = "Replace" if replace else "Find"
+        self.top.title(title)
+        try:
+            self.top.nametowidget("keep_caption.keep_title").configure(text=title)
+        except (KeyError, tk.TclError):
+            pass  # no drawn caption (a window manager draws the title)
+        c = self.c
+        buttons = {"Find Next": lambda: self._run(c.find),
+                   "Find Previous": lambda: self._run(c.find, True)}
+        if replace:
+            buttons.update({"Replace": lambda: self._run(c.replace),
+                            "Replace All": lambda: self._run(c.replace_all)})
+        buttons["Close"] = self.close
+        bridge(c.app, title.lower(), self.top,
+               {"pattern": self.pattern, "replacement": self.replacement, "regex": self.regex,
+                "case": self.case, "word": self.word, "in_selection": self.in_sel,
+                "wrap": self.wrap}, buttons, message=lambda: str(self.status.cget("text")),
+               replaces=("find", "replace"))
         for w in (self.replace_label, self.replace_entry):
             if replace:
                 w.grid()
@@ -519,6 +538,7 @@ class GotoDialog:
         top.title("Go to Line")
         top.transient(parent.winfo_toplevel())
         top.resizable(False, False)
+        caption(app, top, "Go to Line", self.cancel)
         body = ttk.Frame(top, padding=8)
         body.pack(fill="both", expand=True)
         count = self.access.line_count()
@@ -538,6 +558,7 @@ class GotoDialog:
         top.bind("<KP_Enter>", lambda e: self.ok())
         top.bind("<Escape>", lambda e: self.cancel())
         top.protocol("WM_DELETE_WINDOW", self.cancel)
+        bridge(app, "goto", top, {"line": self.value}, {"OK": self.ok, "Cancel": self.cancel})
         self.entry.focus_set()
         self.entry.select_range(0, "end")
 

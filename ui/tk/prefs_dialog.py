@@ -15,6 +15,7 @@ import tkinter.font as tkfont
 from tkinter import ttk
 from typing import Any
 
+from ui.tk.dialog_bridge import bridge, caption
 from ui.tk.prefs_model import (SIZE_RANGE, TAB_RANGE, THEME_NAMES, Preferences, filter_shortcuts,
                                parse_form, save_preferences)
 
@@ -42,6 +43,7 @@ def _dialog(app: Any, title: str, key: str) -> tk.Toplevel | None:
     top = tk.Toplevel(parent)
     top.title(title)
     top.transient(parent.winfo_toplevel())
+    caption(app, top, title, top.destroy)
     return top
 
 
@@ -130,6 +132,11 @@ class PreferencesDialog:
         top.bind("<Return>", lambda e: self.ok())
         top.bind("<Escape>", lambda e: self.cancel())
         top.protocol("WM_DELETE_WINDOW", self.cancel)
+        bridge(app, "preferences", top,
+               {"font": self.font, "size": self.size, "tab_width": self.tab_width,
+                "use_spaces": self.use_spaces, "theme": self.theme, "wrap": self.wrap,
+                "line_numbers": self.line_numbers},
+               {"OK": self.ok, "Cancel": self.cancel, "Apply": self.apply})
         self._preview()
         self.font_box.focus_set()
 
@@ -223,6 +230,7 @@ class AboutBox:
         ok.grid(row=3, column=0, columnspan=2, pady=(12, 0))
         top.bind("<Return>", lambda e: top.destroy())
         top.bind("<Escape>", lambda e: top.destroy())
+        bridge(app, "about", top, {}, {"OK": top.destroy}, message=self.text)
         ok.focus_set()
 
 
@@ -238,7 +246,7 @@ def show_about(app: Any) -> AboutBox | None:
 # ---------------------------------------------------------------------------------- shortcuts
 
 class ShortcutsWindow:
-    def __init__(self, top: tk.Toplevel, rows: list[tuple[str, str]]):
+    def __init__(self, top: tk.Toplevel, rows: list[tuple[str, str]], app: Any = None):
         self.top = top
         self.rows = [(str(label).replace("&", ""), str(accel)) for label, accel in rows]
         top.geometry("460x420")
@@ -265,6 +273,8 @@ class ShortcutsWindow:
         ttk.Button(body, text="Close", width=10, command=top.destroy).pack(side="right")
         self.query.trace_add("write", lambda *_: self.fill())
         top.bind("<Escape>", lambda e: top.destroy())
+        if app is not None:
+            bridge(app, "shortcuts", top, {"search": self.query}, {"Close": top.destroy})
         self.fill()
         self.entry.focus_set()
 
@@ -282,6 +292,6 @@ def show_shortcuts(app: Any, rows: list[tuple[str, str]]) -> ShortcutsWindow | N
     top = _dialog(app, "Keyboard Shortcuts", "shortcuts")
     if top is None:
         return app._ui_b_dialogs["shortcuts"]
-    win = ShortcutsWindow(top, rows)
+    win = ShortcutsWindow(top, rows, app)
     app._ui_b_dialogs["shortcuts"] = win
     return win

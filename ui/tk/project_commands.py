@@ -17,6 +17,7 @@ from rio.errors import RioError, error_from_wire
 from rio.instance import project_state_dir
 from rio.protocol import thaw
 from rio.runner import ProjectCommands, load_project_commands, save_project_commands
+from ui.tk.dialog_bridge import bridge, caption
 
 Which = Literal["run", "build"]
 STOP_TIMEOUT_S = 20.0
@@ -118,6 +119,7 @@ class CommandsDialog:
         top.title("Run/Build Commands")
         top.transient(root)
         top.resizable(True, False)
+        caption(controller.app, top, "Run/Build Commands", self.cancel)
         body = ttk.Frame(top, padding=10)
         body.pack(fill="both", expand=True)
         body.columnconfigure(1, weight=1)
@@ -146,6 +148,9 @@ class CommandsDialog:
         top.bind("<Return>", lambda e: self.ok())
         top.bind("<Escape>", lambda e: self.cancel())
         top.protocol("WM_DELETE_WINDOW", self.cancel)
+        bridge(controller.app, "run_commands", top,
+               {"run": self.run, "build": self.build, "cwd": self.cwd},
+               {"OK": self.ok, "Cancel": self.cancel})
         self.entries[0].focus_set()
 
     def alive(self) -> bool:
