@@ -222,6 +222,7 @@ def test_stop_mid_stream_ends_the_turn_quickly(session: Session,
 
 @pytest.mark.parametrize("reply, kind", [
     (anthropic_error(401, "authentication_error", "invalid x-api-key"), "agent.auth_rejected"),
+    (anthropic_error(403, "permission_error", "no access"), "agent.auth_rejected"),
     (anthropic_error(429, "rate_limit_error", headers={"retry-after": "600"}),
      "agent.rate_limited"),
 ])
@@ -418,3 +419,66 @@ def test_e2e_new_message_while_a_proposal_waits_interrupts_it(chat: Chat,
     assert [r["tool_use_id"] for r in results] == ["toolu_i"]
     assert sent[-1]["role"] == "user" and "actually, don't" in str(sent[-1]["content"])
     assert (chat.server.root / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
+def test_run_command_approved_runs_in_the_project_and_returns_output(
+        session: Session, model: FakeModelServer) -> None:
+    model.push(anthropic_tool_use("toolu_c", "run_command", {"command": "echo hi-from-$PWD; "
+                                                                        "exit 3"}),
+               anthropic_text("It printed."))
+    turn, box = session.start_turn("run it")
+    proposal = session.wait("agent.propose", turn=turn)
+    assert proposal["kind"] == "command" and proposal["cwd"] == "."
+    reply = session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+                                             "decision": "approve"}, timeout=60)
+    assert reply["applied"] is False and "exit code 3" in reply["reason"]
+    box["thread"].join(60)
+    answer = model.requests[-1].json["messages"][-1]["content"][0]
+    assert f"hi-from-{session.server.root}" in answer["content"]
+    assert answer["content"].startswith("exit code 3")
+
+
+def test_dangerous_command_asks_even_in_allow_all(session: Session,
+                                                  model: FakeModelServer) -> None:
+    session.server.call("gate.mode", {"mode": "allow_all"})
+    try:
+        model.push(anthropic_tool_use("toolu_d", "run_command", {"command": "rm -rf build"}),
+                   anthropic_text("ok"))
+        turn, box = session.start_turn("clean")
+        proposal = session.wait("agent.propose", turn=turn)
+        assert proposal["danger"]["rule"] == "rm_rf"
+        session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+                                         "decision": "reject"})
+        box["thread"].join(30)
+        assert box["result"]["status"] == "done"
+    finally:
+        session.server.call("gate.mode", {"mode": "review"})
+
+
+def test_auto_buffer_mode_applies_edits_without_asking(session: Session,
+                                                       model: FakeModelServer) -> None:
+    session.server.call("gate.mode", {"mode": "auto_buffer"})
+    try:
+        model.push(anthropic_tool_use("toolu_a", "propose_edit", {
+            "path": "src/m.py", "old_text": "x = 1", "new_text": "x = 100"}),
+            anthropic_text("Done."))
+        result = session.turn("make x 100")
+        assert result["status"] == "done" and result["buffers"]
+        assert not [d for d in session.of("agent.propose")]
+        text, info = _buffer_text(session.server, "src/m.py")
+        assert text.startswith("x = 100\n")
+        session.server.call("buffer.close", {"buffer": info["buffer"], "discard": True})
+    finally:
+        session.server.call("gate.mode", {"mode": "review"})
+
+
+def test_gate_refuses_requests_outside_a_turn(server: RioServer) -> None:
+    verdict = server.call("gate.check", {"conversation": "nobody", "turn": "t", "provider": "x",
+                                         "tool": "fs_read", "args": {"path": "a"}})
+    assert verdict["decision"] == "refuse"
+    with pytest.raises(RioError) as err:
+        server.call("gate.turn", {"conversation": "nobody", "turn": "t",
+                                  "event": "model_request"})
+    assert err.value.kind == "agent.outside_turn"
+    status = server.call("gate.status")
+    assert status["limits"]["max_requests"] == 24
