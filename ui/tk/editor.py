@@ -674,7 +674,9 @@ def install_editor_bindings(root: tk.Misc, app: "App") -> None:
 
     def key(event: tk.Event) -> str | None:
         e = ed(event)
-        if e is None or not event.char or event.state & 0x4 or event.keysym in (
+        # Control (0x4) and Alt (0x8, Mod1) chords are shortcuts and menu mnemonics (Alt+F
+        # opens File through Tk's "all" bindings), never text.
+        if e is None or not event.char or event.state & 0xC or event.keysym in (
                 "BackSpace", "Delete", "Return", "Tab", "Escape", "KP_Enter"):
             return None
         if ord(event.char[0]) < 32 or ord(event.char[0]) == 127:
