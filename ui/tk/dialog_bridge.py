@@ -86,3 +86,17 @@ def caption(app: Any, top: tk.Toplevel, title: str, close: Callable[[], None]) -
             _caption(top, title, app, close)
     except Exception:  # noqa: BLE001 -- decoration only; never stop a dialog from opening
         return
+
+
+def centre_over(top: tk.Toplevel, parent: tk.Misc) -> None:
+    """Put ``top`` in the middle of ``parent``'s window (without a window manager nobody else
+    places it, and (0, 0) covers the menu bar)."""
+    try:
+        top.update_idletasks()
+        owner = parent.winfo_toplevel()
+        w, h = top.winfo_reqwidth(), top.winfo_reqheight()
+        x = owner.winfo_rootx() + max(0, (owner.winfo_width() - w) // 2)
+        y = owner.winfo_rooty() + max(0, (owner.winfo_height() - h) // 3)
+        top.geometry(f"+{x}+{y}")
+    except tk.TclError:
+        return

@@ -25,7 +25,7 @@ from rio.edit_commands import TextEdit
 from rio.errors import RioError, error_from_wire
 from rio.protocol import thaw
 from rio.search import SearchEngine, SearchOptions
-from ui.tk.dialog_bridge import bridge, caption
+from ui.tk.dialog_bridge import bridge, caption, centre_over
 from ui.tk.find_model import (LineIndex, describe_replace_all, parse_goto, remember,
                               search_start, shift_range)
 
@@ -471,16 +471,17 @@ class FindDialog:
         c.in_selection = self.in_sel.get()
 
     def present(self) -> None:
+        self.top.deiconify()
         if not self._placed:
-            # Near the top right of the main window, where it hides the least text.
+            # Near the top right of the main window, where it hides the least text. Placed
+            # once mapped: only then is the requested size final.
             self._placed = True
-            parent = self.top.master.winfo_toplevel()
             self.top.update_idletasks()
-            x = parent.winfo_rootx() + max(0, parent.winfo_width() - self.top.winfo_reqwidth()
-                                           - 40)
+            parent = self.top.master.winfo_toplevel()
+            width = max(self.top.winfo_reqwidth(), self.top.winfo_width())
+            x = parent.winfo_rootx() + max(0, parent.winfo_width() - width - 24)
             y = parent.winfo_rooty() + 60
             self.top.geometry(f"+{x}+{y}")
-        self.top.deiconify()
         self.top.lift()
         self.find_entry.focus_set()
         self.find_entry.select_range(0, "end")
@@ -559,6 +560,7 @@ class GotoDialog:
         top.bind("<Escape>", lambda e: self.cancel())
         top.protocol("WM_DELETE_WINDOW", self.cancel)
         bridge(app, "goto", top, {"line": self.value}, {"OK": self.ok, "Cancel": self.cancel})
+        centre_over(top, parent)
         self.entry.focus_set()
         self.entry.select_range(0, "end")
 

@@ -15,7 +15,7 @@ import tkinter.font as tkfont
 from tkinter import ttk
 from typing import Any
 
-from ui.tk.dialog_bridge import bridge, caption
+from ui.tk.dialog_bridge import bridge, caption, centre_over
 from ui.tk.prefs_model import (SIZE_RANGE, TAB_RANGE, THEME_NAMES, Preferences, filter_shortcuts,
                                parse_form, save_preferences)
 
@@ -191,6 +191,7 @@ def show_preferences(app: Any) -> PreferencesDialog | None:
     if top is None:
         return app._ui_b_dialogs["preferences"]
     dlg = PreferencesDialog(app, top)
+    centre_over(top, _parent(app))
     app._ui_b_dialogs["preferences"] = dlg
     return dlg
 
@@ -239,6 +240,7 @@ def show_about(app: Any) -> AboutBox | None:
     if top is None:
         return app._ui_b_dialogs["about"]
     box = AboutBox(app, top)
+    centre_over(top, _parent(app))
     app._ui_b_dialogs["about"] = box
     return box
 
@@ -293,5 +295,6 @@ def show_shortcuts(app: Any, rows: list[tuple[str, str]]) -> ShortcutsWindow | N
     if top is None:
         return app._ui_b_dialogs["shortcuts"]
     win = ShortcutsWindow(top, rows, app)
+    centre_over(top, _parent(app))
     app._ui_b_dialogs["shortcuts"] = win
     return win

@@ -17,7 +17,7 @@ from rio.errors import RioError, error_from_wire
 from rio.instance import project_state_dir
 from rio.protocol import thaw
 from rio.runner import ProjectCommands, load_project_commands, save_project_commands
-from ui.tk.dialog_bridge import bridge, caption
+from ui.tk.dialog_bridge import bridge, caption, centre_over
 
 Which = Literal["run", "build"]
 STOP_TIMEOUT_S = 20.0
@@ -151,6 +151,7 @@ class CommandsDialog:
         bridge(controller.app, "run_commands", top,
                {"run": self.run, "build": self.build, "cwd": self.cwd},
                {"OK": self.ok, "Cancel": self.cancel})
+        centre_over(top, root)
         self.entries[0].focus_set()
 
     def alive(self) -> bool:
