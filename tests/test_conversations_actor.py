@@ -388,3 +388,138 @@ def test_e2e_a_new_message_interrupts_a_waiting_proposal(real, real_client, mode
     assert "interrupt" in results[0]["content"].lower()
     assert sent[-1]["role"] == "user" and "forget it" in str(sent[-1])
     assert (real.root / "todo.txt").read_text() == "one\ntwo\n"
+
+
+# --- in one process: the actor with a fake bus (orderings a real instance rarely produces) --------
+
+class FakeBus:
+    """Stands in for the core's BusThread: ``call`` goes to ``handlers[op](args)``, replies
+    and events are recorded."""
+
+    def __init__(self, handlers: dict[str, Callable[[dict], Any]]):
+        self.handlers = handlers
+        self.events: list[tuple[str, dict]] = []
+        self.replies: dict[str, Any] = {}
+        self.changed = threading.Condition()
+
+    def call(self, op: str, args: dict | None = None, *, timeout: float = 10.0) -> Any:
+        handler = self.handlers.get(op)
+        if handler is None:
+            raise BusError("no_route", f"nothing serves {op}")
+        return handler(dict(args or {}))
+
+    def publish(self, topic: str, data: dict) -> None:
+        with self.changed:
+            self.events.append((topic, dict(data)))
+            self.changed.notify_all()
+
+    def send_reply(self, client: bytes, reply: Any) -> None:
+        with self.changed:
+            self.replies[reply.id] = reply
+            self.changed.notify_all()
+
+    def wait(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+        with self.changed:
+            assert self.changed.wait_for(predicate, timeout), (self.events, self.replies)
+            return predicate()
+
+
+def ask(actor, bus: FakeBus, op: str, args: dict) -> Any:
+    from rio import ops
+    from rio.protocol import Request
+    request = Request(f"r{len(bus.replies)}-{op}", op, args)
+    actor.tell(RequestContext(bus, b"client", request, ops.validate(request)))
+    reply = bus.wait(lambda: bus.replies.get(request.id))
+    if not reply.ok:
+        from rio.errors import error_from_wire
+        raise error_from_wire(reply.error)
+    return reply.result
+
+
+@pytest.fixture
+def in_process(tmp_path):
+    from actors.conversations_actor import ConversationsActor
+    from rio.conversations import ConversationStore
+    made = []
+
+    def start(handlers):
+        bus = FakeBus(handlers)
+        ref = ConversationsActor.start(ConversationStore(tmp_path / "c"), bus,
+                                       default_provider=lambda: "anthropic",
+                                       known_providers=lambda: {"anthropic"})
+        made.append(ref)
+        return ref, bus
+    yield start
+    for ref in made:
+        ref.stop()
+
+
+def test_the_interrupting_turn_finishing_first_is_still_recorded_second(in_process):
+    release_first = threading.Event()
+    call = {"type": "tool_use", "id": "c1", "name": "propose_edit", "input": {}}
+
+    def session_turn(args: dict) -> dict:
+        if args["turn"].endswith(".1"):
+            release_first.wait(10)
+            return {"status": "stopped", "buffers": [], "messages": [
+                {"role": "assistant", "content": [call]}]}
+        return {"status": "done", "buffers": [], "messages": [assistant("second answer")]}
+
+    actor, bus = in_process({"session.turn": session_turn})
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
+    actor.tell(("event", "agent.propose", {"conversation": cid, "turn": f"{cid}.1",
+                                           "proposal": "p1", "call": "c1"}))
+    assert ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})["turn"] == \
+        f"{cid}.2"
+    time.sleep(0.2)   # the second turn's answer is in before the first one's
+    assert not [e for e in bus.events if e[0] == "agent.turn" and e[1]["state"] == "done"]
+    release_first.set()
+    bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn"
+                      and e[1]["turn"] == f"{cid}.2" and e[1]["state"] == "done"])
+    ends = [(d["turn"], d["state"]) for t, d in bus.events
+            if t == "agent.turn" and d["state"] != "started"]
+    assert ends == [(f"{cid}.1", "stopped"), (f"{cid}.2", "done")]
+    history = ask(actor, bus, "agent.history", {"conversation": cid})
+    assert [(m["role"], m["content"][0]["type"]) for m in history["messages"]] == [
+        ("user", "text"), ("assistant", "tool_use"), ("user", "tool_result"),
+        ("user", "text"), ("assistant", "text")]
+
+
+def test_a_third_message_while_an_interrupt_is_pending_is_busy(in_process):
+    hold = threading.Event()
+    actor, bus = in_process({"session.turn": lambda args: hold.wait(10) and {
+        "status": "stopped", "messages": [], "buffers": []}})
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
+    actor.tell(("event", "agent.propose", {"conversation": cid, "turn": f"{cid}.1",
+                                           "proposal": "p1", "call": "c1"}))
+    ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})
+    with pytest.raises(AgentError) as err:
+        ask(actor, bus, "agent.send", {"conversation": cid, "text": "three"})
+    assert err.value.kind == "agent.busy"
+    hold.set()
+
+
+def test_no_session_process_at_all_ends_the_turn_as_unavailable(in_process):
+    spawned = []
+    actor, bus = in_process({"system.spawn": lambda args: spawned.append(args) or {}})
+    actor.proxy().spawn_wait_s = 0.3
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    turn = ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})["turn"]
+    error = bus.wait(lambda: next((d for t, d in bus.events if t == "agent.error"), None))
+    assert error["kind"] == "agent.session_unavailable" and error["turn"] == turn
+    assert spawned == [{"kind": "agent", "key": cid}]   # spawned once, then waited for
+
+
+def test_worker_pool_reuses_idle_threads():
+    from actors.conversations_actor import WorkerPool
+    pool = WorkerPool("t", 8)
+    done = []
+    for i in range(20):
+        finished = threading.Event()
+        pool.submit(lambda i=i, f=finished: (done.append(i), f.set()))
+        assert finished.wait(5)
+        time.sleep(0.01)   # let the worker count itself idle again
+    assert done == list(range(20)) and len(pool._threads) == 1
+    pool.close()
