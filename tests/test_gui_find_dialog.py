@@ -50,6 +50,8 @@ def test_find_next_prev_wrap_and_options(app):
     dlg.pattern.set("beta")
     dlg.buttons["find_next"].invoke()
     assert selected(app) == "beta" and sel_index(app) == "1.6"
+    hits = app.active.text.tag_ranges(find_dialog.HIT_TAG)   # every match in view is tinted
+    assert [str(i) for i in hits[::2]] == ["1.6", "2.0", "2.11"]
     dlg.buttons["find_next"].invoke()
     assert selected(app) == "Beta" and sel_index(app) == "2.0"  # case-insensitive by default
     dlg.case.set(True)
@@ -74,6 +76,7 @@ def test_find_next_prev_wrap_and_options(app):
     dlg.regex.set(False)
     dlg.close()
     app.root.update()
+    assert not app.active.text.tag_ranges(find_dialog.HIT_TAG)  # closing clears the tint
     c.find()
     assert selected(app) == "gamma"
     assert c.history[:3] == ("gamma", "alpha", "beta")  # a bad pattern is not kept

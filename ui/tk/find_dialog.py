@@ -29,6 +29,10 @@ from ui.tk.dialog_bridge import bridge, caption, centre_over
 from ui.tk.find_model import (LineIndex, describe_replace_all, parse_goto, remember,
                               search_start, shift_range)
 
+#: The tag that marks every match in view after a search (the selection is drawn above it).
+HIT_TAG = "find_hit"
+#: At most this many matches around the view are marked (a one-letter search in a big file).
+MAX_MARKED = 500
 #: How long a batch waits for the editor's in-flight keystrokes to be acknowledged.
 SYNC_WAIT_MS = 3000
 _SYNC_POLL_MS = 10
@@ -94,6 +98,21 @@ class EditorAccess:
         if not ranges:
             return None
         return self._offset(str(ranges[0])), self._offset(str(ranges[1]))
+
+    def _offset_of_view(self, tk_index: str) -> int:
+        """Document offset of a Tk index (through the editor's mapping when it has one)."""
+        fn = getattr(self.editor, "offset", None)
+        if callable(fn):
+            return int(fn(self.widget.index(tk_index)))
+        return self._offset(tk_index)
+
+    def _tk_index_if_shown(self, offset: int) -> str | None:
+        """Tk index of ``offset`` when the widget holds it (never moves a big file's window)."""
+        fn = getattr(self.editor, "index", None)
+        if callable(fn):
+            found = fn(offset)
+            return None if found is None else str(found)
+        return self.index.tk_index(offset)
 
     def _tk_index(self, offset: int) -> str:
         fn = getattr(self.editor, "index", None)
@@ -192,9 +211,40 @@ class FindController:
             self._say(f"Cannot find {self.pattern!r}.", True)
             return False
         access.select(found.start, found.end)
+        self.mark_hits(access, engine)
         self._say("Passed the end; continued from the start." if found.wrapped and not backward
                   else "Passed the start; continued from the end." if found.wrapped else "")
         return True
+
+    def mark_hits(self, access: EditorAccess, engine: SearchEngine) -> int:
+        """Tint every match in and around the view (the '90s "mark all"); returns how many."""
+        w = access.widget
+        self.clear_hits(w)
+        try:
+            top = access._offset_of_view("@0,0")
+            bottom = access._offset_of_view(f"@0,{max(1, w.winfo_height())} lineend")
+        except (tk.TclError, ValueError):
+            return 0
+        text = access.text()
+        lo, hi = max(0, top - 2000), min(len(text), bottom + 2000)
+        hits = engine.find_all(text, (lo, hi), limit=MAX_MARKED)
+        for m in hits:
+            a, b = access._tk_index_if_shown(m.start), access._tk_index_if_shown(m.end)
+            if a is not None and b is not None:
+                w.tag_add(HIT_TAG, a, b)
+        try:
+            from ui.tk.theme import get_theme
+            colour = get_theme(str(getattr(self.app, "settings", {}).get("theme", "classic")))\
+                .search_hit
+        except (ImportError, KeyError):
+            colour = "#ffff00"
+        w.tag_configure(HIT_TAG, background=colour)
+        w.tag_raise("sel")
+        return len(hits)
+
+    @staticmethod
+    def clear_hits(widget: tk.Text) -> None:
+        widget.tag_remove(HIT_TAG, "1.0", "end")
 
     # --- replace -------------------------------------------------------------------------------
     def replace(self) -> bool:
@@ -492,6 +542,7 @@ class FindDialog:
         self.top.destroy()
         editor = self.c.app.active_editor()
         if editor is not None:
+            self.c.clear_hits(editor.text)
             editor.text.focus_set()
 
     def _toggle(self, var: tk.BooleanVar) -> None:
