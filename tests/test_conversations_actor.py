@@ -287,20 +287,29 @@ def relax_hang_detection(env: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def model():
+def model_server():
     from tests.fakes.model_servers import FakeModelServer
     with FakeModelServer() as server:
         yield server
 
 
+@pytest.fixture
+def model(model_server):
+    """The module's model server with an empty script: a test that failed half-way must not
+    leave replies for the next one."""
+    with model_server.state.lock:
+        model_server.state.script.clear()
+    return model_server
+
+
 @pytest.fixture(scope="module")
-def real(tmp_path_factory, model):
+def real(tmp_path_factory, model_server):
     from tests.support import rio_env
     base = tmp_path_factory.mktemp("conv-e2e")
     root = base / "proj"
     root.mkdir()
     env = rio_env(base)
-    env.update({"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "test-key"})
+    env.update({"ANTHROPIC_BASE_URL": model_server.url, "ANTHROPIC_API_KEY": "test-key"})
     relax_hang_detection(env)
     srv = RioServer(root, base, env=env).start()
     yield srv
