@@ -184,3 +184,17 @@ def test_dialogs_are_drivable_through_the_apps_dialog_registry(desktop):
     app.invoke("help.shortcuts")
     app.dialogs["shortcuts"].set_fields({"search": "find"})
     assert "shortcuts" in app.dialogs
+
+
+def test_run_saves_modified_files_first(desktop):
+    app, srv = desktop
+    ed = open_editor(app, "src/a.py")
+    ed.text.insert("1.0", "# edited\n")   # a keystroke path: the editor sends it to the core
+    assert wait(app.root, lambda: srv.call("buffer.info", {"buffer": ed.buffer_id})["dirty"])
+    assert wait(app.root, lambda: ed.summary.get("dirty"))
+    save_project_commands(project_state_dir(srv.root), ProjectCommands(run="head -1 src/a.py"))
+    app.invoke("project.run")
+    assert wait(app.root, lambda: "Finished" in app.output_pane.output.text.get("1.0", "end"),
+                20)
+    assert "# edited" in app.output_pane.output.text.get("1.0", "end")
+    assert (srv.root / "src" / "a.py").read_text().startswith("# edited\n")

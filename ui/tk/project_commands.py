@@ -66,12 +66,6 @@ class RunController:
             self.start(which)
 
     def _send_start(self, which: Which, command: str, cwd: str) -> None:
-        save_all = getattr(self.app, "save_all", None)
-        if callable(save_all) and self.app.settings.get("save_before_run", True):
-            try:
-                save_all()
-            except Exception:  # noqa: BLE001 -- a failed save is reported by the app itself
-                pass
         label = "Build" if which == "build" else "Run"
 
         def reply(rep: Any) -> None:
@@ -80,7 +74,15 @@ class RunController:
             else:
                 self._error(error_from_wire(thaw(rep.error)))
 
-        self.app.conn.request("run.start", {"command": command, "cwd": cwd or "."}, reply)
+        def go() -> None:
+            self.app.conn.request("run.start", {"command": command, "cwd": cwd or "."}, reply)
+
+        # Like every IDE of the time: save the open files first, so the build sees them.
+        save_all = getattr(self.app, "save_all", None)
+        if callable(save_all) and self.app.settings.get("save_before_run", True):
+            save_all(then=go)
+            return
+        go()
 
     def stop(self, then: Callable[[], None] | None = None) -> bool:
         run = self.pane.current_run
