@@ -79,6 +79,9 @@ def test_tree_lists_lazily_and_opens_files(app):
     tree.tree.event_generate("<Return>")
     assert app.opened[-1][0] == "src/deep/b.py"
     assert app.commands["project.refresh_tree"][2] == tree.refresh
+    app.commands["view.focus_tree"][2]()
+    app.root.update()
+    assert app.root.focus_get() is tree.tree
 
 
 def test_refresh_shows_changes_and_keeps_folders_open(app, project):

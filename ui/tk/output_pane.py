@@ -548,6 +548,16 @@ def install(app: Any) -> OutputPane:
 
     app.register_command("search.find_in_files", "Find in F&iles...", "Ctrl+Shift+F",
                          find_in_files, menu="Search")
+    def focus_output() -> None:
+        if pane.notebook.index("current") == 0:
+            pane.find.text.focus_set()
+            if pane.find.results and pane.find._current < 0:
+                pane.find.select(0)
+        else:
+            pane.output.text.focus_set()
+
+    app.register_command("view.focus_output", "&Output Pane", "Alt+2", focus_output,
+                         menu="View")
     app.register_command("search.next_result", "Next Resul&t", "F4",
                          lambda: pane.next_result(1), menu="Search")
     app.register_command("search.prev_result", "Previous Res&ult", "Shift+F4",

@@ -219,6 +219,14 @@ class ProjectTree:
             self.tree.focus(path)
             self.tree.see(path)
 
+    def focus(self) -> None:
+        """Keyboard focus into the tree, on the selected item (or the first)."""
+        self.tree.focus_set()
+        if not self.tree.focus():
+            first = next(iter(self.tree.get_children("")), "")
+            if first:
+                self.select(first)
+
     @property
     def busy(self) -> bool:
         return bool(self.pending)
@@ -229,4 +237,5 @@ def install(app: Any) -> ProjectTree:
     app.project_tree = tree
     app.register_command("project.refresh_tree", "Refresh &Tree", "", tree.refresh,
                          menu="Project")
+    app.register_command("view.focus_tree", "Project &Tree", "Alt+1", tree.focus, menu="View")
     return tree
