@@ -443,15 +443,17 @@ class App(FileActions):
         if ed is not self.active_editor():
             return
         line, col = ed.cursor()
-        v = self.status_vars
-        v["position"].set(f"Ln {line}, Col {col + 1}")
         n = ed.selection_size() if ed.ready else 0
-        v["selection"].set(f"Sel {n}" if n else "")
         fmt = ed.summary.get("format") or {}
-        v["encoding"].set(str(fmt.get("encoding") or "utf-8").upper())
-        v["newline"].set(newline_name(fmt.get("newline")).upper())
-        v["mode"].set("OVR" if ed.overwrite else "INS")
-        v["modified"].set("Modified" if ed.summary.get("dirty") else "")
+        values = {"position": f"Ln {line}, Col {col + 1}", "selection": f"Sel {n}" if n else "",
+                  "encoding": str(fmt.get("encoding") or "utf-8").upper(),
+                  "newline": newline_name(fmt.get("newline")).upper(),
+                  "mode": "OVR" if ed.overwrite else "INS",
+                  "modified": "Modified" if ed.summary.get("dirty") else ""}
+        for key, value in values.items():
+            var = self.status_vars[key]
+            if var.get() != value:   # a set redraws its label even when nothing changed
+                var.set(value)
         self._sync_toggles()
 
     def buffer_lost(self, ed: EditorTab, err: RioError) -> None:

@@ -121,7 +121,9 @@ class LineWindow:
             return None
         row, col = pos
         r = self.rows[row]
-        if end > r.start + r.length or r.length - (end - start) + len(text) > self.split:
+        # Rows may grow to twice the split width before a re-render (typing into a long
+        # line would otherwise redraw the whole window on every key).
+        if end > r.start + r.length or r.length - (end - start) + len(text) > 2 * self.split:
             return None
         delta = len(text) - (end - start)
         self.rows[row] = Row(r.start, r.length + delta, r.line, r.first)

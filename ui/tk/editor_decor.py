@@ -142,13 +142,22 @@ class EditorDecorations:
 
     def _draw_gutter(self) -> None:
         g = self.gutter
+        total = (self.replica.buffer.line_count if self.replica else
+                 int(str(self.orig("index", "end-1c")).split(".")[0]))
+        # Redraw only when what it shows changed: typing along a line changes none of this,
+        # and redrawing ~40 numbers costs ~2 ms a keystroke (measured, tests/bench/bench_ui.py).
+        key = (str(self.orig("index", "@0,0")), total, str(self.orig("index", "insert linestart")),
+               tuple(self.bookmark_lines()), self.text.winfo_height(),
+               self.app.settings.get("line_numbers", True), str(self.app.editor_font.cget("size")),
+               self._theme.name, self.window.first_line if self.window is not None else -1)
+        if key == getattr(self, "_gutter_key", None):
+            return
+        self._gutter_key = key
         g.delete("all")
         if not self.app.settings.get("line_numbers", True):
             return
         t = self._theme
         font = self.app.editor_font
-        total = (self.replica.buffer.line_count if self.replica else
-                 int(str(self.orig("index", "end-1c")).split(".")[0]))
         width = font.measure("0" * max(3, len(str(total)))) + 18
         if int(g.cget("width")) != width:
             g.configure(width=width)
