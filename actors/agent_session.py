@@ -263,8 +263,16 @@ class AgentSession:
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_in_executor(self.port.pool, warm_up)
+        self.loop.run_in_executor(self.port.pool, self._warm_up)
         self.loop.run_forever()
+
+    def _warm_up(self) -> None:
+        warm_up()
+        try:
+            if self.transport is None:  # a race with the first turn costs one spare transport
+                self.transport = _SharedTransport()
+        except Exception:  # noqa: BLE001 -- the first turn makes one and reports failures
+            log.debug("transport warm-up failed", exc_info=True)
 
     def stop(self) -> None:
         def cancel_all() -> None:
@@ -329,14 +337,17 @@ class AgentSession:
             return
         self._starting = True
         turn_id = args["turn"]
-        # Set-up overlaps: the config is read while the gate hears "begin" (and says the mode).
-        began = self.loop.create_task(self.port.call("gate.turn", {
-            "conversation": self.conversation, "turn": turn_id, "event": "begin"}))
+        # Set-up overlaps the gate: "begin" (whose answer carries the mode) and the first
+        # "model_request" are sent back to back on the loop's one link — in order, so the
+        # gate sees them in order — while the config is read and the provider built.
+        ids = {"conversation": self.conversation, "turn": turn_id}
+        began = self.loop.create_task(self.port.call("gate.turn", {**ids, "event": "begin"}))
+        counted = self.loop.create_task(self.port.call("gate.turn", {
+            **ids, "event": "model_request"}))
         try:
-            config = await self.loop.run_in_executor(self.port.pool, load_config)
+            config = load_config()  # a stat, a small read and a TOML parse: cheaper in-loop
             if self.transport is None:
-                self.transport = await self.loop.run_in_executor(self.port.pool,
-                                                                 _SharedTransport)
+                self.transport = _SharedTransport()
             provider = self.provider_builder(args, config, self.transport)
             mode = str((await began).get("mode") or "review")
         except Exception as exc:  # noqa: BLE001 -- the request is answered whatever failed
@@ -345,7 +356,7 @@ class AgentSession:
                 "Check config.toml's [agent] section, then send the message again.")
             self._starting = False
             ctx.reply(TurnResult("error", (), error=err).to_wire())
-            await self._end_gate_quietly(turn_id, began)
+            await self._end_gate_quietly(turn_id, began, counted)
             return
         log.debug("turn %s: set-up took %.1f ms", turn_id, (time.perf_counter() - t0) * 1e3)
         port = _TurnPort(self.port, self.conversation, turn_id, provider.name)
@@ -354,7 +365,7 @@ class AgentSession:
         spec = TurnSpec(self.conversation, turn_id, provider.name, system,
                         merge_interrupted(messages, earlier), TOOL_SPECS)
         turn = Turn(spec, provider, Tools(self.port, self.conversation, self.root), port,
-                    begun=True)
+                    begun=True, first_request=counted)
         running = _Running(turn, self.loop.create_task(turn.run()))
         self.running = running
         self._starting = False
@@ -371,9 +382,9 @@ class AgentSession:
             running.done.set()
         ctx.reply(result.to_wire())
 
-    async def _end_gate_quietly(self, turn_id: str, began: asyncio.Task[Any]) -> None:
+    async def _end_gate_quietly(self, turn_id: str, *sent: asyncio.Task[Any]) -> None:
+        await asyncio.gather(*sent, return_exceptions=True)
         try:
-            await began
             await self.port.call("gate.turn", {"conversation": self.conversation,
                                                "turn": turn_id, "event": "end"}, timeout=2)
         except RioError:

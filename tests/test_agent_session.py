@@ -114,7 +114,7 @@ class Session:
                 if t == topic and all(data.get(k) == v for k, v in match.items()):
                     return data
             self.pump()
-        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
+        raise AssertionError(f"no {topic} {match}; saw {self.events}")
 
     def of(self, topic: str) -> list[dict]:
         self.pump()
@@ -319,6 +319,17 @@ class Chat:
         self.events: list[tuple[str, dict]] = []
         self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
         self.conversation = self.call("agent.new", {"title": "e2e"})["conversation"]
+        # Start the session process up front: on a loaded machine its start-up can take
+        # longer than the core's wait for a fresh session, and that is not what these test.
+        server.call("system.spawn", {"kind": "agent", "key": self.conversation})
+
+        def up() -> bool:
+            try:
+                server.call("session.status", {"conversation": self.conversation}, timeout=2)
+                return True
+            except BusError:
+                return False
+        assert wait_for(up, 30), "the session process did not register"
 
     def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
         return self.conn.call(op, args or {}, timeout=timeout)
@@ -331,7 +342,7 @@ class Chat:
                     return data
             self.conn.sub.poll(20)
             self.conn.drain()
-        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
+        raise AssertionError(f"no {topic} {match}; saw {self.events}")
 
     def send(self, text: str) -> str:
         return self.call("agent.send", {"conversation": self.conversation, "text": text})["turn"]

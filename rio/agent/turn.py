@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -176,7 +176,7 @@ class _Collector:
 
 class Turn:
     def __init__(self, spec: TurnSpec, provider: Provider, tools: Tools, port: TurnPort, *,
-                 begun: bool = False) -> None:
+                 begun: bool = False, first_request: Awaitable[Any] | None = None) -> None:
         self.spec = spec
         self.provider = provider
         self.tools = tools
@@ -191,6 +191,9 @@ class Turn:
         self._published_delta = False
         #: True when the caller already told the gate "begin" (to overlap it with its own set-up)
         self._began = begun
+        #: The gate's answer to the first "model_request", when the caller sent it already
+        #: (pipelined right behind "begin" on the same link, so their order holds).
+        self._first_request = first_request
         self._outcome: TurnResult | None = None
 
     # --- events ---------------------------------------------------------------------------
@@ -223,7 +226,8 @@ class Turn:
             await self.port.gate_turn("begin")
             self._began = True
         while True:
-            await self.port.gate_turn("model_request")
+            first, self._first_request = self._first_request, None
+            await (first if first is not None else self.port.gate_turn("model_request"))
             log.debug("turn %s: model request %d", self.spec.turn, len(self.new))
             history = close_dangling(list(self.spec.messages) + self.new)
             request = ProviderRequest(self.spec.system, tuple(history), self.spec.tools)
