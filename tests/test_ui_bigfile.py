@@ -69,7 +69,9 @@ def test_edit_in_row_updates_the_map_or_asks_for_a_render():
     w2 = LineWindow(buf2, rows=10, split=4)
     w2.render(0)
     buf2.replace(3, 3, "de")
-    assert w2.edit_in_row(3, 3, "de") is None  # the row would pass the split width
+    assert w2.edit_in_row(3, 3, "de") == 0     # rows may grow to twice the split width...
+    buf2.replace(5, 5, "fgh")
+    assert w2.edit_in_row(5, 5, "fgh") is None  # ...and no further
 
 
 @settings(max_examples=60, deadline=None)
