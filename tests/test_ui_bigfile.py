@@ -70,8 +70,8 @@ def test_edit_in_row_updates_the_map_or_asks_for_a_render():
     w2.render(0)
     buf2.replace(3, 3, "de")
     assert w2.edit_in_row(3, 3, "de") == 0     # rows may grow to twice the split width...
-    buf2.replace(5, 5, "fgh")
-    assert w2.edit_in_row(5, 5, "fgh") is None  # ...and no further
+    buf2.replace(5, 5, "fghi")
+    assert w2.edit_in_row(5, 5, "fghi") is None  # ...and no further
 
 
 @settings(max_examples=60, deadline=None)
