@@ -20,6 +20,11 @@ A new message while a proposal waits goes to the session at once as the next tur
 session closes the proposal as "interrupted" and ends the old turn); the core records it only
 after the old turn's messages, so the store keeps the order the model saw.
 
+Before a turn goes to a session process that is starting or being restarted, the core waits
+until the supervisor reports it ready (``system.status`` is answered by the supervisor, never
+by the starting process): a request that reaches a process in the middle of its bus.register
+arrives before its bus thread is ready, and killed it (SIGABRT; actors/bus_thread.py).
+
 A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
 turn ends as a classified error, the conversation stays as recorded, and the next message finds
 the restarted process (or spawns it again).
@@ -307,6 +312,7 @@ class ConversationsActor(pykka.ThreadingActor):
         deadline = time.monotonic() + self.spawn_wait_s
         spawned = False
         delay = 0.02
+        self._wait_ready(running, deadline)   # a session the supervisor is restarting
         while True:
             if running.stop_requested.is_set():
                 return TurnOutcome("stopped")
@@ -325,6 +331,8 @@ class ConversationsActor(pykka.ThreadingActor):
                         wire.pop("details", None)
                         return TurnOutcome("error", error=wire, from_core=True)
                     spawned = True
+                    self._wait_ready(running, deadline)
+                    continue
                 running.stop_requested.wait(delay)
                 delay = min(delay * 2, 0.2)
             except RioError as err:
@@ -341,6 +349,23 @@ class ConversationsActor(pykka.ThreadingActor):
         self._merge_undo(running, result.get("buffers") or ())
         error = result.get("error") if isinstance(result.get("error"), Mapping) else None
         return TurnOutcome(status, messages, error)
+
+    def _wait_ready(self, running: RunningTurn, deadline: float) -> None:
+        """Wait until the supervisor has seen the new session process answer a ping. Asking
+        the supervisor (answered by the hub's process) instead of retrying session.turn keeps
+        requests away from a process that is still registering on the bus."""
+        name = f"agent:{running.conversation}"
+        while time.monotonic() < deadline and not running.stop_requested.is_set():
+            try:
+                status = self.bus.call("system.status", {}, timeout=FORWARD_TIMEOUT_S)
+            except RioError:
+                return
+            proc = next((p for p in status.get("processes", ()) if p.get("name") == name), None)
+            if proc is None or proc.get("state") in ("failed", "stopped"):
+                return
+            if proc.get("ready") and proc.get("state") == "running":
+                return  # ("ready" stays set while a dead one waits for its restart)
+            running.stop_requested.wait(0.05)
 
     def _merge_undo(self, running: RunningTurn, buffers: Any) -> None:
         label = undo_label(running.text)
