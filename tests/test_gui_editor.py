@@ -152,3 +152,38 @@ def test_after_a_crash_unsaved_documents_come_back_with_a_notice(project, tmp_pa
         d2.call("ui.dialog_answer", {"name": "recovered", "button": "OK"})
     finally:
         d2.stop()
+
+
+@pytest.mark.timeout(90)
+def test_conflict_keep_mine_overwrites_and_show_difference_opens_the_diff(desktop, project):
+    bid = _active(desktop.wait_active_ready())["buffer"]
+    desktop.call("ui.type", {"text": "# mine\n"})
+    desktop.wait_text(bid, "# mine\n" + SOURCE)
+    time.sleep(1.1)
+    (project / "f.py").write_text("theirs\n")
+    desktop.wait_state(lambda s: any(d["name"] == "conflict" for d in s["dialogs_open"]))
+    desktop.call("ui.dialog_answer", {"name": "conflict", "button": "Show Difference"})
+    s = desktop.wait_state(lambda s: {"difference", "conflict"} <= {d["name"] for d in
+                                                                    s["dialogs_open"]})
+    desktop.call("ui.dialog_answer", {"name": "difference", "button": "Close"})
+    desktop.call("ui.dialog_answer", {"name": "conflict", "button": "Keep Mine"})
+    assert wait_for(lambda: (project / "f.py").read_text() == "# mine\n" + SOURCE, 10)
+    desktop.wait_state(lambda s: not _active(s)["dirty"])
+
+
+@pytest.mark.timeout(90)
+def test_open_dialog_and_view_toggles(desktop, project):
+    desktop.wait_active_ready()
+    desktop.call("ui.dialog", {"name": "open"})
+    desktop.call("ui.dialog_answer", {"name": "open", "button": "Open",
+                                      "fields": {"path": "notes.txt"}})
+    s = desktop.wait_state(lambda s: _active(s)["name"] == "notes.txt" and _active(s)["ready"])
+    size = s["settings"]["size"]
+    desktop.call("ui.key", {"keysym": "equal", "state": "Control"})
+    desktop.wait_state(lambda s: "Zoom" in s["status"]["message"])
+    desktop.call("ui.menu", {"path": "View/Word Wrap"})
+    s = desktop.wait_state(lambda s: s["settings"]["wrap"] is True)
+    desktop.call("ui.menu", {"path": "View/Dark Theme"})
+    s = desktop.wait_state(lambda s: s["theme"] == "dark")
+    desktop.call("ui.key", {"keysym": "0", "state": "Control"})
+    assert s["settings"]["size"] == size
