@@ -57,8 +57,10 @@ log = logging.getLogger("rio.conversations")
 TURN_TIMEOUT_S = 30 * 60.0
 #: How long a new session process gets to register on the bus before the turn fails.
 SPAWN_WAIT_S = 20.0
-#: Quick forwards (approve, stop, mode): a healthy session answers in milliseconds.
+#: Quick forwards (stop, mode): a healthy session answers in milliseconds.
 FORWARD_TIMEOUT_S = 5.0
+#: An approval applies the edit (buffer.open, buffer.replace) before it answers.
+APPROVE_TIMEOUT_S = 30.0
 
 SESSION_DIED = ("The agent process stopped unexpectedly; it was restarted — send your "
                 "message again.")
@@ -237,7 +239,7 @@ class ConversationsActor(pykka.ThreadingActor):
 
         def forward() -> None:
             try:
-                result = self.bus.call("session.approve", args, timeout=FORWARD_TIMEOUT_S)
+                result = self.bus.call("session.approve", args, timeout=APPROVE_TIMEOUT_S)
             except RioError as err:
                 ctx.fail(err)
                 return
@@ -250,6 +252,9 @@ class ConversationsActor(pykka.ThreadingActor):
         self.store.get(cid)
         running = self.running.get(cid)
         if running is None:
+            # Nothing runs here; a session left running by a core that restarted mid-turn
+            # still gets the word (best effort: it may not exist at all).
+            self.forwards.submit(lambda: self._stop_orphan(cid))
             ctx.reply({"stopped": False})
             return
         running = running.successor or running   # the newest message's turn is the one shown
@@ -421,6 +426,12 @@ class ConversationsActor(pykka.ThreadingActor):
             self.running[cid] = successor
             if running.successor_outcome is not None:
                 self._finished(successor.turn, running.successor_outcome)
+
+    def _stop_orphan(self, cid: str) -> None:
+        try:
+            self.bus.call("session.stop", {"conversation": cid}, timeout=FORWARD_TIMEOUT_S)
+        except RioError:
+            pass  # no session process: nothing to stop
 
     def _forward_stop(self, running: RunningTurn) -> None:
         running.stop_requested.set()
