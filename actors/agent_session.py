@@ -255,6 +255,9 @@ class AgentSession:
         self.running: _Running | None = None
         self.transport: Any = None
         self._starting = False  # a session.turn is setting up (no Turn object yet)
+        self._stop_early = False  # session.stop arrived during that set-up
+        #: resolved at the end of a set-up with its _Running (None when set-up failed)
+        self._setup: asyncio.Future[_Running | None] | None = None
         self.thread = threading.Thread(target=self._run_loop, name="rio-agent-loop", daemon=True)
 
     def start(self) -> AgentSession:
@@ -336,6 +339,7 @@ class AgentSession:
                                 "Wait, or Stop the turn."))
             return
         self._starting = True
+        self._setup = self.loop.create_future()
         turn_id = args["turn"]
         # Set-up overlaps the gate: "begin" (whose answer carries the mode) and the first
         # "model_request" are sent back to back on the loop's one link — in order, so the
@@ -354,7 +358,8 @@ class AgentSession:
             err = exc if isinstance(exc, RioError) else AgentError(
                 "internal", f"The agent could not start the turn: {exc}.",
                 "Check config.toml's [agent] section, then send the message again.")
-            self._starting = False
+            self._starting = self._stop_early = False
+            self._setup.set_result(None)
             ctx.reply(TurnResult("error", (), error=err).to_wire())
             await self._end_gate_quietly(turn_id, began, counted)
             return
@@ -369,6 +374,10 @@ class AgentSession:
         running = _Running(turn, self.loop.create_task(turn.run()))
         self.running = running
         self._starting = False
+        self._setup.set_result(running)
+        if self._stop_early:  # Stop arrived while the turn was being set up
+            self._stop_early = False
+            running.task.cancel()
         try:
             result = await running.task
         except asyncio.CancelledError:
@@ -408,6 +417,9 @@ class AgentSession:
     async def _stop(self, ctx: RequestContext) -> None:
         running = self.running
         wanted = ctx.args.get("turn")
+        if running is None and self._starting and self._setup is not None:
+            self._stop_early = True  # cancelled as soon as it exists
+            running = await asyncio.shield(self._setup)
         if running is None or (wanted and running.turn.spec.turn != wanted):
             ctx.reply({"stopped": False})
             return

@@ -493,3 +493,20 @@ def test_gate_refuses_requests_outside_a_turn(server: RioServer) -> None:
     assert err.value.kind == "agent.outside_turn"
     status = server.call("gate.status")
     assert status["limits"]["max_requests"] == 24
+
+
+def test_stop_right_after_send_stops_the_turn(session: Session, model: FakeModelServer) -> None:
+    model.push(anthropic_text("slow").slow(hold_open=True))
+    conn = session.conn
+    replies: dict[str, Any] = {}
+    turn = f"{session.conversation}.early"
+    conn.request("session.turn", {"conversation": session.conversation, "turn": turn,
+                                  "text": "hi", "messages": [{"role": "user", "content": "hi"}]},
+                 lambda r: replies.update(turn=r), timeout=30)
+    conn.request("session.stop", {"conversation": session.conversation},
+                 lambda r: replies.update(stop=r), timeout=30)
+    deadline = time.monotonic() + 20
+    while len(replies) < 2 and time.monotonic() < deadline:
+        session.pump()
+    assert thaw(replies["stop"].result) == {"stopped": True}, replies
+    assert thaw(replies["turn"].result)["status"] == "stopped"
