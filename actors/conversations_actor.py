@@ -163,6 +163,9 @@ class ConversationsActor(pykka.ThreadingActor):
         self.default_provider = default_provider or _configured_provider
         self.known_providers = known_providers or _installed_providers
         self.running: dict[str, RunningTurn] = {}        # conversation → its running turn
+        #: Conversations whose session answered its last turn: no readiness check before the
+        #: next one (it costs a system.status round trip). Touched by turn workers.
+        self.healthy: set[str] = set()
         self.turns = WorkerPool("turn", 64)
         self.forwards = WorkerPool("forward", 4)
 
@@ -317,14 +320,17 @@ class ConversationsActor(pykka.ThreadingActor):
         deadline = time.monotonic() + self.spawn_wait_s
         spawned = False
         delay = 0.02
-        self._wait_ready(running, deadline)   # a session the supervisor is restarting
+        if running.conversation not in self.healthy:
+            self._wait_ready(running, deadline)   # a session starting, or being restarted
         while True:
             if running.stop_requested.is_set():
                 return TurnOutcome("stopped")
             try:
                 result = self.bus.call("session.turn", args, timeout=self.turn_timeout_s)
+                self.healthy.add(running.conversation)
                 break
             except BusError as err:
+                self.healthy.discard(running.conversation)
                 if err.kind != "bus.no_route" or time.monotonic() >= deadline:
                     return TurnOutcome("error", error=classify_bus_failure(err), from_core=True)
                 if not spawned:

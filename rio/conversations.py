@@ -230,10 +230,12 @@ class ConversationStore:
         title = conv.title
         if title == DEFAULT_TITLE and not conv.turns:
             title = short_title(text) or DEFAULT_TITLE
+        renamed = title != conv.title
         conv = replace(conv, title=title, updated=now,
                        messages=conv.messages + tuple(new_messages), turns=conv.turns + (record,))
         loaded.conversation = conv
-        self._write_meta(conv)
+        if renamed:
+            self._write_meta(conv)  # otherwise end_turn writes "updated": one fsync less a turn
         return conv, record
 
     def add_messages(self, turn: str, messages: Sequence[Message | Mapping[str, Any]]
