@@ -22,54 +22,28 @@ counted as a broken invariant.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import psutil
-import zmq
-
 from actors import process_control
-from actors.bus import BusConnection, Endpoints, connect, result_of
-from rio.errors import BufferError, BusError, ConfigError, FileError, ProtocolError, RioError
-from rio.fault_report import (FaultResult, ProcInfo, Report, count_edits, disk_verdict, orphans,
-                              summarize)
-from rio.protocol import Request, encode
+from actors.fault_instances import (SETTLE_S, AttachedInstance, OwnInstance, carrying,
+                                    read_chain)
+from actors.fault_workload import TRANSIENT, RECOVER_TIMEOUT_S, Client, Typist
+from rio.errors import BusError, ConfigError, ProtocolError, RioError
+from rio.fault_report import FaultResult, ProcInfo, Report, orphans, summarize
 
 SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save")
 #: The fake agents every run keeps alive: a polite one, a stubborn one (ignores stdin close and
 #: TERM), one whose helpers double-fork and setsid.
 FAKES = ("polite-polite-1", "stubborn-stubborn-1", "stubborn-forking-2")
-RECOVER_TIMEOUT_S = 20.0
-SETTLE_S = 10.0          # how long processes of a dead owner may take to end by themselves
-EDIT_TIMEOUT_S = 3.0
-DROP_WAIT_S = 0.3        # the client's timeout for a dropped frame before it resends
-TEST_HOOK_ENV = "RIO_FAULTS_TEST_HOOK"   # "lose_edit": the checker must catch a fake lost edit
-
-#: The scratch instance's supervisor.toml: quick pings, short graces, a budget for 200+ faults.
-FAST_CONFIG = """\
-[defaults]
-max_restarts = 1000
-restart_window_s = 60
-backoff_initial_ms = 20
-backoff_max_ms = 200
-stdin_grace_ms = 300
-term_grace_ms = 300
-kill_grace_ms = 1000
-ping_interval_ms = 250
-ping_misses = 3
-"""
+TEST_HOOK_ENV = "RIO_FAULTS_TEST_HOOK"   # lose_edit / orphan: the checks must catch these
 
 
 @dataclass
@@ -79,334 +53,6 @@ class Options:
     runs: int = 1
     seed: int | None = None
     progress: Callable[[str], None] = lambda line: None
-
-
-# ------------------------------------------------------------------------------ instances
-
-def _read_chain(pid: int) -> tuple[str, ...]:
-    try:
-        env = psutil.Process(pid).environ()
-    except psutil.Error:
-        return ()
-    return _chain(env)
-
-
-def _chain(env: dict[str, str] | None) -> tuple[str, ...]:
-    if not env:
-        return ()
-    chain = [c for c in env.get(process_control.LINEAGE_ENV, "").split(":") if c]
-    own = env.get(process_control.COOKIE_ENV)
-    if own:
-        chain.append(own)
-    return tuple(chain)
-
-
-class OwnInstance:
-    """The scratch instance the harness starts, kills and restarts by itself."""
-
-    own = True
-
-    def __init__(self) -> None:
-        self.base = Path(tempfile.mkdtemp(prefix="rio-faults-"))
-        self.root = self.base / "project"
-        self.root.mkdir()
-        self.name = f"faults-{uuid.uuid4().hex[:8]}"
-        self.runtime = Path("/tmp") / f"rio-f-{uuid.uuid4().hex[:8]}"  # ipc paths are short
-        config = self.base / "config"
-        config.mkdir()
-        (config / "supervisor.toml").write_text(FAST_CONFIG)
-        self.env = dict(os.environ)
-        self.env.update({"RIO_RUNTIME_DIR": str(self.runtime),
-                         "RIO_STATE_DIR": str(self.base / "state"),
-                         "RIO_CONFIG_DIR": str(config),
-                         "PYTHONPATH": os.pathsep.join(
-                             [str(Path(__file__).resolve().parent.parent)]
-                             + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                if p])})
-        self.spawned: process_control.Spawned | None = None
-        self.dead_cookies: set[str] = set()
-        self.all_cookies: set[str] = set()
-
-    def start(self) -> None:
-        log = open(self.base / "serve.log", "ab")
-        try:
-            self.spawned = process_control.spawn(
-                [sys.executable, "-m", "rio.cli", "serve", "--root", str(self.root),
-                 "--instance", self.name, "--fault-injection", "--placement", "isolated"],
-                env=self.env, cwd=str(self.root), stdin=process_control.DEVNULL,
-                stdout=process_control.DEVNULL, stderr=log)
-        finally:
-            log.close()
-        self.all_cookies.add(self.spawned.cookie)
-
-    @property
-    def supervisor_pid(self) -> int | None:
-        return self.spawned.pid if self.spawned is not None else None
-
-    def endpoints(self, timeout: float = 30.0) -> Endpoints:
-        info = self.runtime / self.name / "instance.json"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.spawned is not None and self.spawned.popen.poll() is not None:
-                raise BusError("unreachable", "The scratch `rio serve` exited at start "
-                               f"({self.spawned.popen.returncode}).",
-                               f"See {self.base / 'serve.log'}.")
-            try:
-                data = json.loads(info.read_text())
-                if data.get("pid") == self.supervisor_pid:
-                    return Endpoints(data["requests"], data["events"])
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.02)
-        raise BusError("unreachable", "The scratch `rio serve` did not come up.",
-                       f"See {self.base / 'serve.log'}.")
-
-    def kill9(self) -> None:
-        assert self.spawned is not None
-        os.kill(self.spawned.pid, signal.SIGKILL)
-        self.spawned.popen.wait(10)
-        self.dead_cookies.add(self.spawned.cookie)
-
-    def stop(self, conn: BusConnection | None) -> int:
-        """End the instance; returns how many of its processes outlived it (must be 0)."""
-        if self.spawned is not None and self.spawned.popen.poll() is None:
-            try:
-                if conn is not None:
-                    conn.call("system.stop", {}, timeout=5)
-                self.spawned.popen.wait(30)
-            except (RioError, subprocess.TimeoutExpired):
-                pass
-            process_control.stop(self.spawned, stdin_grace=0, term_grace=5, kill_grace=2)
-        if self.spawned is not None:
-            self.dead_cookies.add(self.spawned.cookie)
-        deadline = time.monotonic() + SETTLE_S
-        left = _carrying(self.all_cookies)
-        while left and time.monotonic() < deadline:
-            time.sleep(0.1)
-            left = _carrying(self.all_cookies)
-        for proc in left:  # report them, and do not leave them behind either
-            process_control.sweep(proc.chain[-1])
-        return len(left)
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.base, ignore_errors=True)
-        shutil.rmtree(self.runtime, ignore_errors=True)
-
-
-class AttachedInstance:
-    """A running instance named by --instance: never restarted, never killed as a whole."""
-
-    own = False
-
-    def __init__(self, name: str) -> None:
-        from rio.instance import find_instance
-        self.info = find_instance(name)
-        self.name = self.info.name
-        self.root = Path(self.info.root)
-        self.dead_cookies: set[str] = set()
-        self.all_cookies: set[str] = set()
-
-    @property
-    def supervisor_pid(self) -> int | None:
-        return self.info.pid
-
-    def endpoints(self, timeout: float = 30.0) -> Endpoints:
-        return Endpoints(self.info.requests, self.info.events)
-
-    def cleanup(self) -> None:
-        pass
-
-
-def _carrying(cookies: set[str]) -> list[ProcInfo]:
-    if not cookies:
-        return []
-    me = os.getpid()
-    found = []
-    for proc in psutil.process_iter(["environ"], ad_value=None):
-        chain = _chain(proc.info.get("environ"))
-        if proc.pid != me and cookies.intersection(chain) and _alive(proc):
-            found.append(ProcInfo(proc.pid, chain))
-    return found
-
-
-def _alive(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-# ------------------------------------------------------------------------------- the client
-
-class Client:
-    """One bus connection used from the harness's thread, with client-layer frame faults."""
-
-    def __init__(self, endpoints: Endpoints) -> None:
-        self.conn = connect(endpoints, name="faults", subscribe=("fake.",), timeout=10)
-        self.deltas = 0
-        self.conn.subscribe("fake.delta", self._on_delta)
-
-    def _on_delta(self, _event: Any) -> None:
-        self.deltas += 1
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def call(self, op: str, args: dict[str, Any] | None = None, *, timeout: float = 10.0,
-             request_id: str | None = None, frame_fault: str | None = None,
-             rng: random.Random | None = None) -> Any:
-        """A request; ``frame_fault`` drop / dup / delay acts on the outgoing frame."""
-        conn = self.conn
-        rid = request_id or conn.next_id()
-        box: list[Any] = []
-        if frame_fault == "drop":
-            # The frame never leaves; the client's short timeout fires and it resends the
-            # SAME id, as a client that cannot tell a lost request from a lost reply must.
-            self._wait(box, DROP_WAIT_S)
-        elif frame_fault == "delay":
-            time.sleep((rng or random).uniform(0.005, 0.08))
-        conn.request(op, args or {}, box.append, timeout=timeout, request_id=rid)
-        if frame_fault == "dup":
-            conn.send_raw(encode(Request(rid, op, dict(args or {}))))
-        if not self._wait(box, timeout + 0.5):
-            raise BusError("timeout", f"No reply to {op} after {timeout:g} s.", op=op)
-        return result_of(box[0])
-
-    def _wait(self, box: list, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        poller = zmq.Poller()
-        poller.register(self.conn.dealer, zmq.POLLIN)
-        poller.register(self.conn.sub, zmq.POLLIN)
-        while not box:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            poller.poll(min(remaining, 0.05) * 1000)
-            self.conn.drain()
-        return True
-
-    def pump(self) -> None:
-        self.conn.drain()
-
-
-_TRANSIENT = ("bus.timeout", "bus.actor_dead", "bus.no_route", "bus.unreachable", "bus.closed")
-
-
-class Typist:
-    """Types unique token lines into one file and keeps what the core acknowledged."""
-
-    def __init__(self, harness: "Harness", rel_path: str) -> None:
-        self.h = harness
-        self.rel = rel_path
-        self.path = harness.instance.root / rel_path
-        self.bid = ""
-        self.text = ""
-        self.acked: list[str] = []
-        self.count = 0
-        self.allowed: list[bytes | None] = []  # what the file on disk may hold right now
-
-    def open(self) -> None:
-        summary = self._retry(lambda: self.h.client.call("buffer.open", {"path": self.rel}))
-        self.bid = summary["buffer"]
-        self.text = self._retry(lambda: self.h.client.call(
-            "buffer.text", {"buffer": self.bid}))["text"]
-        if not self.allowed:
-            self.allowed = [self._disk()]
-
-    def _disk(self) -> bytes | None:
-        try:
-            return self.path.read_bytes()
-        except FileNotFoundError:
-            return None
-
-    def _retry(self, fn: Callable[[], Any], deadline_s: float = RECOVER_TIMEOUT_S) -> Any:
-        deadline = time.monotonic() + deadline_s
-        while True:
-            try:
-                return fn()
-            except BufferError as err:
-                if err.kind != "buffer.unknown_buffer" or time.monotonic() > deadline:
-                    raise
-                self.open()   # a restarted core did not bring back a clean buffer: reopen
-            except BusError as err:
-                if err.kind not in _TRANSIENT or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def fetch(self) -> str:
-        self.text = self._retry(lambda: self.h.client.call(
-            "buffer.text", {"buffer": self.bid}, timeout=EDIT_TIMEOUT_S))["text"]
-        return self.text
-
-    def type_one(self, frame_fault: str | None = None) -> float:
-        """Insert one token line; returns the seconds until it was acknowledged."""
-        self.count += 1
-        token = f"<{self.h.tag}-{self.count:05d}>"
-        line = token + "\n"
-        started = time.monotonic()
-        deadline = started + RECOVER_TIMEOUT_S
-        fault = frame_fault
-        rid = None
-        while True:
-            bounds = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
-            pos = self.h.rng.choice(bounds)
-            try:
-                self.h.client.call("buffer.replace", {"buffer": self.bid, "start": pos,
-                                                      "end": pos, "text": line,
-                                                      "origin": "faults"},
-                                   timeout=EDIT_TIMEOUT_S, request_id=rid, frame_fault=fault,
-                                   rng=self.h.rng)
-                self.text = self.text[:pos] + line + self.text[pos:]
-                self.acked.append(token)
-                return time.monotonic() - started
-            except BufferError as err:
-                if err.kind != "buffer.unknown_buffer" or time.monotonic() > deadline:
-                    raise
-                self.open()
-            except BusError as err:
-                if err.kind not in _TRANSIENT or time.monotonic() > deadline:
-                    raise
-                # No reply: did it land? (An applied edit is journalled before its reply.)
-                if token in self.fetch():
-                    self.acked.append(token)
-                    return time.monotonic() - started
-            fault = None
-            rid = None
-
-    def save(self, fail: dict[str, Any] | None = None) -> bool:
-        """Save; True when the save reported success. Updates what the disk may hold."""
-        text = self.fetch()
-        new = text.encode()
-        old = self._disk()
-        self.allowed = [old, new]
-        if fail is not None:
-            self.h.client.call("system.fault", {"fault": "save_fail", "params": fail})
-        try:
-            self.h.client.call("buffer.save", {"buffer": self.bid}, timeout=10)
-        except FileError as err:
-            if err.kind != "file.save_failed":
-                raise
-            self.allowed = [old]          # a failed save must leave the old file intact
-            return False
-        except BusError as err:
-            if err.kind not in _TRANSIENT:
-                raise
-            return False                  # ambiguous (core gone mid-save): old or new
-        else:
-            self.allowed = [new]
-            return True
-        finally:
-            if fail is not None:
-                self.h.client.call("system.fault", {"fault": "clear"})
-
-    def check(self) -> tuple[int, int, int]:
-        """(lost, duplicated, corrupt) right now."""
-        text = self.fetch()
-        lost, duplicated = count_edits(text, self.acked)
-        actual = self._disk()
-        corrupt = 0 if disk_verdict(actual, self.allowed) else 1
-        self.allowed = [actual]
-        return lost, duplicated, corrupt
 
 
 # ------------------------------------------------------------------------------ the harness
@@ -490,7 +136,7 @@ class Harness:
             try:
                 return fn()
             except BusError as err:
-                if err.kind not in _TRANSIENT or time.monotonic() > deadline:
+                if err.kind not in TRANSIENT or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
 
@@ -506,7 +152,7 @@ class Harness:
             return live   # nobody to ask, and nothing of the dead one may live on
         for p in self.status().values():
             if p.get("pid") and p["state"] == "running":
-                chain = _read_chain(p["pid"])
+                chain = read_chain(p["pid"])
                 if chain:
                     live.add(chain[-1])
         self.known_children |= live
@@ -525,12 +171,12 @@ class Harness:
 
     def _orphans_now(self) -> list[ProcInfo]:
         sup = None if self._supervisor_gone() else self.instance.supervisor_pid
-        sup_chain = _read_chain(sup) if sup else ()
+        sup_chain = read_chain(sup) if sup else ()
         live = self._remember_children()
         scope = set(self.instance.all_cookies) | set(self.known_children)
         if sup_chain:
             scope.add(sup_chain[-1])
-        procs = _carrying(scope)
+        procs = carrying(scope)
         return orphans(procs, supervisor_pid=sup, supervisor_chain=sup_chain,
                        live_children=live, dead_cookies=self.instance.dead_cookies,
                        known_children=None if sup_chain else self.known_children)
@@ -683,6 +329,7 @@ class Harness:
         began = time.monotonic()
         summaries = []
         shutdown_orphans = 0
+        failed = True
         try:
             self.start()
             hook = os.environ.get(TEST_HOOK_ENV)
@@ -699,6 +346,7 @@ class Harness:
                         getattr(self, f"scenario_{scenario}")()
                 summaries.append(summarize(scenario, 0 if skipped else self.options.runs,
                                            self.results[first:], skipped))
+            failed = any(r.broken for r in self.results)
         finally:
             if self._planted is not None:
                 self._planted.kill()
@@ -709,7 +357,11 @@ class Harness:
                 self._tidy_attached()
             if self.client is not None:
                 self.client.close()
-            self.instance.cleanup()
+            # A scratch instance that broke is kept (logs, journal, project) for inspection.
+            kept = self.instance.cleanup(keep=failed)
+            if kept:
+                self.options.progress(f"kept the scratch instance's files in {kept}")
+                sys.stderr.write(f"rio faults: the scratch instance's files are in {kept}\n")
         return Report(self.instance.name, self.seed, tuple(summaries), tuple(self.results),
                       shutdown_orphans, time.monotonic() - began,
                       {"deltas_seen": self.client.deltas if self.client else 0,
@@ -719,7 +371,7 @@ class Harness:
         """Test hook: a process that claims to belong to a supervisor child that does not
         exist, as an escaped helper of a dead agent would; the orphan check must count it."""
         sup = self.instance.supervisor_pid
-        chain = _read_chain(sup) if sup else ()
+        chain = read_chain(sup) if sup else ()
         env = dict(os.environ)
         env[process_control.LINEAGE_ENV] = ":".join(chain + ("gone-child",))
         env[process_control.COOKIE_ENV] = "planted"

@@ -116,13 +116,16 @@ class Supervisor:
         self.paths.write_info(InstanceInfo(self.name, str(self.root), os.getpid(),
                                            endpoints.requests, endpoints.events, self.started))
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for spec in self.config.to_start(desktop=self.desktop):
-            if spec.per != "instance":   # started on demand (one per agent conversation)
-                continue
-            child = Child(spec, self._argv_for(spec))
-            child.budget = spec.budget()
-            self.children[spec.name] = child
-            self._spawn(child)
+        # Under the lock: the hub already answers system.status, which iterates the children
+        # (found by `rio faults`: a status during start-up killed the hub thread).
+        with self.lock:
+            for spec in self.config.to_start(desktop=self.desktop):
+                if spec.per != "instance":   # started on demand (one per agent conversation)
+                    continue
+                child = Child(spec, self._argv_for(spec))
+                child.budget = spec.budget()
+                self.children[spec.name] = child
+                self._spawn(child)
         self.conn = connect(endpoints, name="supervisor")
 
     def _start_remote_listener(self) -> None:

@@ -133,7 +133,11 @@ def faults_run(runs: int) -> dict:
         proc = subprocess.run([sys.executable, "-m", "rio.cli", "faults", "--json",
                                "--runs", str(runs), "--seed", "2026"], env=env,
                               capture_output=True, text=True, cwd=str(REPO), timeout=3600)
-    data = json.loads(proc.stdout)
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"rio faults exited {proc.returncode} without a report:\n"
+                           f"{proc.stderr[-2000:]}") from None
     data["exit"] = proc.returncode
     return data
 
@@ -171,7 +175,11 @@ def run(quick: bool = False) -> list[Row]:
                                 {"survivors": survivors}))
         finally:
             srv.stop()
-    data = faults_run(1 if quick else 7)
+    try:
+        data = faults_run(1 if quick else 7)
+    except RuntimeError as exc:   # keep the rows above; say what broke
+        print(exc, file=sys.stderr)
+        return rows + [Row("faults", "rio faults run FAILED (see stderr)", float("nan"), "")]
     t = data["totals"]
     rows.append(Row("faults", f"rio faults: {t['faults']} faults injected", t["faults"], "",
                     None, "≥ 200" if not quick else "(quick: 1 run)",
