@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from rio.errors import BusError, RioError
 from rio.protocol import thaw
 from tests.fakes.model_servers import (
-    FakeModelServer, anthropic_error, anthropic_events, anthropic_stream_error, anthropic_text,
+    FakeModelServer, anthropic_error, anthropic_stream_error, anthropic_text,
     anthropic_tool_use, huge_sse, Reply, sse)
 from tests.support import RioServer, rio_env, wait_for
 

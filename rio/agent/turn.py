@@ -24,14 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from rio.agent.tools import READ_TOOLS, TOOL_NAMES, Proposal, ToolOutcome, Tools, missing_args
 from rio.errors import AgentError, RioError
 from rio.providers.base import (
-    Delta, Done, Event, Message, Provider, ProviderFailure, ProviderRequest, TextBlock, ToolCall,
-    ToolResultBlock, ToolSpec, ToolUseBlock)
+    Delta, Done, Event, Message, Provider, ProviderFailure, ProviderRequest, ToolCall,
+    ToolResultBlock, ToolSpec)
 
 log = logging.getLogger("rio.agent.turn")
 
@@ -407,5 +407,5 @@ def merge_interrupted(request_messages: Iterable[Message],
     return tuple(msgs[:-1] + list(earlier) + msgs[-1:])
 
 
-__all__ = ["Turn", "TurnPort", "TurnResult", "TurnSpec", "close_dangling", "merge_interrupted",
-           "TextBlock", "ToolUseBlock"]
+__all__ = ["INTERRUPTED", "NOT_RUN", "STOPPED", "Turn", "TurnPort", "TurnResult", "TurnSpec",
+           "close_dangling", "merge_interrupted"]
