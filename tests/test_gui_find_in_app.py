@@ -35,6 +35,9 @@ def desktop(tk_root, tmp_path, monkeypatch):
     pump = BusPump(tk_root, conn)
     app.start([])
     pump.start()
+    # The app installs UI-B's modules just after its first paint (a cold-start measure).
+    assert wait(tk_root, lambda: getattr(app, "project_tree", None) is not None
+                and getattr(app, "output_pane", None) is not None)
     try:
         yield app, srv
     finally:

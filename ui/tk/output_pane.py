@@ -14,8 +14,9 @@ events of a run the pane has not been told about yet are held until it is.
 
 from __future__ import annotations
 
+import time
 import tkinter as tk
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from pathlib import Path
 from tkinter import ttk
 from typing import Any
@@ -31,6 +32,9 @@ from ui.tk.output_model import SearchJob, TerminalLines, parse_globs, resolve_re
 #: The Output tab keeps at most this many lines (Tk slows down on huge texts, PERF.md).
 MAX_OUTPUT_LINES = 20_000
 _HELD_RUNS = 8
+#: Drawing run output: at most this long per slice, and this many characters per insert.
+DRAW_SLICE_S = 0.010
+DRAW_CHUNK_CHARS = 8_192
 
 
 def project_root(app: Any) -> Path:
@@ -236,9 +240,11 @@ class OutputTab:
                             selectbackground=colours["sel_bg"],
                             selectforeground=colours["sel_fg"], insertwidth=0)
         scroll = ttk.Scrollbar(parent, orient="vertical", command=self.text.yview)
-        self.text.configure(yscrollcommand=scroll.set)
+        self._scroll = scroll
+        self.text.configure(yscrollcommand=self._on_yscroll)
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
+        self._link_job: str | None = None
         self.text.tag_configure("stderr", foreground=colours["error"])
         self.text.tag_configure("info", foreground="#ffff55")
         self.text.tag_configure("link", underline=True)
@@ -251,8 +257,11 @@ class OutputTab:
         self.text.tag_bind("link", "<Leave>", lambda e: self.text.configure(cursor="arrow"))
         self.text.bind("<Key>", lambda e: "break" if e.char and e.char.isprintable() else None)
         self.text.bind("<Button-3>", self._context_menu)
-        self.links: dict[str, tuple[str, int, int | None]] = {}
-        self._link_ids = 0
+        # One "link" tag for every reference, and only on the lines in view (re-done when the
+        # view moves): parsing references costs ~60 µs a line (rio/run_output.py), too much for
+        # a build that prints 100 000 lines. A click or F4 re-reads the reference from its line.
+        self._resolved: dict[tuple[str, str], str | None] = {}
+        self.current_cwd = "."
         self.terminals: dict[str, TerminalLines] = {}
         self.cwd: dict[str, str] = {}
 
@@ -282,43 +291,71 @@ class OutputTab:
 
     def clear(self) -> None:
         self.text.delete("1.0", "end")
-        self.links.clear()
+        self._resolved.clear()
+        self.current_cwd = "."
         self.terminals.clear()
 
     def write(self, text: str, tag: str = "", run: str | None = None,
               link: bool = True) -> None:
-        """Append output; ``\\r`` rewrites the current line; new references become links
-        (not in Rio's own notes: a command line's ``a.c:3`` is not output)."""
+        """Append output; ``\\r`` rewrites the current line. References on the lines in view
+        become links (never on Rio's own notes, written with ``link=False`` and tag "info":
+        a command line's ``a.c:3`` is not output)."""
         t = self.text
         at_end = t.yview()[1] >= 0.999
-        first_line = int(t.index("end-1c").split(".")[0])
         term = self.terminals.setdefault(run or "", TerminalLines())
+        if run is not None:
+            self.current_cwd = self.cwd.get(run, ".")
         for op, s in term.feed(strip_ansi(text)):
             if op == "cr":
                 t.delete("end-1c linestart", "end-1c")
             else:
                 t.insert("end", s, (tag,) if tag else ())
-        if link:
-            self._link_lines(first_line, int(t.index("end-1c").split(".")[0]),
-                             self.cwd.get(run or "", "."))
         self._trim()
         if at_end:
             t.see("end")
+        if link:
+            self.link_view()
 
-    def _link_lines(self, first: int, last: int, cwd: str) -> None:
+    def _on_yscroll(self, first: str, last: str) -> None:
+        self._scroll.set(first, last)
+        if self._link_job is None:
+            self._link_job = self.text.after_idle(self.link_view)
+
+    def link_view(self) -> None:
+        """Mark the references on the lines in view (and a margin) with the link tag."""
+        self._link_job = None
         t = self.text
-        for row in range(first, last + 1):
-            line = t.get(f"{row}.0", f"{row}.end")
-            t.tag_remove("link", f"{row}.0", f"{row}.end")
+        try:
+            top = int(t.index("@0,0").split(".")[0])
+            bottom = int(t.index(f"@0,{max(1, t.winfo_height())}").split(".")[0])
+        except tk.TclError:
+            return
+        last_line = int(t.index("end-1c").split(".")[0])
+        first, last = max(1, top - 20), min(last_line, bottom + 20)
+        t.tag_remove("link", f"{first}.0", f"{last}.end")
+        lines = t.get(f"{first}.0", f"{last}.end").split("\n")
+        for row, line in enumerate(lines, first):
+            refs = self._refs(line, self.current_cwd)
+            if refs and "info" not in t.tag_names(f"{row}.0"):
+                for start, end, _target in refs:
+                    t.tag_add("link", f"{row}.{start}", f"{row}.{end}")
+
+    def _resolve(self, path: str, cwd: str) -> str | None:
+        key = (path, cwd)
+        if key not in self._resolved:
+            if len(self._resolved) > 10_000:
+                self._resolved.clear()
+            self._resolved[key] = resolve_ref(path, self.pane.root_path, cwd)
+        return self._resolved[key]
+
+    def _refs(self, line: str, cwd: str) -> list[tuple[int, int, tuple[str, int, int | None]]]:
+        out = []
+        if ":" in line or "(" in line:  # every recognised form has one of them
             for ref in find_file_refs(line):
-                rel = resolve_ref(ref.path, self.pane.root_path, cwd)
-                if rel is None:
-                    continue
-                self._link_ids += 1
-                tag = f"ref{self._link_ids}"
-                self.links[tag] = (rel, ref.line, ref.col)
-                t.tag_add("link", f"{row}.{ref.start}", f"{row}.{ref.end}")
-                t.tag_add(tag, f"{row}.{ref.start}", f"{row}.{ref.end}")
+                rel = self._resolve(ref.path, cwd)
+                if rel is not None:
+                    out.append((ref.start, ref.end, (rel, ref.line, ref.col)))
+        return out
 
     def _trim(self) -> None:
         lines = int(self.text.index("end-1c").split(".")[0])
@@ -332,36 +369,46 @@ class OutputTab:
         self.app.open_path(*target)
         return "break"
 
-    def next_link(self, delta: int = 1) -> tuple[str, int, int | None] | None:
-        """The next (previous) file reference after the last one visited, opened and shown
-        highlighted: F4 walks through a build's errors without the mouse."""
+    def _row_refs(self, row: int) -> list[tuple[int, int, tuple[str, int, int | None]]]:
         t = self.text
-        spans = t.tag_ranges("link")
-        if not spans:
-            return None
-        starts = [str(spans[i]) for i in range(0, len(spans), 2)]
-        ends = [str(spans[i]) for i in range(1, len(spans), 2)]
-        current = t.tag_ranges("visited")
-        if current:
-            here = str(current[0])
-            later = [i for i, a in enumerate(starts) if t.compare(a, ">" if delta > 0 else "<",
-                                                                 here)]
-            pick = (later[0] if delta > 0 else later[-1]) if later else (
-                0 if delta > 0 else len(starts) - 1)
+        if "info" in t.tag_names(f"{row}.0"):
+            return []
+        return self._refs(t.get(f"{row}.0", f"{row}.end"), self.current_cwd)
+
+    def next_link(self, delta: int = 1) -> tuple[str, int, int | None] | None:
+        """Open the next (previous) file reference after the last one visited and show it
+        highlighted: F4 walks through a build's errors without the mouse. Wraps around."""
+        t = self.text
+        rows = int(t.index("end-1c").split(".")[0])
+        visited = t.tag_ranges("visited")
+        here_row, here_col = (int(x) for x in str(visited[0]).split(".")) if visited else (
+            (0, 0) if delta > 0 else (rows + 1, 0))
+        if delta > 0:
+            order = [*range(here_row, rows + 1), *range(1, here_row + 1)]
         else:
-            pick = 0 if delta > 0 else len(starts) - 1
-        t.tag_remove("visited", "1.0", "end")
-        t.tag_add("visited", starts[pick], ends[pick])
-        t.see(starts[pick])
-        target = self.link_at(starts[pick])
-        if target is not None:
+            order = [*range(here_row, 0, -1), *range(rows, here_row - 1, -1)]
+        for i, row in enumerate(order):
+            if not 1 <= row <= rows:
+                continue
+            refs = self._row_refs(row)
+            if i == 0 and visited:  # the visited row: only the references past the visited one
+                refs = [r for r in refs if (r[0] > here_col if delta > 0 else r[0] < here_col)]
+            if not refs:
+                continue
+            start, end, target = refs[0] if delta > 0 else refs[-1]
+            t.tag_remove("visited", "1.0", "end")
+            t.tag_add("visited", f"{row}.{start}", f"{row}.{end}")
+            t.see(f"{row}.{start}")
             self.app.open_path(*target)
-        return target
+            return target
+        return None
 
     def link_at(self, index: str) -> tuple[str, int, int | None] | None:
-        for tag in self.text.tag_names(index):
-            if tag in self.links:
-                return self.links[tag]
+        """The file reference under ``index``, read again from its line."""
+        row, col = (int(x) for x in self.text.index(index).split("."))
+        for start, end, target in self._row_refs(row):
+            if start <= col < end:
+                return target
         return None
 
 
@@ -384,6 +431,8 @@ class OutputPane:
         self.current_run: str | None = None
         self.runs: dict[str, dict[str, Any]] = {}
         self._held: OrderedDict[str, list[tuple[str, dict[str, Any]]]] = OrderedDict()
+        self._shown: deque[tuple[str | None, str, str, bool]] = deque()
+        self._show_job: str | None = None
         self.on_run_exit: list[Any] = []
         app.conn.subscribe("run.", self._on_event)
         app.conn.subscribe("system.process", self._on_process)
@@ -478,6 +527,7 @@ class OutputPane:
         self.current_run = run
         self.runs[run] = record
         self.output.cwd[run] = record.get("cwd", ".")
+        self._shown.clear()  # whatever was still waiting belongs to the previous run
         self.output.clear()
         self.show_output()
         self.output.write(f"> {label}: {record.get('command', '')}   (in {record.get('cwd', '.')})"
@@ -502,16 +552,55 @@ class OutputPane:
         run = data["run"]
         if topic == "run.output":
             if run == self.current_run:
-                self.output.write(str(data.get("text", "")),
-                                  "stderr" if data.get("stream") == "stderr" else "", run)
+                self._show(str(data.get("text", "")),
+                           "stderr" if data.get("stream") == "stderr" else "", run, True)
         elif topic == "run.exit":
             self.runs[run] = {**self.runs.get(run, {}), **data, "state": "exited"}
             if run == self.current_run:
-                if self.output.text.get("end-2c", "end-1c") not in ("\n", ""):
-                    self.output.write("\n", "", run)
-                self.output.write(describe_exit(data) + "\n", "info", run, link=False)
+                self._show(None, "", run, False)  # end the last line if it is open
+                self._show(describe_exit(data) + "\n", "info", run, False)
             for fn in list(self.on_run_exit):
                 fn(data)
+
+    # The bus is drained in one go, so a burst of run.output events would otherwise be drawn
+    # in one long callback. They are queued and drawn in slices from after() instead:
+    # ~10 ms of drawing at a time, consecutive chunks of one stream joined into one insert.
+    def _show(self, text: str | None, tag: str, run: str, link: bool) -> None:
+        while text is not None and len(text) > DRAW_CHUNK_CHARS:
+            # Big batches are drawn in pieces (cut after a newline when there is one).
+            cut = text.rfind("\n", 0, DRAW_CHUNK_CHARS) + 1 or DRAW_CHUNK_CHARS
+            self._shown.append((text[:cut], tag, run, link))
+            text = text[cut:]
+        self._shown.append((text, tag, run, link))
+        if self._show_job is None:
+            self._show_job = self.notebook.after(0, self._draw)
+
+    def _draw(self) -> None:
+        self._show_job = None
+        deadline = time.monotonic() + DRAW_SLICE_S
+        queue = self._shown
+        while queue and time.monotonic() < deadline:
+            text, tag, run, link = queue.popleft()
+            if text is None:
+                if self.output.text.get("end-2c", "end-1c") not in ("\n", ""):
+                    self.output.write("\n", "", run)
+                continue
+            parts = [text]
+            size = len(text)
+            while queue and queue[0][1:] == (tag, run, link) and queue[0][0] is not None \
+                    and size < DRAW_CHUNK_CHARS:
+                more = queue.popleft()[0]
+                assert more is not None
+                parts.append(more)
+                size += len(more)
+            self.output.write("".join(parts), tag, run, link=link)
+        if queue:
+            self._show_job = self.notebook.after(1, self._draw)
+
+    @property
+    def drawing(self) -> bool:
+        """Output received but not drawn yet."""
+        return bool(self._shown)
 
     def running(self) -> bool:
         return bool(self.current_run) and self.runs.get(self.current_run, {}).get(
