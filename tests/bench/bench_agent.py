@@ -127,6 +127,30 @@ def rio_turn(server: RioServer, sub: Subscriber, conversation: str, turn: str,
     return sub.first - t0, sub.last - t0, {"events": sub.events}
 
 
+def stop_latency(server: RioServer, sub: Subscriber, conversation: str, turn: str) -> float:
+    """Seconds from sending session.stop (first delta seen) to the turn's reply."""
+    sub.reset()
+    box: dict = {}
+    sub.conn.request("session.turn", {
+        "conversation": conversation, "turn": turn, "text": "go",
+        "messages": [{"role": "user", "content": "go"}]}, lambda r: box.update(turn=r),
+        timeout=60)
+    deadline = time.monotonic() + 60
+    while sub.first is None and time.monotonic() < deadline:
+        sub.conn.sub.poll(5)
+        sub.conn.drain()
+    t0 = time.perf_counter()
+    sub.conn.request("session.stop", {"conversation": conversation}, lambda r: None, timeout=30)
+    while "turn" not in box and time.monotonic() < deadline:
+        sub.conn.dealer.poll(1)
+        sub.conn.drain()
+    elapsed = time.perf_counter() - t0
+    result = thaw(box["turn"].result) if "turn" in box and box["turn"].ok else None
+    if not isinstance(result, dict) or result.get("status") != "stopped":
+        raise RuntimeError(f"the turn did not stop: {box}")
+    return elapsed
+
+
 def run(quick: bool = False) -> list[Row]:
     n = 20_000 if quick else 100_000
     reps = 3 if quick else 5
@@ -176,6 +200,10 @@ def run(quick: bool = False) -> list[Row]:
                 model.push(anthropic_text("hello", " there"))
                 rio_first.append(rio_turn(server, sub, conversation, f"f{i}",
                                           len("hello there"))[0])
+            stops = []
+            for i in range(reps * 2):
+                model.push(anthropic_text("slow").slow(hold_open=True))
+                stops.append(stop_latency(server, sub, conversation, f"s{i}"))
             loop.run_until_complete(aclient.aclose())
             loop.close()
             # Big replies: deltas per second, both ways.
@@ -212,6 +240,9 @@ def run(quick: bool = False) -> list[Row]:
     rows.append(Row("agent", "time to first delta (floor: bare async httpx)", rf * 1e3, "ms",
                     af * 1e3, "≤ bare + 10 ms", rf - af <= 0.010,
                     {"overhead_ms": (rf - af) * 1e3}))
+    stop = statistics.median(stops)
+    rows.append(Row("agent", "Stop → turn ended (session.stop to reply)", stop * 1e3, "ms",
+                    None, "≤ 100 ms", stop <= 0.100, {"max_ms": max(stops) * 1e3}))
     return rows
 
 
