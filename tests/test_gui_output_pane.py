@@ -228,3 +228,24 @@ def test_a_core_crash_ends_the_run_and_the_pane_says_so(app, server):
             return True
     assert wait_for(lambda: all(gone(p) for p in tree), 10), [p for p in tree if not gone(p)]
     assert stub.pump(lambda: server.pids().get("core") not in (None, core), 20)
+
+
+def test_a_flood_of_output_is_drawn_in_order_and_linked_in_view(app):
+    stub, pane, _ = app
+    pane.run_started({"run": "run-flood", "command": "flood", "cwd": "."})
+    lines = [f"src/app.py:{i % 4 + 1}:1: message {i}\n" for i in range(3000)]
+    text = "".join(lines)
+    for i in range(0, len(text), 20_000):   # as run.output events of the core's batch size
+        pane._handle("run.output", {"run": "run-flood", "stream": "stdout",
+                                    "text": text[i:i + 20_000]})
+    assert pane.drawing                      # queued, not drawn inside the event handler
+    assert stub.pump(lambda: not pane.drawing)
+    shown = pane.output.text.get("2.0", "end-1c")
+    assert shown == text
+    # Only the lines around the view carry the link tag; a line scrolled into view gets it.
+    linked = len(pane.output.text.tag_ranges("link")) // 2
+    assert 0 < linked < 300
+    pane.output.text.see("2.0")
+    assert stub.pump(lambda: "link" in pane.output.text.tag_names("2.3"), 5)
+    assert pane.output.link_at("2.3") == ("src/app.py", 1, 1)
+    pane.runs["run-flood"]["state"] = "exited"
