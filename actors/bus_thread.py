@@ -74,6 +74,7 @@ class BusThread:
         self._lock = threading.Lock()
         self._links = 0
         self._early: list[tuple[str, dict]] = []
+        self._registered = False
         self._inflight: set[tuple[bytes, str]] = set()
         self._done: collections.OrderedDict[tuple[bytes, str], bytes] = collections.OrderedDict()
         self._subscriptions: list[tuple[str, Callable]] = []
@@ -121,7 +122,7 @@ class BusThread:
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         with self._lock:
-            if self.conn is None:   # before start (an actor's on_start): sent once connected
+            if not self._registered:   # before start (an actor's on_start): sent once registered
                 self._early.append((topic, dict(data)))
                 return
         if threading.current_thread() is self._thread:
@@ -198,12 +199,16 @@ class BusThread:
             if not conn.wait_live(10):
                 raise BusError("unreachable", f"{self.name}: no answer from the hub.",
                                "Check that the hub is running (`rio status`).")
+            # The connection is usable (replies, links) before registration: conn.call drains,
+            # and a request routed to us meanwhile (a ping) is answered through self.conn.
+            self.conn = conn
             prefixes = sorted(self.handlers)
             if prefixes:
                 conn.call("bus.register", {"prefixes": prefixes, "name": self.name,
                                            "pid": os.getpid()})
+            # Events are accepted from registered services only: flush the early ones now.
             with self._lock:
-                self.conn = conn
+                self._registered = True
                 early, self._early = self._early, []
             for topic, data in early:
                 conn.publish(topic, data)
