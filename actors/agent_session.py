@@ -384,8 +384,12 @@ class AgentSession:
             result = turn.result("stopped")
         except Exception as exc:  # noqa: BLE001 -- a bug still ends the turn with an answer
             log.exception("turn %s crashed", turn_id)
-            result = TurnResult("error", tuple(turn.new), error=AgentError(
-                "internal", f"The agent loop failed: {exc}.", "Send your message again."))
+            err = AgentError("internal", f"The agent loop failed: {exc}.",
+                             "Send your message again; if it keeps failing, report it with "
+                             "the agent log.")
+            result = TurnResult("error", tuple(turn.new), error=err)
+            turn.publish("agent.error", {"kind": err.kind, "message": err.message,
+                                         "next": err.next, "partial": False})
         finally:
             self.running = None
             running.done.set()

@@ -579,3 +579,13 @@ def test_a_failed_turn_publishes_its_classified_error() -> None:
     (event,) = port.of("agent.error")
     assert event["kind"] == "agent.auth_rejected" and event["next"] == "Set your key."
     assert event["partial"] is False and event["turn"] == T
+
+
+def test_agent_tool_event_cuts_long_inputs_but_the_tool_gets_them_whole() -> None:
+    big = "x" * 50_000
+    provider = FakeProvider(tool("c1", "propose_create", path="big.txt", text=big), text("ok"))
+    turn, port, core = make(provider, mode="allow_all")
+    run(turn.run())
+    shown = port.of("agent.tool")[0]["input"]["text"]
+    assert len(shown) < 5_000 and "more characters" in shown
+    assert core.files["big.txt"] == big

@@ -328,7 +328,8 @@ class Turn:
 
     # --- one tool call ----------------------------------------------------------------------
     async def _run_tool(self, call: ToolCall) -> ToolResultBlock:
-        self.publish("agent.tool", {"call": call.id, "name": call.name, "input": dict(call.input)})
+        self.publish("agent.tool", {"call": call.id, "name": call.name,
+                                    "input": shown_input(call.input)})
         await self.port.gate_turn("tool_call")
         outcome = await self._tool_outcome(call)
         self.publish("agent.tool_result", {"call": call.id, "name": call.name, "ok": outcome.ok,
@@ -393,6 +394,23 @@ class Turn:
 
     def pending_ids(self) -> list[str]:
         return [p.id for p in self.pending.values() if not p.future.done()]
+
+
+#: Longest string of a tool's input shown in agent.tool (a whole new file can be an input; the
+#: agent.propose diff shows it, capped, and the model's own copy is never cut).
+MAX_SHOWN_INPUT_CHARS = 4_000
+
+
+def shown_input(value: Any) -> Any:
+    """The tool input for the agent.tool event: long strings cut with a marker."""
+    if isinstance(value, str) and len(value) > MAX_SHOWN_INPUT_CHARS:
+        return value[:MAX_SHOWN_INPUT_CHARS] + f"[… {len(value) - MAX_SHOWN_INPUT_CHARS} more " \
+            "characters …]"
+    if isinstance(value, Mapping):
+        return {str(k): shown_input(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown_input(v) for v in value[:200]]
+    return value
 
 
 def merge_interrupted(request_messages: Iterable[Message],
