@@ -17,7 +17,7 @@ from rio.errors import BusError, RioError
 from rio.protocol import thaw
 from tests.fakes.model_servers import (
     FakeModelServer, anthropic_error, anthropic_stream_error, anthropic_text,
-    anthropic_tool_use, huge_sse, Reply, sse)
+    anthropic_tool_use, huge_sse, openai_text, openai_tool_call, Reply, sse)
 from tests.support import RioServer, rio_env, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -509,3 +509,19 @@ def test_stop_right_after_send_stops_the_turn(session: Session, model: FakeModel
         session.pump()
     assert thaw(replies["stop"].result) == {"stopped": True}, replies
     assert thaw(replies["turn"].result)["status"] == "stopped"
+
+
+def test_openai_compatible_provider_with_the_conversations_endpoint(
+        session: Session, model: FakeModelServer) -> None:
+    model.push(openai_tool_call("call_1", "buffer_list", {}), openai_text("No buffers ", "open."))
+    session.n += 1
+    result = session.server.call("session.turn", {
+        "conversation": session.conversation, "turn": f"{session.conversation}.oa",
+        "text": "which buffers?", "messages": [{"role": "user", "content": "which buffers?"}],
+        "provider": "openai", "endpoint": model.url + "/v1", "model": "local-model"},
+        timeout=60)
+    assert result["status"] == "done", result
+    assert result["messages"][-1]["content"][0]["text"] == "No buffers open."
+    sent = model.requests[-1]
+    assert sent.path == "/v1/chat/completions" and sent.json["model"] == "local-model"
+    assert "authorization" not in sent.headers  # no OpenAI key set: none is sent
