@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import pykka
+
 from actors.bus_async import AsyncLink
 from actors.bus_thread import BusThread, RequestContext
-from actors.host import Host, actor_factory
+from actors.host import Host, actor_factory, answer_ping
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
 from rio.errors import AgentError, ProtocolError, RioError
@@ -432,9 +434,33 @@ class AgentSession:
         ctx.reply({"stopped": True})
 
 
+class SessionKeeper(pykka.ThreadingActor):
+    """The session's face to the host: the supervisor's liveness ping is answered *by the
+    loop* (a hung loop misses it and the supervisor restarts the process), and stopping the
+    host stops the loop's turn cleanly (commands ended, the gate told)."""
+
+    def __init__(self, session: AgentSession, process: str):
+        super().__init__()
+        self.session = session
+        self.process = process
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, tuple) and len(message) == 2 and message[0] == "ping":
+            ctx = message[1]
+            self.session.loop.call_soon_threadsafe(
+                lambda: answer_ping(("ping", ctx), self.process))
+        return None
+
+    def on_stop(self) -> None:
+        self.session.stop()
+
+
 @actor_factory("agent_session")
 def start_agent_session(host: Host) -> dict[str, Callable[[RequestContext], None]]:
     conversation = host.name.split(":", 1)[1] if ":" in host.name else host.name
     session = AgentSession(host.bus, host.root, conversation).start()
     host.bus.subscribe("run.", session.port.on_run_event)
+    keeper = SessionKeeper.start(session, host.name)
+    host.refs.append(keeper)
+    host.ping_targets.append(keeper)
     return {"session": session.handle}

@@ -525,3 +525,20 @@ def test_openai_compatible_provider_with_the_conversations_endpoint(
     sent = model.requests[-1]
     assert sent.path == "/v1/chat/completions" and sent.json["model"] == "local-model"
     assert "authorization" not in sent.headers  # no OpenAI key set: none is sent
+
+
+def test_liveness_ping_is_answered_by_the_loop(session: Session) -> None:
+    name = f"agent:{session.conversation}"
+    reply = session.server.call("host.ping", {"process": name})
+    assert reply["process"] == name and reply["pid"] == session.server.pids()[name]
+
+
+def test_stopping_the_process_ends_a_running_turn_with_an_answer(
+        session: Session, model: FakeModelServer) -> None:
+    model.push(anthropic_text("slow").slow(hold_open=True))
+    turn, box = session.start_turn("hi")
+    session.wait("agent.delta", turn=turn)
+    session.server.call("host.stop", {"process": f"agent:{session.conversation}"})
+    box["thread"].join(20)
+    assert "result" in box, box.get("error")
+    assert box["result"]["status"] == "stopped"
