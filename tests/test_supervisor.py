@@ -199,13 +199,11 @@ def test_a_hung_core_is_killed_and_restarted_with_its_buffers(project: Path,
         edit(srv, conn, bid, "unsaved ")
         conn.close()
         core = srv.pids()["core"]
-        stopped_at = time.monotonic()
         os.kill(core, signal.SIGSTOP)
         assert wait_for(lambda: process(srv, "core").get("pid") not in (None, core)
                         and process(srv, "core").get("ready"), 20)
-        assert time.monotonic() - stopped_at >= 0.6  # three pings of 200 ms went unanswered
         status = process(srv, "core")
-        assert status["last_exit"].startswith("hung") and status["restarts"] == 1
+        assert status["last_exit"] == "hung: 3 pings missed" and status["restarts"] == 1
         assert not psutil.pid_exists(core) or \
             psutil.Process(core).status() == psutil.STATUS_ZOMBIE
         assert srv.call("buffer.text", {"buffer": bid})["text"] == "unsaved first line\n"
@@ -216,19 +214,24 @@ def test_a_hung_core_is_killed_and_restarted_with_its_buffers(project: Path,
 def test_restart_on_request_runs_the_stop_sequence(server: RioServer) -> None:
     fake = spawn_fake(server, "stubborn-stubborn-2", helpers=2)
     helpers = helper_pids(server)
-    started = time.monotonic()
     reply = server.call("system.restart", {"process": "fake:stubborn-stubborn-2"})
     assert reply["state"] == "stopping"
     assert wait_for(lambda: process(server, "fake:stubborn-stubborn-2").get("pid")
                     not in (None, fake), 20)
-    elapsed = time.monotonic() - started
-    assert elapsed >= 2.0  # it ignored stdin close and TERM: both 1 s graces were paid
     status = process(server, "fake:stubborn-stubborn-2")
+    # it ignored stdin close and TERM: only the KILL step ended it
     assert status["last_exit"] == "restarted on request (killed)"
     assert not wait_gone([psutil.Process(p) for p in helpers if psutil.pid_exists(p)], 5)
     server.call("system.restart", {"process": "fake:stubborn-stubborn-2", "again": False})
     assert wait_for(lambda: process(server, "fake:stubborn-stubborn-2")["state"] == "stopped",
                     20)
+    polite = spawn_fake(server, "polite-polite-1", helpers=1)
+    server.call("system.restart", {"process": "fake:polite-polite-1"})
+    assert wait_for(lambda: process(server, "fake:polite-polite-1").get("pid")
+                    not in (None, polite), 20)
+    # a polite one ends when its stdin closes: no signal was needed
+    assert process(server, "fake:polite-polite-1")["last_exit"] == \
+        "restarted on request (stdin_closed)"
     with pytest.raises(Exception) as info:
         server.call("system.restart", {"process": "nobody"})
     assert info.value.kind == "config.invalid"
