@@ -30,7 +30,7 @@ def pieces(n: int) -> list[str]:
     return [f"d{i} " for i in range(n)]
 
 
-def grouped(reply: Reply, per_chunk: int = 256) -> Reply:
+def grouped(reply: Reply, per_chunk: int = 64) -> Reply:
     """The same events, many per HTTP chunk: one flush per SSE event would make the fake
     server, not the readers, the bottleneck (≈ 8k events/s measured)."""
     chunks = reply.chunks
