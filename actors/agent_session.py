@@ -300,11 +300,11 @@ class AgentSession:
                                     f"{self.conversation!r}, not "
                                     f"{ctx.args.get('conversation')!r}.")
             if ctx.op == "session.turn":
-                self.loop.create_task(self._turn(ctx))
+                self.loop.create_task(self._answering(ctx, self._turn(ctx)))
             elif ctx.op == "session.approve":
-                self.loop.create_task(self._approve(ctx))
+                self.loop.create_task(self._answering(ctx, self._approve(ctx)))
             elif ctx.op == "session.stop":
-                self.loop.create_task(self._stop(ctx))
+                self.loop.create_task(self._answering(ctx, self._stop(ctx)))
             elif ctx.op == "session.status":
                 running = self.running
                 ctx.reply({"conversation": self.conversation,
@@ -313,6 +313,15 @@ class AgentSession:
             else:
                 raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
         except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            ctx.fail(exc)
+
+    @staticmethod
+    async def _answering(ctx: RequestContext, work: Any) -> None:
+        """Run a request's coroutine; a bug in it still answers the request."""
+        try:
+            await work
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            log.exception("%s failed", ctx.op)
             ctx.fail(exc)
 
     async def _turn(self, ctx: RequestContext) -> None:
