@@ -51,8 +51,10 @@ def test_edit_diff_is_a_unified_diff_of_the_change() -> None:
 
 
 def test_edit_diff_refuses_no_change_and_reports_vanished() -> None:
-    assert edit_diff("m.py", TEXT, "return 2", "return 2")[1].reason == "no_change"  # type: ignore[union-attr]
-    assert edit_diff("m.py", TEXT, "nope", "x")[1].reason == "vanished"  # type: ignore[union-attr]
+    same = edit_diff("m.py", TEXT, "return 2", "return 2")[1]
+    gone = edit_diff("m.py", TEXT, "nope", "x")[1]
+    assert same is not None and same.reason == "no_change"
+    assert gone is not None and gone.reason == "vanished"
 
 
 def test_create_diff_is_from_dev_null_and_marks_missing_final_newline() -> None:
