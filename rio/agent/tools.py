@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rio.agent.proposals import Located, Refusal, ProposalKind, locate, unified_diff
+from rio.agent.proposals import (
+    Located, ProposalKind, Refusal, edit_diff, locate, unified_diff)
 from rio.danger import classify
 from rio.errors import AgentError, RioError
 from rio.fs_ops import READ_LIMIT_BYTES, truncation_marker
@@ -279,15 +280,10 @@ class Tools:
                 return ToolOutcome(f"Error: {path} does not exist; use propose_create for a new "
                                    "file.", False, f"{path}: not found")
             raise
-        where = locate(text, str(args["old_text"]))
-        if isinstance(where, Refusal):
-            return _refused(path, where)
-        new = str(args["new_text"])
-        if new == args["old_text"]:
-            return _refused(path, Refusal("no_change", "old_text and new_text are the same; "
-                                          "nothing to do."))
-        after = text[:where.start] + new + text[where.end:]
-        return Proposal("edit", path, unified_diff(path, text, after), dict(args))
+        diff, refusal = edit_diff(path, text, str(args["old_text"]), str(args["new_text"]))
+        if refusal is not None:
+            return _refused(path, refusal)
+        return Proposal("edit", path, diff, dict(args))
 
     async def _exists(self, path: str) -> bool:
         try:
