@@ -33,12 +33,20 @@ class RioDesktop(RioServer):
             if self.proc.poll() is not None:
                 _out, err = self.proc.communicate()
                 raise RuntimeError(f"rio exited {self.proc.returncode}: {err.decode()}")
-            if (self.runtime / "instance.json").exists() and self.ui_ready(timeout=2):
+            if (self.runtime / "instance.json").exists() and self.ui_ready(timeout=2) \
+                    and self.core_ready():
                 self.pids()
                 return self
             time.sleep(0.1)
         self.stop()
         raise TimeoutError(f"the desktop did not come up in {timeout} s")
+
+    def core_ready(self) -> bool:
+        try:
+            status = self.call("system.status", timeout=2)
+        except Exception:  # noqa: BLE001 -- not up yet
+            return False
+        return any(p["name"] == "core" and p.get("ready") for p in status["processes"])
 
     def ui_ready(self, timeout: float = 2.0) -> bool:
         try:

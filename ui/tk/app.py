@@ -16,13 +16,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import time
 import tkinter as tk
 import tkinter.font as tkfont
 from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
-from rio.errors import RioError, error_from_wire
+from rio.errors import BusError, RioError, error_from_wire
 from rio.protocol import Reply, thaw
 from ui.tk import session as session_mod
 from ui.tk.commands import MENUS, Command, CommandTable, default_table, tk_sequences
@@ -115,7 +116,9 @@ class App(FileActions):
         self.rebuild_menus()
         self.rebuild_toolbar()
         root.protocol("WM_DELETE_WINDOW", self.quit)
-        self._install_plugins()
+        # The panes of UI-B's modules come right after the window is up (their imports are
+        # ~0.25 s: the editor is usable first).
+        self.root.after(1, self._install_plugins)
         self.root.after(AUTOSAVE_MS, self._autosave)
 
     # --- building the window ---------------------------------------------------------------------
@@ -185,10 +188,20 @@ class App(FileActions):
                       toggle if toggle is not None else (old.toggle if old else None), fn)
         self.commands.add(cmd)
         if hasattr(self, "menubar"):
-            self.rebuild_menus()
-            if cmd.icon:
-                self.rebuild_toolbar()
+            # Coalesced: plug-ins register a dozen commands in a row, and each rebuild of
+            # every menu costs ~10 ms.
+            self._rebuild_toolbar_too = getattr(self, "_rebuild_toolbar_too", False) or \
+                bool(cmd.icon)
+            if getattr(self, "_rebuild_job", None) is None:
+                self._rebuild_job = self.root.after_idle(self._rebuild_now)
         return cmd
+
+    def _rebuild_now(self) -> None:
+        self._rebuild_job = None
+        self.rebuild_menus()
+        if self._rebuild_toolbar_too:
+            self._rebuild_toolbar_too = False
+            self.rebuild_toolbar()
 
     def invoke(self, name: str) -> object:
         cmd = self.commands.get(name)
@@ -516,9 +529,9 @@ class App(FileActions):
         self.conn.subscribe("buffer.", self._on_buffer_event)
         self.conn.subscribe("system.process", self._on_process)
         self.conn.on_gap = lambda topic, expected, got: self.resync_all()
-        buffers = list(self.conn.call("buffer.list"))
+        buffers = list(self._call_when_up("buffer.list"))
         try:
-            recovered = self.conn.call("buffer.recover")
+            recovered = self._call_when_up("buffer.recover")
         except RioError:
             recovered = {"buffers": [], "count": 0}
         by_id = {b["buffer"]: b for b in buffers}
@@ -547,6 +560,18 @@ class App(FileActions):
         select_active()
         self._recovered_notice(recovered)
         self.save_session()
+
+    def _call_when_up(self, op: str, wait_s: float = 60.0) -> Any:
+        """A start-up call that waits for the core: the supervisor starts the window and the
+        core together, so the first ``buffer.*`` may find nobody serving it yet."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self.conn.call(op, {}, timeout=5)
+            except BusError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def _recovered_notice(self, report: dict[str, Any]) -> None:
         ids = [b["buffer"] for b in report.get("buffers") or ()]

@@ -60,6 +60,8 @@ class EditorTab(EditorDecorations, ttk.Frame):
         self.overwrite = False
         self.loading_fraction = 0.0
         self._after_quiet: list[Callable[[], None]] = []
+        self._batches = 0                        # buffer.apply requests not yet seen back
+        self._at_version: list[tuple[int, Callable[[], None]]] = []
         self._hl_job: str | None = None
         self._idle_job: str | None = None
         self._ui_job: str | None = None
@@ -254,6 +256,7 @@ class EditorTab(EditorDecorations, ttk.Frame):
                 self.orig("mark", "set", "insert", idx)
                 if data.get("kind") in ("undo", "redo"):
                     self.orig("see", "insert")
+        self._run_at_version()
         self._flush()
         self._mark_changed()
 
@@ -280,7 +283,7 @@ class EditorTab(EditorDecorations, ttk.Frame):
         if request is not None:
             self._send(request)
             return
-        if not self.replica.pending:
+        if self._quiet():
             waiting, self._after_quiet = self._after_quiet, []
             for fn in waiting:
                 fn()
@@ -293,24 +296,68 @@ class EditorTab(EditorDecorations, ttk.Frame):
             self.after(20, lambda: self.winfo_exists() and self.when_ready(fn))
 
     def when_quiet(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` once every local edit has been acknowledged by the core."""
-        if self.replica is not None and not self.replica.pending:
+        """Run ``fn`` once every local edit and batch has been applied by the core."""
+        if self._quiet():
             fn()
         else:
             self._after_quiet.append(fn)
 
-    def apply_batch(self, edits: list[ec.TextEdit], label: str) -> None:
-        """Several edits as one undo step (``buffer.apply``), in the core's offsets."""
-        if not edits:
-            return
+    def _quiet(self) -> bool:
+        return self.replica is not None and not self.replica.pending and not self._batches
 
+    def apply_batch(self, make: Callable[[], list[ec.TextEdit]], label: str,
+                    reselect: bool = False) -> None:
+        """Several edits as one undo step (``buffer.apply``). ``make`` computes them when the
+        replica is quiet, so its offsets are the core's; until the result comes back as a
+        change, later commands wait (a second Tab must see the first one's text).
+        ``reselect`` selects the same whole lines again afterwards."""
         def go() -> None:
             assert self.replica is not None
+            lines = self._selected_lines() if reselect else None
+            edits = make()
+            if not edits:
+                return
+            self._batches += 1
+
+            def landed() -> None:
+                self._batches = max(0, self._batches - 1)
+                if lines is not None:
+                    self.orig("tag", "remove", "sel", "1.0", "end")
+                    self.orig("tag", "add", "sel", f"{lines[0]}.0", f"{lines[1]}.end")
+                    self.orig("mark", "set", "insert", f"{lines[1]}.end")
+                self._flush()
+
+            def replied(reply: Reply) -> None:
+                if not reply.ok:
+                    self._batches = max(0, self._batches - 1)
+                    self._on_replace_reply(reply)
+                    return
+                self._at_version.append((int(thaw(reply.result)["version"]), landed))
+                self._run_at_version()
             self.conn.request("buffer.apply", {
                 "buffer": self.buffer_id, "edits": [list(e) for e in edits],
                 "base_version": self.replica.version, "origin": f"ui-batch:{os.getpid()}",
-                "label": label}, self._on_replace_reply)
+                "label": label}, replied)
         self.when_quiet(go)
+
+    def _run_at_version(self) -> None:
+        if self.replica is None:
+            return
+        due = [fn for v, fn in self._at_version if v <= self.replica.version]
+        self._at_version = [(v, fn) for v, fn in self._at_version if v > self.replica.version]
+        for fn in due:
+            fn()
+
+    def _selected_lines(self) -> tuple[int, int]:
+        ranges = self.orig("tag", "ranges", "sel")
+        if not ranges:
+            line = int(str(self.orig("index", "insert")).split(".")[0])
+            return line, line
+        first = int(str(ranges[0]).split(".")[0])
+        last_line, last_col = map(int, str(ranges[-1]).split("."))
+        if last_col == 0 and last_line > first:
+            last_line -= 1       # a selection ending at a line start does not take that line
+        return first, last_line
 
     def _mark_changed(self) -> None:
         if not self.summary.get("dirty"):
@@ -405,6 +452,7 @@ class EditorTab(EditorDecorations, ttk.Frame):
         self.loading_fraction = 1.0
         self.ready = True
         self._after_quiet, waiting = [], self._after_quiet
+        self._batches, self._at_version = 0, []
         if keep is not None:
             self.goto(keep[0], keep[1], top=keep[2])
         else:
@@ -638,22 +686,26 @@ class EditorTab(EditorDecorations, ttk.Frame):
     def block_indent(self, dedent: bool) -> None:
         if not self.ready:
             return
-        sel = self.selection() or (self.offset("insert"),) * 2
-        text, base = self._context(sel[0])
         fn = ec.dedent_lines if dedent else ec.indent_lines
-        edits = fn(text, sel[0] - base, sel[1] - base, self.indent_style())
-        self.apply_batch([ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits],
-                         "Dedent" if dedent else "Indent")
+
+        def make() -> list[ec.TextEdit]:
+            sel = self.selection() or (self.offset("insert"),) * 2
+            text, base = self._context(sel[0])
+            edits = fn(text, sel[0] - base, sel[1] - base, self.indent_style())
+            return [ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits]
+        self.apply_batch(make, "Dedent" if dedent else "Indent", reselect=True)
 
     def toggle_comment(self) -> None:
         if not self.ready:
             return
         token = ec.comment_token_for(self.summary.get("name") or "") or "#"
-        sel = self.selection() or (self.offset("insert"),) * 2
-        text, base = self._context(sel[0])
-        edits = ec.toggle_comment(text, sel[0] - base, sel[1] - base, token)
-        self.apply_batch([ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits],
-                         "Toggle comment")
+
+        def make() -> list[ec.TextEdit]:
+            sel = self.selection() or (self.offset("insert"),) * 2
+            text, base = self._context(sel[0])
+            edits = ec.toggle_comment(text, sel[0] - base, sel[1] - base, token)
+            return [ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits]
+        self.apply_batch(make, "Toggle comment", reselect=True)
 
     def toggle_overwrite(self) -> None:
         self.overwrite = not self.overwrite
