@@ -182,7 +182,9 @@ class EditorTab(EditorDecorations, ttk.Frame):
         if self.orig("compare", i1, ">", i2):
             i1, i2 = i2, i1
         start, end = self.offset(i1), self.offset(i2)
-        if start == end and not chars and self.window is None:
+        if start == end and not chars:
+            if self.window is not None and self.orig("compare", i1, "!=", i2):
+                self._rerender()   # only a display break between split rows: put it back
             return
 
         def widget() -> None:
@@ -425,19 +427,29 @@ class EditorTab(EditorDecorations, ttk.Frame):
                 self.progress.configure(value=self.loading_fraction)
                 self._fetch(end, length, parts, res["version"])
             else:
-                self._go_live("".join(parts), res["version"])
+                self._go_live(parts, res["version"])
         self.conn.request("buffer.text", {"buffer": self.buffer_id, "start": start, "end": end},
                           got, timeout=60)
 
-    def _go_live(self, text: str, version: int) -> None:
+    def _go_live(self, parts: list[str], version: int) -> None:
         keep = self._pending_cursor
         if keep is None and self.replica is not None:
             line, col = self.cursor()
             keep = (line, col, self.top_line())
-        self.replica = Replica(text, version, f"ui:{os.getpid()}:{self.buffer_id}")
-        longest = max((len(x) for x in text.split("\n")), default=0) \
-            if len(text) <= bigfile.BIG_CHARS else 0
-        big = bigfile.needs_window(len(text), longest)
+        length = sum(map(len, parts))
+        origin = f"ui:{os.getpid()}:{self.buffer_id}"
+        if length > bigfile.BIG_CHARS:
+            # Built part by part: joining first would hold the text twice (100 MB → 200 MB).
+            self.replica = Replica("", version, origin)
+            while parts:
+                self.replica.buffer.insert(len(self.replica.buffer), parts.pop(0))
+            text = ""
+            big = True
+        else:
+            text = "".join(parts)
+            self.replica = Replica(text, version, origin)
+            longest = max(map(len, text.split("\n")), default=0)
+            big = bigfile.needs_window(length, longest)
         self.window = LineWindow(self.replica.buffer) if big else None
         self.highlighter = None if big else Highlighter(self.summary.get("name") or "", text)
         self.text.configure(state="normal")
