@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -80,12 +81,29 @@ def cmd_desktop(args: argparse.Namespace) -> int:
     folders = [p for p in paths if p.is_dir()]
     root = (folders[0] if folders else Path(".")).resolve()
     files = [str(p.resolve()) for p in paths if not p.is_dir()]
-    try:
-        from actors.supervisor import run_supervisor
-    except ImportError as exc:  # pragma: no cover -- a broken install
-        print(f"rio: cannot start: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    if not os.environ.get("DISPLAY"):
+        print("rio: there is no display to open the window on (DISPLAY is not set).\n"
+              "  Run Rio headless with `rio serve`, or start it from a desktop session.",
+              file=sys.stderr)
+        return EXIT_USAGE
+    running = _instance_for_root(root, args.instance)
+    if running is not None:
+        # Rio already serves this folder (e.g. `rio serve`): open a window on it.
+        print(f"Attaching a window to the running instance {running.name}.", flush=True)
+        argv = [sys.executable, "-m", "ui.tk", "--instance", running.name]
+        for path in files:
+            argv += ["--open", path]
+        return subprocess.call(argv)
+    from actors.supervisor import run_supervisor
     return run_supervisor(root=root, instance=args.instance, desktop=True, open_files=files)
+
+
+def _instance_for_root(root: Path, name: str | None):
+    from rio.instance import running_instances
+    for info in running_instances():
+        if (name and info.name == name) or (not name and Path(info.root) == root):
+            return info
+    return None
 
 
 def cmd_call(args: argparse.Namespace) -> int:

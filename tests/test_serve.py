@@ -212,3 +212,12 @@ def test_version_and_help():
                          text=True, timeout=30)
     assert "rio serve" in out.stdout and "rio call" in out.stdout
     assert psutil  # the tree checks above use psutil
+
+
+def test_desktop_without_a_display_says_what_to_run(tmp_path):
+    env = rio_env(tmp_path)
+    env.pop("DISPLAY", None)
+    out = subprocess.run([sys.executable, "-m", "rio.cli", str(tmp_path)], env=env,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 3
+    assert "rio serve" in out.stderr and "display" in out.stderr
