@@ -187,3 +187,18 @@ def test_open_dialog_and_view_toggles(desktop, project):
     s = desktop.wait_state(lambda s: s["theme"] == "dark")
     desktop.call("ui.key", {"keysym": "0", "state": "Control"})
     assert s["settings"]["size"] == size
+
+
+@pytest.mark.timeout(90)
+def test_clipboard_cut_copy_paste_go_through_the_core(desktop):
+    bid = _active(desktop.wait_active_ready())["buffer"]
+    desktop.call("ui.menu", {"path": "Edit/Select All"})
+    desktop.call("ui.menu", {"path": "Edit/Copy"})
+    desktop.call("ui.key", {"keysym": "End", "state": "Control"})
+    desktop.call("ui.menu", {"path": "Edit/Paste"})
+    desktop.wait_text(bid, SOURCE + SOURCE)
+    desktop.call("ui.menu", {"path": "Edit/Select All"})
+    desktop.call("ui.key", {"keysym": "x", "state": "Control"})
+    desktop.wait_text(bid, "")
+    desktop.call("ui.key", {"keysym": "v", "state": "Control"})
+    desktop.wait_text(bid, SOURCE + SOURCE)
