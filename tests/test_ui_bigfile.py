@@ -86,3 +86,29 @@ def test_rows_cover_the_window_text_exactly(lines, first):
     assert shown.split("\n") == expected_rows
     for i, r in enumerate(w.rows):
         assert text[r.start:r.start + r.length] == expected_rows[i]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["", "x", "yz"]),
+                          st.integers(0, 2)), max_size=25))
+def test_map_stays_exact_under_typing_and_deleting(ops):
+    """Whatever mix of in-row edits, every row still maps to the document's text."""
+    buf = ChunkedText("".join(f"line {i}\n" for i in range(40)) + "q" * 30)
+    w = LineWindow(buf, rows=200, split=8)
+    w.render(0)
+    for at, text, cut in ops:
+        at = min(at, len(buf))
+        end = min(at + cut, len(buf))
+        buf.replace(at, end, text)
+        if w.edit_in_row(at, end, text) is None:
+            w.render(0)
+        rows = list(w.rows)
+        # The incremental map tiles the document: rows follow each other, with exactly one
+        # newline between lines and none inside a row.
+        for a, b in zip(rows, rows[1:]):
+            gap = 0 if b.line == a.line else 1
+            assert b.start == a.start + a.length + gap
+            assert "\n" not in buf.slice(a.start, a.start + a.length)
+            if gap:
+                assert buf.slice(a.start + a.length, b.start) == "\n"
+        assert rows[0].start == 0
