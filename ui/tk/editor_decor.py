@@ -118,8 +118,14 @@ class EditorDecorations:
         self._ui_job = None
         if not self.winfo_exists():
             return
-        self.orig("tag", "remove", "current_line", "1.0", "end")
-        self.orig("tag", "add", "current_line", "insert linestart", "insert lineend+1c")
+        # Re-tag only when the cursor changed lines: text typed inside the line takes the
+        # tag from both neighbours (Tk's rule), and every re-tag redraws the line. The line
+        # count is in the key: joining lines brings untagged text into this one.
+        here = (str(self.orig("index", "insert linestart")), str(self.orig("index", "end")))
+        if here != getattr(self, "_current_line_at", None):
+            self._current_line_at = here
+            self.orig("tag", "remove", "current_line", "1.0", "end")
+            self.orig("tag", "add", "current_line", "insert linestart", "insert lineend+1c")
         self._update_bracket()
         self._draw_gutter()
         self.app.on_cursor(self)
