@@ -20,6 +20,7 @@ pytestmark = pytest.mark.timeout(240)
 def faults(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
            hook: str | None = None) -> tuple[int, dict | None, str]:
     env = dict(env or rio_env(tmp_path))
+    env["TMPDIR"] = str(tmp_path)   # a broken run keeps its scratch files: keep them here
     if hook:
         env["RIO_FAULTS_TEST_HOOK"] = hook
     proc = subprocess.run([sys.executable, "-m", "rio.cli", "faults", "--json", "--seed", "7",
@@ -91,6 +92,7 @@ def test_a_broken_invariant_fails_the_run(tmp_path: Path) -> None:
     assert code == 1, err
     assert data is not None and data["ok"] is False
     assert data["totals"]["lost"] >= 1
+    assert "scratch instance's files are in" in err   # kept for inspection
 
 
 def test_an_orphan_fails_the_run(tmp_path: Path) -> None:
