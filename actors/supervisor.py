@@ -281,6 +281,14 @@ class Supervisor:
         if not req.op.startswith("system."):
             return None
         try:
+            return self._system_op(req)
+        except Exception as exc:  # noqa: BLE001 -- this runs on the hub thread: never kill it
+            log.exception("%s failed", req.op)
+            from actors.bus import as_error
+            return Reply.failure(req.id, as_error(exc))
+
+    def _system_op(self, req: Request) -> Reply:
+        try:
             args = ops.validate(req)
         except ProtocolError as err:
             return Reply.failure(req.id, err)

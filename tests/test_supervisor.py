@@ -265,3 +265,22 @@ def test_a_sigkilled_supervisor_leaves_no_survivor(server: RioServer) -> None:
     server.kill9()
     survivors = wait_gone(everything[1:], 15)
     assert not survivors, [(p.pid, p.cmdline()) for p in survivors]
+
+
+def test_a_failing_system_op_is_an_error_reply_not_a_dead_hub(tmp_path: Path) -> None:
+    from actors.supervisor import Supervisor
+    from rio.protocol import Request
+    from rio.supervisor_config import load_config
+
+    sup = Supervisor(root=tmp_path, instance="hub-guard", desktop=False, config=load_config())
+
+    def broken() -> dict:
+        raise RuntimeError("dictionary changed size during iteration")
+
+    sup.status = broken  # type: ignore[method-assign]
+    reply = sup.handle_system(b"client", Request("r1", "system.status", {}))
+    assert reply is not None and not reply.ok
+    assert reply.error["kind"] == "internal.unexpected"
+    assert "dictionary changed size" in reply.error["message"]
+    ok = sup.handle_system(b"client", Request("r2", "system.ping", {}))
+    assert ok is not None and ok.ok
