@@ -202,3 +202,19 @@ def test_a_very_long_line_is_split_for_display_and_edits_land_right(desktop, pro
     desktop.call("ui.type", {"text": "!"})
     text = desktop.wait_text(bid, "ab" * 4_500 + "!" + "ab" * 45_500 + "\nsecond\n")
     assert len(text) == 100_009
+
+
+@pytest.mark.timeout(90)
+def test_the_window_ends_with_its_supervisor(desktop):
+    desktop.wait_active_ready()
+    import psutil
+    ui = psutil.Process(desktop.pids()["ui"])
+    tree = desktop.tree()
+    desktop.kill9()
+    assert wait_for(lambda: not ui.is_running() or ui.status() == psutil.STATUS_ZOMBIE, 15)
+    for p in tree:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    desktop.proc = None

@@ -15,6 +15,7 @@ import sys
 import tkinter as tk
 from pathlib import Path
 
+from actors import process_control
 from actors.bus import connect
 from rio.errors import RioError
 from rio.instance import find_instance, project_state_dir
@@ -27,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s ui[%(process)d] %(name)s: %(message)s")
+    if os.environ.get(process_control.PARENT_ENV):
+        # Started by the supervisor: end with it, however it died (a window that outlives
+        # its instance could only lose the user's typing).
+        process_control.exit_with_parent()
     try:
         info = find_instance(args.instance)
         conn = connect(info, name="ui", timeout=10)
