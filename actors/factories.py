@@ -35,7 +35,14 @@ def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
     threading.Thread(target=flush_ticker, args=(ref, 0.25, stop), daemon=True,
                      name="journal-flush").start()
     return {"buffer": buffer_handler(ref, routes), "fs": ws.tell, "run": runner.tell}
-import actors.faults  # noqa: E402,F401 -- registers the fake_agent factory (fault harness)
-import actors.conversations_actor  # noqa: E402,F401 -- registers "conversations" (agent.*)
-import actors.gate_actor  # noqa: E402,F401 -- registers the "gate" factory (core)
-import actors.agent_session  # noqa: E402,F401 -- registers "agent_session" (agent:<conversation>)
+
+
+#: Actors whose factories live in their own modules, imported only by the processes that host
+#: them: a restarted core does not pay for the agent session's imports (restart time is mostly
+#: interpreter start-up plus imports; ADR-0013).
+LAZY_FACTORIES = {
+    "fake_agent": "actors.faults",                  # the fault harness's fake agent
+    "conversations": "actors.conversations_actor",  # agent.* in the core
+    "gate": "actors.gate_actor",                    # gate.* in the core
+    "agent_session": "actors.agent_session",        # one process per conversation
+}

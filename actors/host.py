@@ -10,6 +10,7 @@ the supervisor died (with PR_SET_PDEATHSIG as the second line, ADR-0007).
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import signal
@@ -50,7 +51,10 @@ class Host:
 
     def run(self) -> int:
         handlers: dict[str, Callable[[RequestContext], None]] = {}
+        from actors.factories import LAZY_FACTORIES
         for actor in [a for a in self.args.actors.split(",") if a]:
+            if actor not in ACTOR_FACTORIES and actor in LAZY_FACTORIES:
+                importlib.import_module(LAZY_FACTORIES[actor])
             factory = ACTOR_FACTORIES.get(actor)
             if factory is None:
                 log.warning("no actor named %r in this build; skipped", actor)
