@@ -37,11 +37,6 @@ from rio.supervisor_config import ProcessSpec, RestartBudget, SupervisorConfig, 
 
 log = logging.getLogger("rio.supervisor")
 
-# Defined here rather than in rio/ops.py's catalogue because only the supervisor serves it.
-ops.define("system.restart", "Stop one process with the stop sequence and start it again.",
-           ops.Arg("process", str, check=ops.non_empty, doc="a name from system.status"),
-           ops.Arg("again", bool, False, True, doc="false: stop it and leave it stopped"))
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTING_PING_S = 0.05   # how often a process that has not answered yet is asked again
 
