@@ -253,6 +253,12 @@ class Supervisor:
         if not hung:
             child.last_exit = describe_exit(code)
         process_control.sweep(child.spawned.cookie)
+        if self.desktop and "ui" in child.spec.actors and code == 0 and not hung:
+            # The user closed the window: the desktop app ends, and everything with it.
+            child.state = "stopped"
+            self._event(child, "stopped", reason="the window was closed")
+            self.stop_requested.set()
+            return
         decision = child.budget.record_exit(now, failed=hung or code != 0)
         if not decision.restart:
             child.state = "failed" if (hung or code != 0) else "stopped"

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from desktop_support import RioDesktop
-from support import wait_for
+from support import wait_for, wait_gone
 
 pytestmark = pytest.mark.gui
 
@@ -151,16 +151,15 @@ def test_save_as_with_encoding_and_line_endings(desktop, project):
 
 
 @pytest.mark.timeout(90)
-def test_quit_ends_the_ui_with_code_0(desktop):
+def test_quit_ends_the_whole_desktop_app_and_leaves_nothing(desktop):
     desktop.wait_active_ready()
+    tree = desktop.tree()
+    assert len(tree) >= 3          # supervisor, core, ui
     desktop.call("ui.quit", {})
-
-    def ui_entry():
-        return next(p for p in desktop.call("system.status")["processes"] if p["name"] == "ui")
-    # The supervisor saw a clean exit: no restart (a crash would be restarted).
-    assert wait_for(lambda: ui_entry()["last_exit"] == "exit 0", 15), ui_entry()
-    time.sleep(0.5)
-    assert ui_entry()["state"] == "stopped" and ui_entry()["restarts"] == 0
+    # Closing the window ends the app: the supervisor exits 0 and takes every process with it.
+    assert desktop.proc.wait(30) == 0
+    assert not wait_gone(tree, 15)
+    assert not (desktop.runtime / "instance.json").exists()
 
 
 @pytest.mark.timeout(180)
