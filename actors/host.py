@@ -107,9 +107,21 @@ def _watch_stdin(stopping: threading.Event) -> None:
 
 
 def _parent_gone(host: "Host") -> None:
-    """The supervisor vanished: end cleanly (journals flushed), but never linger."""
+    """The supervisor vanished: nobody else will stop what this process spawned, so stop it
+    first (agents, helpers, run commands: no orphans), then end cleanly (journals flushed) —
+    and never linger: after 5 s, exit whatever the actors are doing."""
+    from actors import process_control
+
+    def stop_children() -> None:
+        process_control.stop_all(**process_control.ORPHAN_GRACES)
+
+    def last_resort() -> None:
+        stop_children()
+        os._exit(1)
+
+    threading.Thread(target=stop_children, name="orphan-stop", daemon=True).start()
     host.stopping.set()
-    timer = threading.Timer(5.0, lambda: os._exit(1))
+    timer = threading.Timer(5.0, last_resort)
     timer.daemon = True
     timer.start()
 
