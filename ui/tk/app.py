@@ -33,6 +33,7 @@ from ui.tk.file_actions import FileActions, newline_name
 from ui.tk.fonts import install_named_fonts
 from ui.tk.icons import ICON_NAMES, icon
 from ui.tk.theme import THEMES, apply_theme
+from ui.tk.tooltip import Tooltip
 
 log = logging.getLogger("rio.ui")
 
@@ -42,42 +43,6 @@ TEXT_ONLY_IN_ENTRIES = {"edit.cut", "edit.copy", "edit.paste", "edit.select_all"
                         "edit.redo"}
 MIN_ZOOM, MAX_ZOOM = 6, 40
 AUTOSAVE_MS = 2000
-
-
-class Tooltip:
-    """A yellow '90s tooltip after half a second of hovering."""
-
-    def __init__(self, widget: tk.Misc, text: str, app: "App"):
-        self.widget, self.text, self.app = widget, text, app
-        self.tip: tk.Toplevel | None = None
-        self.job: str | None = None
-        widget.bind("<Enter>", self._enter, add="+")
-        widget.bind("<Leave>", self._leave, add="+")
-        widget.bind("<ButtonPress>", self._leave, add="+")
-
-    def _enter(self, _e: tk.Event) -> None:
-        self.job = self.widget.after(500, self.show)
-
-    def _leave(self, _e: tk.Event) -> None:
-        if self.job:
-            self.widget.after_cancel(self.job)
-            self.job = None
-        if self.tip is not None:
-            self.tip.destroy()
-            self.tip = None
-
-    def show(self) -> None:
-        self.job = None
-        if self.tip is not None:
-            return
-        x = self.widget.winfo_rootx() + 4
-        y = self.widget.winfo_rooty() + self.widget.winfo_height() + 4
-        self.tip = tk.Toplevel(self.widget)
-        self.tip.wm_overrideredirect(True)
-        self.tip.geometry(f"+{x}+{y}")
-        tk.Label(self.tip, text=self.text, background=self.app.theme.tooltip_bg,
-                 foreground=self.app.theme.text_fg, relief="solid", bd=1, padx=4,
-                 font="TkTooltipFont").pack()
 
 
 class App(FileActions):
