@@ -6,25 +6,36 @@ Every failure a user or a client can meet is a :class:`RioError` with three part
 * ``message`` -- what happened, in words a user understands;
 * ``next``    -- the next action the user can take ("Open a file inside the project").
 
-The tree (the first dotted part is the family)::
+The tree (the first dotted part is the family; the leaves in use)::
 
     RioError
     ├── ProtocolError          protocol.*   the frame or request itself is wrong
     │     malformed_frame, unsupported_version, unknown_op, bad_args, oversize_frame,
-    │     duplicate_request
+    │     unknown_run
     ├── PathError              path.*       a path the workspace will not serve
     │     outside_root, not_found, not_a_file, not_a_directory, special_file, invalid
     ├── FileError              file.*       a file that cannot be loaded or saved as asked
-    │     binary, too_large, conflict, save_failed, read_failed, exists
+    │     binary, too_large, conflict, save_failed, read_failed, unencodable, exec_failed,
+    │     journal_unreadable, journal_needs_base, journal_closed, bad_journal_name
     ├── BufferError            buffer.*     an edit or request about an open document
-    │     unknown_buffer, bad_range, stale_version, nothing_to_undo, nothing_to_redo, untitled
+    │     unknown_buffer, bad_range, stale_version, bad_version, out_of_sync, nothing_to_undo,
+    │     nothing_to_redo, dirty, untitled, path_open, bad_format, bad_pattern, bad_replacement,
+    │     loading, no_editor, unsupported
     ├── BusError               bus.*        the message bus could not carry a request
-    │     timeout, unreachable, no_route, actor_dead, instance_exists
-    ├── ConfigError            config.*     a configuration file is wrong
-    │     invalid
+    │     timeout, unreachable, no_route, actor_dead, closed, instance_exists,
+    │     ambiguous_instance, path_too_long, unsafe_runtime_dir, prefix_taken, listen_failed,
+    │     bad_listen_address, no_server_key(s), no_client_key, ambiguous_client_key,
+    │     remote_not_allowed
+    ├── ConfigError            config.*     a configuration file or setting is wrong
+    │     invalid, unknown_placement, invalid_instance_name, insecure_credentials,
+    │     credentials_unreadable, empty_key, keyring_failed, bad_key_file, bad_public_key,
+    │     bad_client_name
     ├── AgentError             agent.*      a model provider or agent failed
     │     not_configured, auth_rejected, rate_limited, server_error, network,
-    │     unexpected_response, stopped, limit_reached, interrupted
+    │     unexpected_response, request_rejected, insecure_endpoint, output_truncated,
+    │     provider_crashed, stopped, limit_reached, interrupted, busy, outside_turn,
+    │     session_died, session_timeout, session_unavailable, unknown_conversation,
+    │     unknown_turn, too_large
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
 
 Errors cross the bus as ``{kind, message, next}`` maps (:meth:`RioError.to_wire`) and are
