@@ -23,14 +23,13 @@ the limit raises ``agent.limit_reached`` (the turn ends with that error, the use
 from __future__ import annotations
 
 import json
-import os
 import posixpath
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from rio.atomic import write_json
 from rio.danger import Danger, classify
 from rio.errors import AgentError, ProtocolError
 
@@ -105,21 +104,7 @@ class JsonFileStore:
         return data if isinstance(data, dict) else {}
 
     def save(self, data: Mapping[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".gate-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(dict(data), f, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_json(self.path, dict(data), sort_keys=True)
 
 
 def check_mode(mode: str) -> str:

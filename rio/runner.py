@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from rio.atomic import write_json
 from rio.errors import ConfigError, ProtocolError
 
 SHELL = "/bin/sh"
@@ -319,18 +318,5 @@ def save_project_commands(state_dir: Path, commands: ProjectCommands) -> Path:
     except (OSError, json.JSONDecodeError):
         existing = {}
     existing.update(commands.to_json())
-    fd, tmp = tempfile.mkstemp(prefix=".project-", suffix=".json", dir=state_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(existing, f, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_json(path, existing)
     return path

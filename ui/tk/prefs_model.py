@@ -9,13 +9,12 @@ checked, typed form of the keys this module owns.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from rio.atomic import write_json
 from rio.instance import config_base
 
 PREFS_FILE = "ui.json"
@@ -110,20 +109,7 @@ def save_preferences(prefs: Preferences, path: Path | None = None) -> Path:
     except (OSError, ValueError):
         existing = {}
     existing.update(prefs.to_settings())
-    fd, tmp = tempfile.mkstemp(prefix=".ui-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(existing, f, indent=1, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_json(path, existing, sort_keys=True)
     return path
 
 

@@ -12,11 +12,11 @@ positions from the session (:func:`restore_plan`).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from rio.atomic import write_json
 
 FILE_NAME = "ui-session.json"
 MAX_RECENT = 10
@@ -105,18 +105,7 @@ def load(folder: Path) -> Session:
 
 def save(folder: Path, session: Session) -> None:
     """Atomic write (temp file + rename): a crash mid-write keeps the previous session."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ui-session.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(session.to_json(), fh, indent=1)
-        os.replace(tmp, folder / FILE_NAME)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_json(folder / FILE_NAME, session.to_json())
 
 
 @dataclass(frozen=True)
