@@ -110,7 +110,9 @@ class App(FileActions):
         self.output_pane_slot = ttk.Frame(self.vpane, style="Sunken.TFrame",
                                           height=lay.output_height)
         self.vpane.add(self.notebook, minsize=120, stretch="always")
-        self.vpane.add(self.output_pane_slot, minsize=40, height=lay.output_height)
+        # "never": the editor takes the extra room (tk.PanedWindow stretches the last pane).
+        self.vpane.add(self.output_pane_slot, minsize=40, height=lay.output_height,
+                       stretch="never")
         self.notebook.bind("<<NotebookTabChanged>>", lambda e: self._on_tab_changed())
         self.notebook.bind("<Button-2>", self._on_middle_click)
         self._tree_placeholder = ttk.Label(self.tree_slot, text="", anchor="nw")
