@@ -15,6 +15,7 @@ from rio.errors import ProtocolError
 from rio.protocol import Request, thaw
 
 _MISSING = object()
+_PLAIN = (str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,8 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
 
 def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
     kinds = kind if isinstance(kind, tuple) else (kind,)
+    if type(value) in kinds and type(value) is not bool:
+        return True   # the common case: exactly the declared type (every keystroke passes here)
     if isinstance(value, bool) and bool not in kinds:
         return False  # True is an int in Python, never on Rio's wire
     if isinstance(value, (tuple,)) and list in kinds:
@@ -97,7 +100,8 @@ def validate_args(spec: OpSpec, given: Mapping[str, Any]) -> dict[str, Any]:
             raise ProtocolError("bad_args", f"{spec.name}: argument {arg.name!r} must be "
                                 f"{_type_name(arg.kind)}, got {type(value).__name__}.",
                                 op=spec.name)
-        value = thaw(value)
+        if type(value) not in _PLAIN:
+            value = thaw(value)
         if arg.check is not None:
             complaint = arg.check(value)
             if complaint:

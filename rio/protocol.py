@@ -25,11 +25,14 @@ PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 MAX_ID_CHARS = 128
 MAX_OP_CHARS = 64
+_SCALARS = (str, int, float, bool, bytes, type(None))
 
 
 def _frozen(value: Any) -> Any:
     """Deep read-only view of decoded msgpack data, so records stay immutable."""
     if isinstance(value, dict):
+        if all(type(v) in _SCALARS for v in value.values()):   # flat args: no copy needed
+            return MappingProxyType(value)
         return MappingProxyType({k: _frozen(v) for k, v in value.items()})
     if isinstance(value, list):
         return tuple(_frozen(v) for v in value)
@@ -38,6 +41,10 @@ def _frozen(value: Any) -> Any:
 
 def thaw(value: Any) -> Any:
     """Plain dicts and lists again (for printing as JSON or re-encoding)."""
+    if type(value) in _SCALARS:   # the common case, without the slow ABC check below
+        return value
+    if type(value) is dict and all(type(v) in _SCALARS for v in value.values()):
+        return value              # already plain (events built by actors)
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
