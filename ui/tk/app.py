@@ -27,7 +27,7 @@ from rio.errors import BusError, RioError, error_from_wire
 from rio.protocol import Reply, thaw
 from ui.tk import session as session_mod
 from ui.tk.commands import MENUS, Command, CommandTable, default_table, tk_sequences
-from ui.tk.dialogs import Dialog, Field, text_window
+from ui.tk.dialogs import Dialog
 from ui.tk.editor import EditorTab, install_editor_bindings
 from ui.tk.file_actions import FileActions, newline_name
 from ui.tk.fonts import install_named_fonts
@@ -680,68 +680,19 @@ class App(FileActions):
         self._sync_toggles()
         self.save_session()
 
+    # The dialogs themselves live in ui/tk/prefs_dialog.py.
     def preferences(self) -> None:
-        try:
-            from ui.tk import prefs_dialog
-        except ImportError:
-            prefs_dialog = None
-        opener = getattr(prefs_dialog, "show_preferences", None) if prefs_dialog else None
-        if callable(opener):
-            opener(self)
-            return
-        # Fallback until the full dialog exists: the essentials as a form.
-        s = self.settings
-
-        def answer(button: str, v: dict[str, str]) -> None:
-            if button != "OK":
-                return
-            try:
-                s.update(font=v["font"], size=int(v["size"]), tab_width=int(v["tab_width"]),
-                         use_spaces=v["indent"] == "spaces", theme=v["theme"],
-                         wrap=v["wrap"] == "on", line_numbers=v["line_numbers"] == "on")
-            except ValueError:
-                self.set_message("Size and tab width must be numbers.")
-                return
-            self.apply_settings()
-        Dialog(self, "preferences", "Preferences", "Editor settings:", ["OK", "Cancel"], answer,
-               fields=[Field("font", "Font:", str(s["font"])),
-                       Field("size", "Size:", str(s["size"])),
-                       Field("tab_width", "Tab width:", str(s["tab_width"])),
-                       Field("indent", "Indent with:", "spaces" if s["use_spaces"] else "tabs",
-                             ("spaces", "tabs")),
-                       Field("theme", "Theme:", str(s["theme"]), tuple(THEMES)),
-                       Field("wrap", "Word wrap:", "on" if s["wrap"] else "off", ("on", "off")),
-                       Field("line_numbers", "Line numbers:",
-                             "on" if s["line_numbers"] else "off", ("on", "off"))],
-               icon="question")
+        from ui.tk import prefs_dialog
+        prefs_dialog.show_preferences(self)
 
     def show_shortcuts(self) -> None:
-        rows = self.commands.shortcuts()
-        try:
-            from ui.tk import prefs_dialog
-            opener = getattr(prefs_dialog, "show_shortcuts", None)
-        except ImportError:
-            opener = None
-        if callable(opener):
-            opener(self, [(label, accel) for _m, label, accel in rows])
-            return
-        width = max(len(label) for _m, label, _a in rows) + 2
-        content = "\n".join(f"{m:<8} {label:<{width}} {accel}" for m, label, accel in rows)
-        text_window(self, "shortcuts", "Keyboard Shortcuts", content + "\n")
+        from ui.tk import prefs_dialog
+        prefs_dialog.show_shortcuts(self, [(label, accel)
+                                           for _m, label, accel in self.commands.shortcuts()])
 
     def show_about(self) -> None:
-        try:
-            from ui.tk import prefs_dialog
-            opener = getattr(prefs_dialog, "show_about", None)
-        except ImportError:
-            opener = None
-        if callable(opener):
-            opener(self)
-            return
-        from rio import __version__
-        Dialog(self, "about", "About Rio", f"Rio {__version__}", ["OK"], lambda b, v: None,
-               detail="A '90s-style editor that drives coding agents.\n"
-                      f"Project: {self.project_root}\nInstance: {self.instance}")
+        from ui.tk import prefs_dialog
+        prefs_dialog.show_about(self)
 
     # --- session -------------------------------------------------------------------------------
     def current_session(self) -> session_mod.Session:
