@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 import zmq
 
-from actors.hub import HWM, WELCOME, configure
+from actors.hub import WELCOME, configure
 from rio.errors import BusError, ProtocolError, RioError, error_from_wire
 from rio.protocol import Event, Reply, Request, decode, encode, thaw
 

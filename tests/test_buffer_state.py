@@ -1,6 +1,5 @@
 """The buffer ops as the core runs them, without any actor or socket."""
 
-from pathlib import Path
 
 import pytest
 

@@ -7,7 +7,7 @@ import msgpack
 import pytest
 import zmq
 
-from actors.bus import BusConnection, Endpoints, connect
+from actors.bus import Endpoints, connect
 from actors.bus_thread import BusThread
 from actors.hub import Hub
 from rio.errors import BusError, ProtocolError
