@@ -406,13 +406,25 @@ class Supervisor:
         with self.lock:
             children = list(self.children.values())
         # UI first, agents next, core last: the core flushes journals while clients are gone.
-        order = sorted(children, key=lambda c: 0 if "ui" in c.spec.actors
-                       else 2 if c.spec.name == "core" else 1)
-        for child in order:
-            if child.spawned is not None and child.state in ("running", "restarting", "starting"):
-                child.state = "stopping"
-                process_control.stop(child.spawned, **child.spec.stop_graces())
-                child.state = "stopped"
+        # Within a rank the stop sequences run side by side, so ten stubborn agents cost one
+        # set of graces, not ten.
+        def rank(c: Child) -> int:
+            return 0 if "ui" in c.spec.actors else 2 if c.spec.name == "core" else 1
+
+        def stop_one(child: Child) -> None:
+            child.state = "stopping"
+            process_control.stop(child.spawned, **child.spec.stop_graces())
+            child.state = "stopped"
+
+        for level in (0, 1, 2):
+            group = [c for c in children if rank(c) == level and c.spawned is not None
+                     and c.state in ("running", "restarting", "starting")]
+            threads = [threading.Thread(target=stop_one, args=(c,), daemon=True,
+                                        name=f"stop-{c.spec.name}") for c in group]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
         # Anything that escaped to us as subreaper and still carries our cookies:
         for child in children:
             if child.spawned is not None:
