@@ -1,13 +1,13 @@
 """A process's connection to the hub: one DEALER for requests, one SUB for events.
 
-:class:`BusConnection` belongs to exactly one thread (ZeroMQ sockets are not thread-safe,
-LIBRARIES.md §3). The desktop uses it straight from Tk's main thread — register :meth:`fds` with
+:class:`BusConnection` belongs to exactly one thread (ZeroMQ sockets are not thread-safe:
+libzmq's docs forbid sharing one between threads). The desktop uses it straight from Tk's main thread — register :meth:`fds` with
 ``createfilehandler`` and call :meth:`drain` — and processes that host actors wrap it in a
 :class:`~actors.bus_thread.BusThread`.
 
 Requests carry ids; replies are matched to callbacks; each request has a deadline after which its
 callback gets ``bus.timeout``. Events carry a per-topic ``seq``; a jump is reported to the gap
-handler, whose job is to fetch a snapshot (the Clone pattern, LIBRARIES.md §4).
+handler, whose job is to fetch a snapshot (the Clone pattern of the ZeroMQ guide).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The agent session runs its turns on an asyncio loop in a thread of its own. Its 
 a ``gate.*`` call per tool call, an ``agent.delta`` per network read — would otherwise go
 through a thread pool (``BusThread.call`` blocks) and cost two thread switches per call, which
 on a loaded two-core machine is milliseconds each. This link is a ``zmq.asyncio`` DEALER owned
-by the loop thread alone (never touched by another thread, LIBRARIES.md §3), named under the
+by the loop thread alone (never touched by another thread: ZeroMQ sockets are not thread-safe), named under the
 host's bus identity (``<identity>/async``) so the hub accepts its events as the service's own,
 exactly like the per-thread links of :class:`~actors.bus_thread.BusThread`.
 

@@ -1,8 +1,10 @@
 """The bus thread of a process that hosts actors, and the service side of requests.
 
 One thread owns the process's :class:`~actors.bus.BusConnection`. Actors (pykka threads) never
-touch it: they hand frames to the bus thread through their own inproc PUSH socket (one per
-thread, created on first use — LIBRARIES.md §3's bridge pattern), and the bus thread sends them.
+touch it: each actor thread answers, publishes and calls through a DEALER of its own to the hub
+(created on first use, named under the bus thread's identity so the hub takes it for this service,
+ADR-0009), so a reply costs no hop through the bus thread and no socket is shared between threads.
+An inproc PUSH to the bus thread carries only the stop signal.
 
 Requests routed to this process are validated here (:func:`rio.ops.validate`), so actors only ever
 see checked arguments, and de-duplicated by ``(client, id)``: a duplicated frame is never run twice;

@@ -1,7 +1,7 @@
 """``agent.*``: conversations with the agent, served by the core.
 
 :class:`ConversationsActor` owns the :class:`~rio.conversations.ConversationStore` and is the
-public face of the agent (agent_common.md, the interface): it records the user's message,
+public face of the agent (the ``agent.*`` ops of docs/protocol.md): it records the user's message,
 makes sure the conversation's session process runs (``system.spawn kind=agent``), hands the
 turn to it as ``session.turn`` and, when that returns, records the turn's messages, merges the
 buffers the turn changed into ONE undo step each ("Agent: <message>"), and publishes

@@ -1,6 +1,6 @@
 """The hub: the one place every request and event of an instance passes through.
 
-It binds a ROUTER for requests and an XPUB for events (DESIGN.md "The bus"). Services — the
+It binds a ROUTER for requests and an XPUB for events (ADR-0009). Services — the
 processes that host actors — connect like any client and register the op prefixes they serve
 (``bus.register {prefixes}``); the hub routes each request by its prefix and sends the reply back
 to whoever asked. Events reach the hub from services and leave on the XPUB with a per-topic ``seq``
@@ -13,7 +13,7 @@ Frames the hub sends to a service: ``[service_id, client_id, payload]`` (a reque
 
 Every request gets an answer: no route, a departed service and a malformed frame are all error
 replies; when a service goes away its outstanding requests are failed with ``bus.actor_dead``.
-The hub owns its sockets from one thread (LIBRARIES.md §3: sockets are not thread-safe).
+The hub owns its sockets from one thread (ZeroMQ sockets are not thread-safe).
 """
 
 from __future__ import annotations

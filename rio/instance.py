@@ -21,7 +21,7 @@ import platformdirs
 
 from rio.errors import BusError, ConfigError
 
-#: Linux ``sun_path`` is 108 bytes including the NUL: 107 usable (LIBRARIES.md §4).
+#: Linux ``sun_path`` is 108 bytes including the NUL: 107 usable (unix(7)).
 IPC_PATH_LIMIT = 107
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 

@@ -7,7 +7,7 @@ Where a key is read from (:meth:`SecretStore.get`):
 2. the system keyring, but only a *recommended* backend (priority >= 1: Secret Service,
    KWallet, macOS Keychain, Windows Credential Locker). keyring alone falls back to a failing
    backend, and with keyrings.alt installed it silently picks a base64 "plaintext" file
-   (LIBRARIES.md §5), so we select the backend ourselves and never touch keyring's global;
+   (keyring 25.7, measured), so we select the backend ourselves and never touch keyring's global;
 3. ``<config dir>/credentials.json``: mode 0600 in a 0700 folder, written with O_EXCL and
    os.replace. It is used for storing only when no secure backend works, and the caller is
    told so first (:meth:`SecretStore.storage_notice`). A file others can read is refused.

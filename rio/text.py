@@ -3,7 +3,7 @@
 The text lives in a list of ``str`` chunks of about 16 KiB (a chunk is split past 32 KiB and a
 small chunk is merged into a neighbour). Two Fenwick trees (binary indexed trees) hold each
 chunk's length and newline count, so "which chunk holds offset N / line L" is O(log chunks) and
-an edit touches one chunk plus O(log chunks) tree cells. Measured in /work/shared/PERF.md:
+an edit touches one chunk plus O(log chunks) tree cells. Measured on 2 vCPUs (ADR-0002):
 2–7 µs per edit or lookup at 100 MB, where one ``str`` costs 98–454 ms and a piece table grows
 with the edit history (ADR-0002).
 

@@ -1,4 +1,4 @@
-"""UI-B's modules inside the real window (ui/tk/app.py with real EditorTabs) on a real core:
+"""The plug-in modules inside the real window (ui/tk/app.py with real EditorTabs) on a real core:
 Replace All through the EditorTab's offset mapping, a Find in Files click opening the file at
 the line, the Project menu's Run streaming into the Output tab."""
 
@@ -35,7 +35,7 @@ def desktop(tk_root, tmp_path, monkeypatch):
     pump = BusPump(tk_root, conn)
     app.start([])
     pump.start()
-    # The app installs UI-B's modules just after its first paint (a cold-start measure).
+    # The app installs the plug-in modules just after its first paint (a cold-start measure).
     assert wait(tk_root, lambda: getattr(app, "project_tree", None) is not None
                 and getattr(app, "output_pane", None) is not None)
     try:

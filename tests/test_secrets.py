@@ -148,7 +148,7 @@ def test_rio_config_dir_env_moves_the_file(tmp_path: Path) -> None:
 
 def test_detection_skips_the_fail_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     # On this headless box there is no Secret Service: detection must say "none", never
-    # hand back keyring's failing backend or a plaintext one (LIBRARIES.md §5).
+    # hand back keyring's failing backend or a plaintext one (keyrings.alt).
     from keyring.backends import fail
 
     monkeypatch.delenv("PYTHON_KEYRING_BACKEND", raising=False)

@@ -3,7 +3,7 @@
 Starts its own Xvfb, a demo project in a temporary folder and a real desktop instance (`rio
 PATH`) with private runtime/state/config folders, drives the window through the ``ui.*`` ops as
 a user would, and writes docs/screenshots/*.png. Nothing is faked: every picture is the real
-window. Needs Xvfb and ImageMagick (`import`); see PERF.md "Under Xvfb".
+window. Needs Xvfb and ImageMagick (`import`); fonts from fonts-terminus-otb and fonts-dejavu-core.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def main() -> int:
         desk.shot("main-dark.png")
         desk.call("ui.menu", {"path": "View/Classic Theme"})
 
-        # Find in files lives in UI-B's output pane: pictured when the pane is there.
+        # Find in files lives in the output pane: pictured when the pane is there.
         if desk.try_call("ui.dialog", {"name": "find_in_files",
                                        "fields": {"pattern": "feels_like"}}) is not None:
             time.sleep(1.0)

@@ -136,7 +136,7 @@ async def post_event_stream(*, provider: str, url: str, headers: Mapping[str, st
     Cancellation passes through untouched, and leaving the ``async with`` blocks closes the
     connection at once: an unread response is never returned to a pool, its socket is shut.
     """
-    import httpx  # local: 65 ms of import (PERF.md) paid only by processes that stream
+    import httpx  # local: 65 ms of import, measured paid only by processes that stream
 
     # timeout_s bounds each silence (connect, each read), not the whole reply: a long
     # answer streams for minutes, a dead server goes quiet.

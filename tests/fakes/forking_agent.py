@@ -1,7 +1,7 @@
 """An agent whose helper escapes its process group: fork, setsid, fork again, parent exits.
 
 The helper ends up in a new session, reparented to init (or to the nearest subreaper), so
-neither ``killpg`` nor ``children(recursive=True)`` finds it (LIBRARIES.md §6). Only the
+neither ``killpg`` nor ``children(recursive=True)`` finds it (psutil 7, measured). Only the
 environment cookie sweep does. The agent itself then behaves like ``stubborn_agent``.
 
 Prints ``ready <own pid> <escaped helper pid>`` on one line once the helper is running.

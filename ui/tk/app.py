@@ -3,7 +3,7 @@
 The window owns no document: every tab is an :class:`~ui.tk.editor.EditorTab` fed by the core
 over ``app.conn`` (drained from Tk's loop by ui/tk/bus_pump.py). What the window shows is
 generated from the command table (ui/tk/commands.py); what it remembers between runs is
-ui/tk/session.py. UI-B's modules (find dialog, output pane, project tree, run commands,
+ui/tk/session.py. The plug-in modules (find dialog, output pane, project tree, run commands,
 preferences) plug in through the seams below and are imported lazily, so each side works alone:
 
 ``open_path(path, line, col)``, ``active_editor()``, ``output_pane_slot``, ``tree_slot``,
@@ -81,7 +81,7 @@ class App(FileActions):
         self.rebuild_menus()
         self.rebuild_toolbar()
         root.protocol("WM_DELETE_WINDOW", self.quit)
-        # The panes of UI-B's modules come right after the window is first drawn (their
+        # The plug-in panes come right after the window is first drawn (their
         # imports take ~0.1–0.25 s: the editor is usable first).
         self.root.after_idle(lambda: self.root.after(20, self._install_plugins))
         self.root.after(AUTOSAVE_MS, self._autosave)
@@ -303,7 +303,7 @@ class App(FileActions):
             self.commands.bind(name, fn)
 
     def _install_plugins(self) -> None:
-        """UI-B's modules, when present. Each is optional: a missing or broken one costs only
+        """The plug-in modules, when present. Each is optional: a missing or broken one costs only
         its own feature, never the window."""
         def attempt(what: str, fn: Callable[[], object]) -> object:
             try:
@@ -739,7 +739,7 @@ class App(FileActions):
 
 
 def _saved_preferences() -> dict[str, Any]:
-    """The Preferences dialog's file (UI-B's prefs_model), when that module exists."""
+    """The Preferences dialog's file (ui/tk/prefs_model.py), when that module exists."""
     try:
         from ui.tk.prefs_model import load_preferences
     except ImportError:

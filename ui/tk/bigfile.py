@@ -1,7 +1,7 @@
 """Big documents in a Tk Text: the widget holds a WINDOW of display rows, not the whole file.
 
-Tk needs ~6.5× the text in memory and chokes on long lines (PERF.md: a 100 K-character line
-costs ~9 ms a keystroke, a 1 M one ~80 ms). So above :data:`BIG_CHARS`, or when any line is
+Tk needs ~6.5× the text in memory and chokes on long lines (measured on 2 vCPUs: a 100 K-character
+line costs ~9 ms a keystroke, a 1 M one ~80 ms). So above :data:`BIG_CHARS`, or when any line is
 longer than :data:`LONG_LINE`, the editor shows at most :data:`WINDOW_ROWS` rows taken from its
 replica of the document (the first screen comes straight from ``buffer.lines`` while the rest
 loads), and a long line is cut into rows of :data:`SPLIT` characters for display only.

@@ -1,6 +1,6 @@
 """Drain the bus from Tk's event loop: the UI's one thread owns the connection.
 
-ZeroMQ's FD is edge-triggered (PERF.md): readable means "something changed", not "a message is
+ZeroMQ's FD is edge-triggered (libzmq's ZMQ_FD): readable means "something changed", not "a message is
 waiting", so every wake-up drains fully, we drain once right after registering (messages that
 arrived before would otherwise never raise an edge), and a slow ``after`` tick drains too — it
 also fires request timeouts when nothing else wakes us.

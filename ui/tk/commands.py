@@ -209,7 +209,7 @@ def _c(name: str, label: str, menu: str, accel: str = "", icon: str | None = Non
     return Command(name, label, menu, accel, icon, group, toggle)
 
 
-#: The desktop's built-in commands. The app binds handlers by name; UI-B's modules replace
+#: The desktop's built-in commands. The app binds handlers by name; the plug-in modules (find, output, project tree) replace
 #: the Search and Project placeholders through ``app.register_command``.
 DEFAULT_COMMANDS: tuple[Command, ...] = (
     _c("file.new", "&New", "File", "Ctrl+N", "new"),

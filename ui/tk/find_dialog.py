@@ -4,7 +4,7 @@
 Searching reads the active editor's text; replacing never edits the Tk widget. A replace is a
 ``buffer.replace`` and Replace All ONE ``buffer.apply`` (one undo step in the core), both with the
 origin ``ui-batch:<pid>``: the change comes back as a ``buffer.changed`` event from another
-origin, and the editor's replica applies it to the widget like any remote edit (ui_common.md).
+origin, and the editor's replica applies it to the widget like any remote edit (ADR-0005).
 Batches are only sent when the editor's replica has no unacknowledged keystroke, so the offsets
 computed from its text are exact at its ``version``.
 

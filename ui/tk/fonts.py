@@ -1,7 +1,7 @@
 """Pick the editor and UI fonts, checked against what Tk really gives.
 
 Under Xft, Tk sees only fontconfig fonts and asking for a missing family silently returns some
-other font — even ``"fixed"`` becomes a proportional face (PERF.md, "Under Xvfb"). So every
+other font — even ``"fixed"`` becomes a proportional face (seen under Xvfb with Tk 8.6). So every
 candidate is checked with ``Font.actual("family")`` and the first one that really resolves wins.
 """
 

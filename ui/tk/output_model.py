@@ -3,7 +3,7 @@ reference in run output points, and how terminal output becomes lines.
 
 :class:`SearchJob` wraps :class:`rio.find_in_files.ProjectSearch` over the workspace walk and
 hands out results in slices of a few milliseconds, so the pane can run it from Tk's ``after()``
-on the main thread without ever freezing the window (STYLE.md: Tk owns its thread; no worker
+on the main thread without ever freezing the window (Tk owns its thread; no worker
 threads needed, and cancelling is just not scheduling the next slice).
 """
 

@@ -29,7 +29,7 @@ from rio.runner import strip_ansi
 from rio.search import SearchOptions
 from ui.tk.output_model import SearchJob, TerminalLines, parse_globs, resolve_ref
 
-#: The Output tab keeps at most this many lines (Tk slows down on huge texts, PERF.md).
+#: The Output tab keeps at most this many lines (Tk slows down on huge texts).
 MAX_OUTPUT_LINES = 20_000
 _HELD_RUNS = 8
 #: Drawing run output: at most this long per slice, and this many characters per insert.
