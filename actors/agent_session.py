@@ -5,7 +5,7 @@ Threads: the host's :class:`~actors.bus_thread.BusThread` owns the zmq sockets; 
 runs an asyncio loop in a thread of its own, where turns run (providers are asyncio/httpx).
 Requests arrive on the bus thread and are handed to the loop with ``call_soon_threadsafe``;
 bus calls from the loop run ``BusThread.call`` in a small thread pool (each pool thread gets
-its own DEALER to the bus thread, so no socket is shared), and events go out through
+its own DEALER to the hub, so no socket is shared), and events go out through
 ``BusThread.publish``. No zmq socket is touched by two threads.
 
 The session keeps no conversation state: the core sends the history with every

@@ -2,7 +2,7 @@
 
 A ``propose_edit`` names the text to replace (``old_text``), not a position, because the
 model cannot know offsets reliably and because the user may keep typing while a proposal
-waits. At approval the target is searched for again in the *current* text (ADR-0026): found
+waits. At approval the target is searched for again in the *current* text (ADR-0016): found
 exactly once, it is replaced there; found nowhere ("vanished": the user typed over it) or
 more than once ("ambiguous": the model must quote more context) the edit is refused and the
 model is told why, in words it can act on.

@@ -1,6 +1,6 @@
 """Claude through the Anthropic Messages API: request shaping, SSE parsing, tool-call mapping.
 
-This is the shared inference module of ADR-0026. It needs an :class:`AuthFace` for the
+This is the shared inference module of ADR-0010. It needs an :class:`AuthFace` for the
 credential headers and knows no credential scheme itself (:mod:`.anthropic_auth` has the
 API-key face).
 

@@ -1,6 +1,6 @@
 """The Claude provider's authentication face: the user's API key as ``x-api-key``.
 
-Only the documented Messages API key scheme lives here (ADR-0026): no OAuth, no borrowed
+Only the documented Messages API key scheme lives here (ADR-0011): no OAuth, no borrowed
 client identity. The inference module (:mod:`rio.providers.anthropic`) asks this face for
 headers and knows nothing about where keys come from, so a future sanctioned scheme is a new
 face, not a change to request shaping or SSE parsing.
