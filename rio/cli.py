@@ -88,8 +88,9 @@ def cmd_desktop(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     running = _instance_for_root(root, args.instance)
     if running is not None:
-        # Rio already serves this folder (e.g. `rio serve`): open a window on it.
-        print(f"Attaching a window to the running instance {running.name}.", flush=True)
+        # Rio already serves this folder: its window is raised (one window per instance),
+        # or, on a headless instance (`rio serve`), a window is attached to it.
+        print(f"Rio is already running on this folder (instance {running.name}).", flush=True)
         argv = [sys.executable, "-m", "ui.tk", "--instance", running.name]
         for path in files:
             argv += ["--open", path]

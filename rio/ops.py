@@ -315,6 +315,8 @@ define("ui.dialog_answer", "Fill an open dialog's fields and press one of its bu
 define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
        Arg("path", str, check=non_empty, doc="where to write the PNG (absolute)"),
        Arg("delay_ms", int, False, 150, check=non_negative, doc="let the window settle first"))
+define("ui.raise", "Bring the desktop window to the front (a second `rio` on the same folder "
+       "does this instead of opening a second window).")
 define("ui.quit", "Quit the desktop as File → Exit does (unsaved-changes prompts included).",
        Arg("force", bool, False, False, doc="quit without prompting; unsaved text stays in "
                                             "the core"))

@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     except RioError as err:
         print(f"rio ui: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
         return 1
+    if not os.environ.get(process_control.PARENT_ENV) and _handed_to_open_window(conn, args.open):
+        conn.close()
+        return 0
     try:
         root = tk.Tk(className="Rio")
     except tk.TclError as exc:
@@ -70,6 +73,25 @@ def main(argv: list[str] | None = None) -> int:
     except tk.TclError:
         pass
     return app.exit_code
+
+
+def _handed_to_open_window(conn, files: list[str]) -> bool:
+    """One window per instance: when the instance already has a window, a second ``rio``
+    raises it and opens the files there, as '90s editors did, instead of attaching a
+    second window that would take the ``ui.*`` route from the first."""
+    try:
+        conn.call("ui.raise", {}, timeout=3)
+    except RioError:
+        return False   # no window (headless instance), or one that does not answer
+    for path in files:
+        try:
+            conn.call("ui.open", {"path": str(Path(path).resolve())}, timeout=30)
+        except RioError as err:
+            print(f"rio: could not open {path}: {err.message}\n  ({err.kind}) {err.next}",
+                  file=sys.stderr)
+    print("Rio already has a window on this folder: raised it"
+          + (f" and opened {len(files)} file(s) there." if files else "."), flush=True)
+    return True
 
 
 if __name__ == "__main__":

@@ -473,6 +473,15 @@ class App(FileActions):
     def new_file(self) -> None:
         self._request("buffer.new", {}, lambda s: self.add_tab(s))
 
+    def raise_window(self) -> None:
+        """De-iconify the window and bring it to the front (``ui.raise``, ``ui.open``)."""
+        self.root.deiconify()
+        self.root.lift()
+        try:
+            self.root.focus_force()
+        except tk.TclError:
+            pass   # a window manager may refuse; the window is raised all the same
+
     def open_path(self, path: str, line: int | None = None, col: int | None = None,
                   then: Callable[[EditorTab], object] | None = None,
                   fail: Callable[[RioError], object] | None = None) -> None:

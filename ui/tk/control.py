@@ -48,7 +48,7 @@ class ControlServer:
             "ui.state": self.state, "ui.type": self.type, "ui.key": self.key,
             "ui.menu": self.menu, "ui.open": self.open, "ui.dialog": self.dialog,
             "ui.dialog_answer": self.dialog_answer, "ui.screenshot": self.screenshot,
-            "ui.quit": self.quit,
+            "ui.quit": self.quit, "ui.raise": self.raise_window,
         }
 
     def register(self) -> None:
@@ -173,6 +173,7 @@ class ControlServer:
             line, col = ed.cursor()
             respond({"buffer": ed.buffer_id, "name": ed.summary.get("name"),
                      "cursor": {"line": line, "col": col}})
+        self.app.raise_window()
         self.app.open_path(args["path"], args.get("line"), args.get("col"), then=ready,
                            fail=respond)
         return DEFER
@@ -241,6 +242,13 @@ class ControlServer:
             respond({"path": str(path), "width": ww, "height": wh})
         root.after(int(args.get("delay_ms") or 150), shoot)
         return DEFER
+
+    def raise_window(self, args: dict[str, Any], respond: Respond) -> Any:
+        """Bring the window to the front: a second ``rio`` on this instance's folder lands
+        here instead of opening a second window (one window per instance, as '90s editors
+        did)."""
+        self.app.raise_window()
+        return {"raised": True, "pid": os.getpid()}
 
     def quit(self, args: dict[str, Any], respond: Respond) -> Any:
         respond({"quitting": True})
