@@ -123,19 +123,26 @@ class App(FileActions):
         self.status_vars = {k: tk.StringVar(self.root, "") for k in
                             ("position", "selection", "encoding", "newline", "mode", "modified",
                              "agent")}
-        ttk.Label(s, textvariable=self.message, style="Status.TLabel", anchor="w").pack(
-            side="left", fill="x", expand=True)
-        widths = {"position": 16, "selection": 10, "encoding": 9, "newline": 5, "mode": 4,
-                  "modified": 9}
-        for key in ("position", "selection", "encoding", "newline", "mode", "modified"):
-            ttk.Label(s, textvariable=self.status_vars[key], style="Status.TLabel",
-                      width=widths[key], anchor="center").pack(side="left", padx=(2, 0))
+        # The fixed cells are packed first, from the right: pack hands out space in packing
+        # order, so a long message packed first pushed the agent cell off the window. The
+        # message takes what is left and is cut (its full text stays in ui.state).
+        ttk.Sizegrip(s).pack(side="right", anchor="se")
         self.agent_slot = ttk.Frame(s)
-        self.agent_slot.pack(side="left", padx=(2, 0))
+        self.agent_slot.pack(side="right", padx=(2, 0))
+        self.status_cells: dict[str, tk.Widget] = {"agent": self.agent_slot}
         ttk.Label(self.agent_slot, textvariable=self.status_vars["agent"],
                   style="Status.TLabel", width=12, anchor="center").pack()
         self.status_vars["agent"].set("No agent")
-        ttk.Sizegrip(s).pack(side="right", anchor="se")
+        widths = {"position": 16, "selection": 10, "encoding": 9, "newline": 5, "mode": 4,
+                  "modified": 9}
+        for key in ("modified", "mode", "newline", "encoding", "selection", "position"):
+            cell = ttk.Label(s, textvariable=self.status_vars[key], style="Status.TLabel",
+                             width=widths[key], anchor="center")
+            cell.pack(side="right", padx=(2, 0))
+            self.status_cells[key] = cell
+        self.message_label = ttk.Label(s, textvariable=self.message, style="Status.TLabel",
+                                       anchor="w", width=1)
+        self.message_label.pack(side="left", fill="x", expand=True)
 
     def ui_font_family(self) -> str:
         return self._ui_family
@@ -469,6 +476,13 @@ class App(FileActions):
     def set_message(self, text: str) -> None:
         self.message.set(text)
 
+    def status_cells_cut(self) -> list[str]:
+        """The fixed status-bar cells that do not fit whole in the window (none, normally)."""
+        width = self.status.winfo_width()
+        return sorted(k for k, w in self.status_cells.items()
+                      if not w.winfo_ismapped() or w.winfo_x() < 0
+                      or w.winfo_x() + w.winfo_width() > width)
+
     # --- files -----------------------------------------------------------------------------------
     def new_file(self) -> None:
         self._request("buffer.new", {}, lambda s: self.add_tab(s))
@@ -512,6 +526,7 @@ class App(FileActions):
             recovered = {"buffers": [], "count": 0}
         by_id = {b["buffer"]: b for b in buffers}
         plans, active = session_mod.restore_plan(self.session, buffers, requested)
+        asked = set(requested)
         built: list[EditorTab | None] = [None] * len(plans)
 
         def select_active() -> None:
@@ -531,7 +546,9 @@ class App(FileActions):
                         select_active()
 
                 def missing(err: RioError, path: str = plan.path) -> None:
-                    self.set_message(f"Could not reopen {path}: {err.message}")
+                    # A file named on the command line is opened, not reopened.
+                    verb = "open" if path in asked else "reopen"
+                    self.set_message(f"Could not {verb} {path}: {err.message} {err.next}")
                 self._request("buffer.open", {"path": plan.path}, opened, missing)
         select_active()
         self._recovered_notice(recovered)

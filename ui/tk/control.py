@@ -111,6 +111,7 @@ class ControlServer:
                 selection = {"start": sel[0], "end": sel[1], "size": sel[1] - sel[0]}
         status = {k: v.get() for k, v in app.status_vars.items()}
         status["message"] = app.message.get()
+        status["cut"] = app.status_cells_cut()
         return {"tabs": tabs, "active": active.buffer_id if active else None,
                 "cursor": cursor, "selection": selection, "status": status,
                 "dialogs_open": [d.describe() for d in app.dialogs.values()],
