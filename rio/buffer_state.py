@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -26,6 +27,14 @@ log = logging.getLogger("rio.buffers")
 #: Files up to this size keep their base text in the journal; bigger ones keep a fingerprint.
 JOURNAL_BASE_TEXT_LIMIT = 16 * 1024 * 1024
 NEWLINES = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
+#: A version is ``epoch << EPOCH_BITS | count``: every recovery starts a new epoch, so a version
+#: handed out before a restart never names a text after it (ADR-0018).
+EPOCH_BITS = 32
+#: How many recent request ids a buffer remembers (in memory and in its journal): a resend of
+#: one of them is answered instead of applied twice (ADR-0018).
+REQUEST_MEMORY = 256
+#: The ops a resent request id must not apply twice.
+DEDUPED_OPS = frozenset({"buffer.replace", "buffer.apply", "buffer.undo", "buffer.redo"})
 Events = list[tuple[str, dict[str, Any]]]
 
 
@@ -34,6 +43,12 @@ def change_event(buffer_id: str, change: Change) -> tuple[str, dict[str, Any]]:
                                "start": change.start, "end": change.end, "text": change.text,
                                "origin": change.origin, "label": change.label,
                                "kind": change.kind})
+
+
+def stale_base(name: str, base: int) -> BufferError:
+    return BufferError("stale_base", f"{name} was recovered after a restart; your copy "
+                       f"(version {base}) is out of date.",
+                       "Fetch the text again (buffer.text) and resend the edit on it.")
 
 
 def change_wire(change: Change) -> dict[str, Any]:
@@ -66,6 +81,13 @@ class OpenBuffer:
         self.journal: JournalWriter | None = None
         self.conflict_reported: Fingerprint | None = None
         self.recovered = False
+        #: the first version of this epoch: a base_version below it predates a recovery
+        self.epoch_start = document.version
+        #: the version right after recovery (merge_undo never reaches back past it)
+        self.first_version = document.version
+        #: recent request ids → their result, oldest first (ADR-0018)
+        self.requests: OrderedDict[str, Any] = OrderedDict()
+        self._request: str | None = None
         #: resolves a save-as path (set by whoever holds the workspace; default: ours)
         self.factory_resolve: Callable[[str], Path] = (
             lambda p: self.workspace.resolve(p, must_exist=False, kind="file"))
@@ -77,23 +99,50 @@ class OpenBuffer:
 
     def summary(self) -> dict[str, Any]:
         doc = self.document
-        return {"buffer": self.id, "name": self.name,
-                "path": self.workspace.relative(self.path) if self.path is not None else None,
+        where = self.workspace.where(self.path) if self.path is not None else {"path": None}
+        return {"buffer": self.id, "name": self.name, "path": where["path"],
+                "path_error": where.get("path_error"),
                 "version": doc.version, "dirty": doc.dirty, "length": len(doc.buffer),
                 "line_count": doc.buffer.line_count, "format": self.format.to_dict(),
                 "can_undo": doc.can_undo, "can_redo": doc.can_redo,
                 "undo_label": doc.undo_label, "redo_label": doc.redo_label,
+                "epoch": doc.version >> EPOCH_BITS,
                 "recovered": self.recovered}
 
     # --- the ops --------------------------------------------------------------------------------
-    def handle(self, op: str, args: dict[str, Any]) -> tuple[Any, Events]:
+    def handle(self, op: str, args: dict[str, Any],
+               request: str | None = None) -> tuple[Any, Events]:
+        """Serve one op. ``request`` names the request (client and id): a change op whose
+        request was already applied — before a restart too — is answered, not applied again;
+        that check comes before the epoch check, so such a resend is never refused."""
         method: Callable[[dict[str, Any]], tuple[Any, Events]] | None = getattr(
             self, "op_" + op.split(".", 1)[1], None)
         if method is None:
             raise BufferError("unsupported", f"{op} is not a per-buffer op.")
-        return method(args)
+        if request is None or op not in DEDUPED_OPS:
+            return method(args)
+        done = self.requests.get(request)
+        if done is not None:
+            return done, []
+        self._request = request
+        try:
+            result, events = method(args)
+        finally:
+            self._request = None
+        self.remember(request, result)
+        return result, events
+
+    def remember(self, request: str, result: Any) -> None:
+        self.requests[request] = result
+        while len(self.requests) > REQUEST_MEMORY:
+            self.requests.popitem(last=False)
+
+    def _check_base(self, base: int | None) -> None:
+        if base is not None and base < self.epoch_start:
+            raise stale_base(self.name, base)
 
     def op_replace(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        self._check_base(args["base_version"])
         change = self.document.replace(args["start"], args["end"], args["text"],
                                        origin=args["origin"], base_version=args["base_version"],
                                        label=args["label"])
@@ -102,6 +151,7 @@ class OpenBuffer:
                 [change_event(self.id, change)])
 
     def op_apply(self, args: dict[str, Any]) -> tuple[Any, Events]:
+        self._check_base(args["base_version"])
         changes = self.document.apply([tuple(e) for e in args["edits"]], origin=args["origin"],
                                       base_version=args["base_version"],
                                       label=args["label"] or "Replace All")
@@ -122,7 +172,8 @@ class OpenBuffer:
                 [change_event(self.id, c) for c in changes])
 
     def op_merge_undo(self, args: dict[str, Any]) -> tuple[Any, Events]:
-        self.document.merge_since(args["since_version"], args["label"])
+        # A turn begun before a recovery merges only what came after it.
+        self.document.merge_since(max(args["since_version"], self.first_version), args["label"])
         return {"version": self.document.version, "undo_label": self.document.undo_label}, []
 
     def op_text(self, args: dict[str, Any]) -> tuple[Any, Events]:
@@ -164,6 +215,8 @@ class OpenBuffer:
                 raise BufferError("bad_format", f"Cannot save as {encoding}: {exc}.",
                                   "Pick utf-8, utf-8-sig, utf-16-le, utf-16-be or latin-1.")
         expected = self.fingerprint if target == self.path else None
+        if target == self.path:
+            self.workspace.check_unmoved(target)  # swapped for a link since: refused, kept dirty
         fingerprint = save_file(target, self.document.buffer.iter_chunks(), fmt,
                                 expected=expected, port=self.file_port, force=args["force"])
         self.path, self.format, self.fingerprint = target, fmt, fingerprint
@@ -200,10 +253,21 @@ class OpenBuffer:
         if self.journal is None:
             self._start_journal(changes)
             return
-        for change in changes:
-            self.journal.append(change)
+        self._append(changes)
         if self.journal.should_compact(len(self.document.buffer)):
+            # The request ids of the records compaction drops live on in the header.
+            self.journal.header["requests"] = list(self.requests)
             self.journal.compact(self.document.text(), self.document.version)
+
+    def _append(self, changes: list[Change]) -> None:
+        """Journal the changes; the last one carries the request it completes."""
+        assert self.journal is not None
+        for change in changes[:-1]:
+            self.journal.append(change)
+        if self._request is None:
+            self.journal.append(changes[-1])
+        else:
+            self.journal.append(changes[-1], request=self._request)
 
     def _start_journal(self, changes: list[Change]) -> None:
         # The base is the text before these changes: rebuild it by undoing them on a copy.
@@ -213,13 +277,13 @@ class OpenBuffer:
         header = {"buffer": self.id, "path": str(self.path) if self.path else None,
                   "format": self.format.to_dict(),
                   "fingerprint": self.fingerprint.to_dict() if self.fingerprint else None,
-                  "base_version": changes[0].version - 1}
+                  "base_version": changes[0].version - 1,
+                  "epoch": self.epoch_start >> EPOCH_BITS, "requests": list(self.requests)}
         keep_text = self.path is None or len(text) <= JOURNAL_BASE_TEXT_LIMIT
         self.journal = JournalWriter(self.journal_store, self.id, header,
                                      text if keep_text else None,
                                      base_version=changes[0].version - 1)
-        for change in changes:
-            self.journal.append(change)
+        self._append(changes)
 
     def flush_journal(self) -> None:
         if self.journal is not None:
@@ -324,7 +388,9 @@ class BufferFactory:
         if path is not None and rec.text == base_text:
             self.journal_store.remove(name)   # nothing unsaved after all
             return None
-        doc = Document(base_text)
+        # A new epoch: no version from before the crash names a text after it (ADR-0018).
+        epoch = max(int(header.get("epoch") or 0), rec.version >> EPOCH_BITS) + 1
+        doc = Document(base_text, version=epoch << EPOCH_BITS)
         buf = OpenBuffer(header.get("buffer") or name, doc, path=path, workspace=self.workspace,
                          fmt=fmt, fingerprint=fingerprint, journal_store=self.journal_store,
                          file_port=self.file_port)
@@ -333,6 +399,11 @@ class BufferFactory:
         # One undoable step back to the file as it is on disk.
         change = doc.replace(0, len(base_text), rec.text, origin="recovery",
                              label="Recovered unsaved changes")
+        buf.first_version = doc.version
+        # The requests already in the text: a resend of one is answered, not applied again.
+        for request in [*(header.get("requests") or ()), *rec.requests][-REQUEST_MEMORY:]:
+            if isinstance(request, str):
+                buf.remember(request, {"version": doc.version, "already_applied": True})
         self.journal_store.remove(name)
         buf._journal([change])
         buf.recovered = True

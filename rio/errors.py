@@ -13,7 +13,8 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     malformed_frame, unsupported_version, unknown_op, bad_args, oversize_frame,
     │     unknown_run
     ├── PathError              path.*       a path the workspace will not serve
-    │     outside_root, not_found, not_a_file, not_a_directory, special_file, invalid
+    │     outside_root, not_found, not_a_file, not_a_directory, special_file, invalid,
+    │     symlink_refused
     ├── FileError              file.*       a file that cannot be loaded or saved as asked
     │     binary, too_large, conflict, save_failed, read_failed, unencodable, exec_failed,
     │     journal_unreadable, journal_needs_base, journal_closed, bad_journal_name

@@ -8,6 +8,10 @@ Three promises (ADR-0003):
 * **A save never leaves half a file.** :class:`OsFilePort` writes a temp file in the same folder,
   fsyncs it and ``os.replace``-s it over the old one; on any failure the temp file is removed and
   the old file is untouched.
+* **A save never goes through a symbolic link.** The folder is opened from "/" one component at
+  a time with ``O_NOFOLLOW`` and the write happens relative to that handle, so a file or folder
+  swapped for a link after it was opened is refused (``path.symlink_refused``), never followed
+  out of the project.
 * **A change on disk is never silently overwritten.** :func:`save_file` compares the disk with the
   :class:`Fingerprint` taken at load and refuses with ``file.conflict`` when they differ.
 
@@ -370,20 +374,30 @@ class OsFilePort:
 
     def write_atomic(self, path: Path, chunks: Iterable[bytes], mode: int | None = None, *,
                      before_replace: Callable[[], None] | None = None) -> FileStat:
-        # Replace the file a symlink points at, not the symlink (which would turn it into a copy).
-        target = Path(os.path.realpath(path))
-        folder = target.parent
+        # Never through a link (ADR-0004): ``path`` is the real path the workspace confined when
+        # the file was opened, so if no part of it is a symbolic link now it still names the
+        # same place inside the project. The folder is opened component by component from "/"
+        # with O_NOFOLLOW, and everything after happens relative to that one handle, so a folder
+        # or the file swapped for a link mid-save cannot redirect the write.
+        path = Path(os.path.abspath(path))
+        name = path.name
+        dfd = open_dir_nofollow(path.parent)
         try:
-            old: os.stat_result | None = os.stat(target)
-        except FileNotFoundError:
-            old = None
+            return self._write_in(dfd, path, name, chunks, mode, before_replace)
+        finally:
+            os.close(dfd)
+
+    @staticmethod
+    def _write_in(dfd: int, path: Path, name: str, chunks: Iterable[bytes], mode: int | None,
+                  before_replace: Callable[[], None] | None) -> FileStat:
+        old = _lstat_at(dfd, name, path)
         # The name is cut so the temp name stays under NAME_MAX (255) even for very long names.
-        tmp = folder / f".{target.name[:200]}.rio-{secrets.token_hex(6)}.tmp"
+        tmp = f".{name[:200]}.rio-{secrets.token_hex(6)}.tmp"
         # An existing file's temp copy starts private (it may hold secrets) and gets the old
         # mode before the rename; a new file gets 0o666 less the umask, as open() would give it.
         create_mode = 0o600 if old is not None or mode is not None else 0o666
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                     create_mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0), create_mode, dir_fd=dfd)
         replaced = False
         try:
             with os.fdopen(fd, "wb", closefd=False) as f:
@@ -403,32 +417,80 @@ class OsFilePort:
             st = FileStat.from_os(os.fstat(fd))
             if before_replace is not None:
                 before_replace()
-            os.replace(tmp, target)
+            _lstat_at(dfd, name, path)  # swapped for a link while we wrote: still refused
+            # rename(2) replaces the directory entry itself and never follows a link there.
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             replaced = True
         finally:
             os.close(fd)
             if not replaced:
                 try:
-                    os.unlink(tmp)
+                    os.unlink(tmp, dir_fd=dfd)
                 except FileNotFoundError:
                     pass
-        _fsync_dir(folder)
+        _fsync_dir_fd(dfd)
         return st
 
 
-def _fsync_dir(folder: Path) -> None:
+#: Opens a folder as a handle for *at calls only (no read permission needed on Linux).
+_DIR_HANDLE = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) \
+    | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_dir_nofollow(folder: Path) -> int:
+    """A handle on ``folder`` (absolute), walked from "/" one component at a time, refusing any
+    component that is a symbolic link with ``OSError(ELOOP)``. The caller closes it."""
+    folder = Path(os.path.abspath(folder))
+    fd = os.open(folder.anchor or os.sep, _DIR_HANDLE)
+    try:
+        for part in folder.parts[1:]:
+            try:
+                child = os.open(part, _DIR_HANDLE, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link_at(fd, part):
+                    raise OSError(errno.ELOOP, "a folder on the way is a symbolic link",
+                                  str(folder)) from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_link_at(dfd: int, name: str) -> bool:
+    try:
+        return stat_module.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _lstat_at(dfd: int, name: str, path: Path) -> os.stat_result | None:
+    """The entry ``name`` in the folder ``dfd`` without following it; None when absent.
+    A link there is refused with ``OSError(ELOOP)``."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat_module.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "the file is a symbolic link", str(path))
+    return st
+
+
+def _fsync_dir_fd(dfd: int) -> None:
     """Make the rename durable. Best effort: the new file is already in place, so a folder that
     cannot be fsynced (some network and FUSE file systems say EINVAL) must not report a failure."""
     try:
-        dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        rfd = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), dir_fd=dfd)
     except OSError:
         return
     try:
-        os.fsync(dfd)
+        os.fsync(rfd)
     except OSError:
         pass
     finally:
-        os.close(dfd)
+        os.close(rfd)
 
 
 FaultKind = Literal["enospc", "eio"]
@@ -570,6 +632,8 @@ def save_file(path: str | os.PathLike[str], text_or_chunks: str | Iterable[str],
     try:
         st = port.write_atomic(path, hashed(), None, before_replace=check_disk)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise link_refused(path) from None
         raise _save_failed(path, exc) from None
     return Fingerprint(size=written, mtime_ns=st.mtime_ns, sha256=digest.hexdigest())
 
@@ -597,6 +661,15 @@ def _refuse_conflict(path: Path, expected: Fingerprint | None, port: FilePort, *
         raise FileError("conflict", f"{path.name} changed on disk since it was opened",
                         next="Reload it, keep yours (save again with force), or compare them",
                         path=str(path))
+
+
+def link_refused(path: Path) -> PathError:
+    """A save refused because the file, or a folder above it, is now a symbolic link."""
+    return PathError("symlink_refused",
+                     f"{path.name} (or a folder above it) is now a symbolic link, so Rio will "
+                     "not save through it. The file is unchanged and your text is still in Rio",
+                     next="Look at what replaced it; save under another name (File > Save As), "
+                          "or remove the link and save again", path=str(path))
 
 
 def _save_failed(path: Path, exc: OSError) -> FileError:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from rio.errors import PathError
+from rio.files import link_refused
 from rio.ignore import IgnoreRules
 
 PathKind = Literal["file", "dir", "any"]
@@ -127,6 +128,27 @@ class Workspace:
         if str(real) == self._root_str:
             return "."
         return real.relative_to(self.root).as_posix()
+
+    def where(self, real: Path) -> dict[str, object]:
+        """How to show a real path Rio already holds (an open buffer's), and whether it still
+        leads where it did: ``{path, path_error}``. Never raises, so one file swapped for a link
+        out of the project cannot break a listing of every buffer."""
+        root = self.root
+        try:
+            rel = "." if real == root else real.relative_to(root).as_posix()
+        except ValueError:
+            rel = str(real)
+        try:
+            self.check_unmoved(real)
+        except PathError as err:
+            return {"path": rel, "path_error": err.to_wire()}
+        return {"path": rel, "path_error": None}
+
+    def check_unmoved(self, real: Path) -> None:
+        """Refuse (``path.outside_root`` or ``path.symlink_refused``) when ``real`` — a real path
+        confined earlier — now leads elsewhere: it, or a folder above it, became a link."""
+        if self._confine(real) != real:
+            raise link_refused(real)
 
     def contains(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` (relative or absolute) resolves inside the root; never raises."""

@@ -311,16 +311,42 @@ def test_load_then_save_unchanged_is_byte_identical(tmp_path: Path, data: bytes)
     assert path.read_bytes() == data
 
 
-def test_save_keeps_mode_and_writes_through_symlink(tmp_path: Path) -> None:
+def test_save_keeps_mode_and_refuses_to_write_through_a_symlink(tmp_path: Path) -> None:
     real = tmp_path / "real.sh"
     real.write_text("echo 1\n")
     os.chmod(real, 0o751)
+    loaded = load_file(real)
+    save_file(real, "echo 2\n", loaded.format, expected=loaded.fingerprint)
+    assert stat.S_IMODE(real.stat().st_mode) == 0o751
+    # The workspace hands save_file real paths; a link at that name now is a swap, not a file.
     link = tmp_path / "link.sh"
     link.symlink_to(real)
-    loaded = load_file(link)
-    save_file(link, "echo 2\n", loaded.format, expected=loaded.fingerprint)
+    now = load_file(real).fingerprint  # the bytes match: only the link check stands in the way
+    for force in (False, True):
+        with pytest.raises(PathError) as info:
+            save_file(link, "echo 3\n", loaded.format, expected=now, force=force)
+        assert info.value.kind == "path.symlink_refused"
     assert link.is_symlink() and real.read_text() == "echo 2\n"
-    assert stat.S_IMODE(real.stat().st_mode) == 0o751
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.sh", "real.sh"]  # no temp left
+
+
+def test_save_refuses_a_folder_on_the_way_swapped_for_a_symlink(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.txt").write_text("theirs\n")
+    proj = tmp_path / "proj"
+    (proj / "sub").mkdir(parents=True)
+    (proj / "sub" / "a.txt").write_text("theirs\n")
+    loaded = load_file(proj / "sub" / "a.txt")
+    (proj / "sub" / "a.txt").unlink()
+    (proj / "sub").rmdir()
+    (proj / "sub").symlink_to(outside)
+    with pytest.raises(PathError) as info:
+        save_file(proj / "sub" / "a.txt", "mine\n", loaded.format, expected=loaded.fingerprint,
+                  force=True)
+    assert info.value.kind == "path.symlink_refused"
+    assert (outside / "a.txt").read_text() == "theirs\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["a.txt"]
 
 
 def test_save_new_file_gets_umask_mode(tmp_path: Path) -> None:
