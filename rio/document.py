@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from contextlib import contextmanager
 from itertools import islice
-from dataclasses import dataclass, replace as dc_replace
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field, replace as dc_replace
+from typing import Any, Callable, Iterator, Sequence
 
 from rio.errors import BufferError
 from rio.text import ChunkedText
@@ -31,6 +32,11 @@ TYPING_RUN_LIMIT = 200
 HISTORY_LIMIT = 100_000
 #: How many undo steps are kept; the oldest are forgotten first.
 UNDO_LIMIT = 10_000
+#: How much text the undo history may hold, in characters (inserted + removed text of every
+#: step, redo steps included); the oldest steps are forgotten first and the newest step is always
+#: kept. The log of recent changes (for stale edits) has the same bound. Without it 400
+#: paste/delete pairs of 1 MB grew a core to 881 MB. config.toml ``[editor] undo_mb`` sets it.
+UNDO_TEXT_LIMIT = 64 * 1024 * 1024
 
 EDIT, UNDO, REDO = "edit", "undo", "redo"
 
@@ -71,6 +77,38 @@ class _Step:
     last_time: float
 
 
+def _weight(change: Change) -> int:
+    return len(change.text) + len(change.removed)
+
+
+def _step_weight(step: _Step) -> int:
+    return sum(len(c.text) + len(c.removed) for c in step.changes)
+
+
+@dataclass(slots=True)
+class _Savepoint:
+    """What :meth:`Document.atomic` needs to put the document back as it was.
+
+    An op changes the undo and redo stacks only at their tops (plus the oldest undo steps it
+    evicts), so the tops, the lengths and the evicted items are enough: no copy of the history.
+    """
+
+    version: int
+    undo_len: int
+    undo_top: _Step | None
+    redo: list[_Step]
+    redo_len: int
+    redo_top: _Step | None
+    next_state: int
+    base_state: int
+    group_open: bool
+    undo_chars: int
+    log_chars: int
+    applied: list[Change] = field(default_factory=list)
+    undo_evicted: list[_Step] = field(default_factory=list)
+    log_evicted: list[Change] = field(default_factory=list)
+
+
 def _typing_kind(start: int, end: int, text: str) -> str | None:
     if start == end and len(text) == 1:
         return "type"
@@ -100,14 +138,19 @@ class Document:
 
     def __init__(self, text: str = "", *, clock: Callable[[], float] = time.monotonic,
                  version: int = 0, history_limit: int = HISTORY_LIMIT,
-                 undo_limit: int = UNDO_LIMIT) -> None:
+                 undo_limit: int = UNDO_LIMIT, undo_text_limit: int = UNDO_TEXT_LIMIT) -> None:
         self.buffer = ChunkedText(text)
         self.version = version
         self._clock = clock
-        self._log: deque[Change] = deque(maxlen=history_limit)
+        self._log: deque[Change] = deque()
+        self._history_limit = history_limit
         self._undo: list[_Step] = []
         self._redo: list[_Step] = []
         self._undo_limit = undo_limit
+        self._text_limit = undo_text_limit
+        self._undo_chars = 0      # text held by the undo and redo steps
+        self._log_chars = 0       # text held by the change log
+        self._savepoint: _Savepoint | None = None
         self._next_state = 1
         self._base_state = 0      # the state with every remembered step undone
         self._saved_state: int | None = 0
@@ -214,7 +257,9 @@ class Document:
         if kind and top and self._joins(top, change, kind, now):
             self._undo[-1] = dc_replace(top, changes=top.changes + (change,),
                                         applied_at=self.version, last_time=now)
-            self._redo.clear()
+            self._clear_redo()
+            self._undo_chars += _weight(change)
+            self._trim_undo()
             return
         self._push(_Step(self._new_state(), change.label, change.origin, (change,),
                          self.version, kind, now))
@@ -241,6 +286,15 @@ class Document:
         self.version += 1
         change = Change(self.version, start, end, text, removed, origin, label, kind)
         self._log.append(change)
+        self._log_chars += _weight(change)
+        while len(self._log) > 1 and (len(self._log) > self._history_limit
+                                      or self._log_chars > self._text_limit):
+            old = self._log.popleft()
+            self._log_chars -= _weight(old)
+            if self._savepoint is not None:
+                self._savepoint.log_evicted.append(old)
+        if self._savepoint is not None:
+            self._savepoint.applied.append(change)
         return change
 
     def _new_state(self) -> int:
@@ -250,10 +304,77 @@ class Document:
 
     def _push(self, step: _Step) -> None:
         self._undo.append(step)
-        self._redo.clear()
-        if len(self._undo) > self._undo_limit:
+        self._clear_redo()
+        self._undo_chars += _step_weight(step)
+        self._trim_undo()
+
+    def _clear_redo(self) -> None:
+        # A new list, not clear(): a savepoint may hold the old one to put it back.
+        if self._redo:
+            self._undo_chars -= sum(_step_weight(s) for s in self._redo)
+            self._redo = []
+
+    def _trim_undo(self) -> None:
+        """Forget the oldest steps past the step count or the text bound (never the newest)."""
+        while self._undo and (len(self._undo) > self._undo_limit
+                              or (self._undo_chars > self._text_limit and len(self._undo) > 1)):
             dropped = self._undo.pop(0)
             self._base_state = dropped.id
+            self._undo_chars -= _step_weight(dropped)
+            if self._savepoint is not None:
+                self._savepoint.undo_evicted.append(dropped)
+
+    @property
+    def undo_chars(self) -> int:
+        """Characters of text the undo and redo history holds (bounded by ``undo_text_limit``)."""
+        return self._undo_chars
+
+    # --- all or nothing -----------------------------------------------------------------------
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Everything done inside happens entirely, or (on an exception) not at all.
+
+        The buffer uses it to apply an edit, journal it, and take the edit back if the journal
+        cannot be written: an edit is acknowledged only once it is journaled (ADR-0006).
+        """
+        if self._savepoint is not None:   # nested: part of the outer one
+            yield
+            return
+        redo_top = self._redo[-1] if self._redo else None
+        sp = _Savepoint(self.version, len(self._undo), self._undo[-1] if self._undo else None,
+                        self._redo, len(self._redo), redo_top, self._next_state,
+                        self._base_state, self._group_open, self._undo_chars, self._log_chars)
+        self._savepoint = sp
+        try:
+            yield
+        except BaseException:
+            self._rollback(sp)
+            raise
+        finally:
+            self._savepoint = None
+
+    def _rollback(self, sp: _Savepoint) -> None:
+        for change in reversed(sp.applied):
+            self.buffer.replace(change.start, change.start + len(change.text), change.removed)
+        applied = {id(c) for c in sp.applied}
+        while self._log and id(self._log[-1]) in applied:
+            self._log.pop()
+        for change in reversed(sp.log_evicted):
+            if id(change) not in applied:
+                self._log.appendleft(change)
+        self._undo[0:0] = sp.undo_evicted
+        del self._undo[max(sp.undo_len - 1, 0):]
+        if sp.undo_top is not None:
+            self._undo.append(sp.undo_top)
+        self._redo = sp.redo
+        del self._redo[max(sp.redo_len - 1, 0):]
+        if sp.redo_top is not None:
+            self._redo.append(sp.redo_top)
+        self.version = sp.version
+        self._next_state, self._base_state = sp.next_state, sp.base_state
+        self._group_open = sp.group_open
+        self._undo_chars, self._log_chars = sp.undo_chars, sp.log_chars
 
     # --- undo ---------------------------------------------------------------------------------
 
@@ -292,8 +413,9 @@ class Document:
         self._group_open = False
         changes = [self._apply(c.start, c.end, c.text, origin, step.label, REDO)
                    for c in step.changes]
-        self._undo.append(dc_replace(step, changes=tuple(changes), applied_at=self.version,
-                                     typing=None))
+        again = dc_replace(step, changes=tuple(changes), applied_at=self.version, typing=None)
+        self._undo.append(again)
+        self._undo_chars += _step_weight(again) - _step_weight(step)
         return changes
 
     def merge_since(self, version: int, label: str) -> int:

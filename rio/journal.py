@@ -7,13 +7,20 @@ Swap files, the '90s way (ADR-0006). One journal per open document with unsaved 
 A record is ``>II`` (body length, CRC32 of the body) then a msgpack body. The header body is
 ``{"journal": 1, "header": {...}, "base": text or None, "base_version": n}`` where ``header`` is
 the caller's plain dict (buffer id, path or None, file format info, disk fingerprint). A change
-body is ``[start, end, text, version]``.
+body is ``[start, end, text, version]``, or ``[start, end, text, version, request]`` for the
+last change of a client's request (its request id, so a resend after a restart is recognised).
 
-The writer appends one record per change (one ``write``, no fsync) and the actor calls
+The writer appends the records of one op in one ``write`` (no fsync) and the actor calls
 :meth:`JournalWriter.flush` in batches (a timer, or every N edits): the OS survives a killed
-process, so only a machine crash can lose the last batch. A record cut short by a crash, or one
-whose CRC does not match, ends the replay: a torn tail is detected and dropped, never misread.
-The header is always written with :meth:`JournalStore.replace_atomically`, so it is never torn.
+process, so only a machine crash can lose the last batch. The header is always written with
+:meth:`JournalStore.replace_atomically`, together with any first changes, so it is never torn.
+An append that fails (a full disk) is cut back to the last good record (``truncate``) and
+raises ``file.journal_write_failed``: the caller takes the edit back (ADR-0006, revised).
+
+Reading: a record cut short or whose CRC does not match is never misread. Recovery scans past
+it for the next intact record; records after a gap are replayed only while their versions follow
+on without a hole (changes are positional: one replayed after a missing one would garble the
+text). What could not be replayed is counted in :class:`Recovered` so the caller can say so.
 
 All file access goes through :class:`JournalStore`, a small port with an OS implementation and
 an in-memory one that can simulate a crash (only fsynced bytes survive).
@@ -21,9 +28,11 @@ an in-memory one that can simulate a crash (only fsynced bytes survive).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import struct
+import time
 import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -43,11 +52,48 @@ COMPACT_FLOOR = 1024 * 1024
 
 _FRAME = struct.Struct(">II")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+#: A damaged journal is kept beside the others under ``<name>.damaged-<UTC time>``.
+DAMAGED = ".damaged-"
+#: The first byte of a change body (a msgpack array of 4-15 items, or a map): where a scan
+#: past damage looks for the next record.
+_BODY_START = re.compile(rb"[\x80-\x8f\x94-\x9f]")
 
 
 def encode_record(body: Any) -> bytes:
     payload = msgpack.packb(body, use_bin_type=True)
     return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def change_body(change: Any, request: str | None = None) -> list[Any]:
+    """The record body of one applied change (anything with start, end, text and version)."""
+    body = [change.start, change.end, change.text, change.version]
+    if request is not None:
+        body.append(request)
+    return body
+
+
+def disk_of(location: str) -> str:
+    """The mount point holding ``location`` (what a user frees space on); itself if unknown."""
+    if not os.path.isabs(location):
+        return location
+    path = os.path.dirname(location)
+    while path != os.path.dirname(path) and not os.path.ismount(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def journal_write_failed(location: str, exc: OSError, label: str | None = None) -> FileError:
+    """``file.journal_write_failed``: the buffer ``label`` is not protected against a crash."""
+    who = label or "this document"
+    folder = os.path.dirname(location) if os.path.isabs(location) else location
+    return FileError(
+        "file.journal_write_failed",
+        f"The journal of {who} could not be written ({exc.strerror or exc}) at {location}: the "
+        f"edit was not applied, and {who} is not protected against a crash until the journal "
+        f"can be written again.",
+        f"Free disk space on {disk_of(location)} (the journal folder is {folder}); Rio retries "
+        f"the journal with your next edit, or save {who} to a disk with room.",
+        journal=location, buffer_name=who, errno=errno.errorcode.get(exc.errno or 0, ""))
 
 
 def keeps_base_text(path: str | None, size_bytes: int) -> bool:
@@ -69,6 +115,17 @@ class JournalStore(Protocol):
     def replace_atomically(self, name: str, data: bytes) -> None: ...
     def close(self, name: str) -> None: ...
     def location(self, name: str) -> str: ...
+    def truncate(self, name: str, size: int) -> None: ...
+
+
+def is_journal_name(name: str) -> bool:
+    """A live journal, not a temp file nor a kept damaged copy."""
+    return bool(_NAME.match(name)) and not name.endswith(".tmp") and DAMAGED not in name
+
+
+def damaged_name(name: str, now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    return f"{name}{DAMAGED}{stamp}"
 
 
 def _check_name(name: str) -> None:
@@ -103,7 +160,11 @@ class MemoryJournalStore:
         self.durable.pop(name, None)
 
     def list(self) -> list[str]:
-        return sorted(self.files)
+        return sorted(n for n in self.files if is_journal_name(n))
+
+    def truncate(self, name: str, size: int) -> None:
+        if name in self.files:
+            del self.files[name][size:]
 
     def replace_atomically(self, name: str, data: bytes) -> None:
         _check_name(name)
@@ -118,6 +179,81 @@ class MemoryJournalStore:
 
     def crash(self) -> None:
         self.files = {name: bytearray(data) for name, data in self.durable.items()}
+
+
+_FAULT_ERRNO = {"enospc": errno.ENOSPC, "eio": errno.EIO}
+
+
+class FaultyJournalStore:
+    """A journal store on a disk that fills up (tests and the fault harness).
+
+    ``space`` is how many more bytes fit (``None``: plenty). A write that does not fit lands as
+    far as it fits and then fails with ENOSPC (or EIO), cutting a record part-way as a real full
+    disk does; ``replace_atomically`` fails before it replaces anything (its temp copy fails).
+    ``fail_fsync`` makes fsync fail, as delayed allocation can report a full disk only then.
+    """
+
+    def __init__(self, inner: JournalStore, *, space: int | None = None, fail: str = "enospc",
+                 fail_fsync: bool = False) -> None:
+        if fail not in _FAULT_ERRNO:
+            raise ValueError(f"fail must be one of {sorted(_FAULT_ERRNO)}, not {fail!r}")
+        self.inner = inner
+        self.space = space
+        self.fail = fail
+        self.fail_fsync = fail_fsync
+        self.writes_failed = 0
+
+    def _error(self) -> OSError:
+        self.writes_failed += 1
+        code = _FAULT_ERRNO[self.fail]
+        return OSError(code, os.strerror(code))
+
+    def fill(self, space: int = 0) -> None:
+        self.space = space
+
+    def free(self) -> None:
+        self.space = None
+        self.fail_fsync = False
+
+    def append_bytes(self, name: str, data: bytes) -> None:
+        if self.space is not None and len(data) > self.space:
+            if self.space:
+                self.inner.append_bytes(name, data[:self.space])
+            self.space = 0
+            raise self._error()
+        if self.space is not None:
+            self.space -= len(data)
+        self.inner.append_bytes(name, data)
+
+    def replace_atomically(self, name: str, data: bytes) -> None:
+        if self.space is not None:
+            if len(data) > self.space:
+                raise self._error()
+            self.space -= len(data)
+        self.inner.replace_atomically(name, data)
+
+    def fsync(self, name: str) -> None:
+        if self.fail_fsync:
+            raise self._error()
+        self.inner.fsync(name)
+
+    def read(self, name: str) -> bytes:
+        return self.inner.read(name)
+
+    def remove(self, name: str) -> None:
+        self.inner.remove(name)
+
+    def list(self) -> list[str]:
+        return self.inner.list()
+
+    def close(self, name: str) -> None:
+        self.inner.close(name)
+
+    def location(self, name: str) -> str:
+        return self.inner.location(name)
+
+    def truncate(self, name: str, size: int) -> None:
+        self.inner.truncate(name, size)
 
 
 class OsJournalStore:
@@ -169,8 +305,17 @@ class OsJournalStore:
 
     def list(self) -> list[str]:
         return sorted(n for n in os.listdir(self.directory)
-                      if _NAME.match(n) and not n.endswith(".tmp")
-                      and os.path.isfile(os.path.join(self.directory, n)))
+                      if is_journal_name(n) and os.path.isfile(os.path.join(self.directory, n)))
+
+    def truncate(self, name: str, size: int) -> None:
+        fd = self._fds.get(name)
+        if fd is not None:
+            os.ftruncate(fd, size)   # O_APPEND: the next write lands at the new end
+            return
+        try:
+            os.truncate(self._path(name), size)
+        except FileNotFoundError:
+            pass
 
     def replace_atomically(self, name: str, data: bytes) -> None:
         path = self._path(name)
@@ -182,8 +327,14 @@ class OsJournalStore:
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            try:
+                os.unlink(temp)   # a full disk must not also keep a half-written copy
+            except OSError:
+                pass
+            raise
+        os.close(fd)
         os.replace(temp, path)
         dir_fd = os.open(self.directory, os.O_RDONLY)
         try:
@@ -208,39 +359,101 @@ class JournalWriter:
     """Appends one document's changes; see the module docstring for the format and batching."""
 
     def __init__(self, store: JournalStore, name: str, header: dict[str, Any],
-                 base_text: str | None, *, base_version: int = 0) -> None:
+                 base_text: str | None, *, base_version: int = 0, changes: Any = (),
+                 label: str | None = None) -> None:
+        """Write the header (and ``changes``, the first ones) as one atomic, fsynced file.
+
+        ``label`` names the document in error messages. A write that fails raises
+        ``file.journal_write_failed`` and leaves whatever journal was there before.
+        """
         self.store = store
         self.name = name
         self.header = dict(header)
+        self.label = label
         self.unsynced = 0        # changes appended since the last flush
         self.change_bytes = 0    # bytes of change records since the last snapshot
+        self.size = 0            # bytes of intact records: where a failed append is cut back to
+        self.needs_rewrite = False   # an fsync failed: only a fresh snapshot is trustworthy
+        self._torn = False       # a failed append could not be cut back yet
+        self._compact_after = 0  # a compaction that failed is retried only after more changes
         self._closed = False
-        self._snapshot(base_text, base_version)
+        self._snapshot(base_text, base_version, changes)
 
-    def _snapshot(self, base_text: str | None, base_version: int) -> None:
+    def _failed(self, exc: OSError) -> FileError:
+        return journal_write_failed(self.store.location(self.name), exc, self.label)
+
+    def _snapshot(self, base_text: str | None, base_version: int, changes: Any = ()) -> None:
         body = {"journal": FORMAT_VERSION, "header": self.header, "base": base_text,
                 "base_version": base_version}
-        self.store.replace_atomically(self.name, MAGIC + encode_record(body))
+        records = [encode_record(change_body(c)) for c in changes]
+        data = MAGIC + encode_record(body) + b"".join(records)
+        try:
+            self.store.replace_atomically(self.name, data)
+        except OSError as exc:
+            raise self._failed(exc) from exc
+        self.size = len(data)
         self.unsynced = 0
-        self.change_bytes = 0
+        self.change_bytes = sum(map(len, records))
+        self.needs_rewrite = self._torn = False
+        self._compact_after = 0
 
-    def append(self, change: Any) -> None:
-        """Record one applied change (anything with start, end, text and version)."""
+    def append(self, change: Any, request: str | None = None) -> None:
+        """Record one applied change (anything with start, end, text and version).
+
+        ``request`` names the request that this change completes (a fifth field), so a resend
+        of it after a restart is recognised instead of applied twice (ADR-0018).
+        """
+        self.append_many([change], request)
+
+    def append_many(self, changes: Any, request: str | None = None) -> None:
+        """Record the changes of one op in one write; all of them land, or none.
+
+        ``request`` goes on the last change. A write that fails part-way (a full disk) is cut
+        back to the last intact record, so records appended once space returns never follow a
+        torn one; the failure is ``file.journal_write_failed``.
+        """
         self._check_open()
-        record = encode_record([change.start, change.end, change.text, change.version])
-        self.store.append_bytes(self.name, record)
-        self.unsynced += 1
-        self.change_bytes += len(record)
+        changes = list(changes)
+        data = b"".join(encode_record(change_body(c, request if i == len(changes) - 1 else None))
+                        for i, c in enumerate(changes))
+        if not data:
+            return
+        try:
+            if self._torn:
+                self.store.truncate(self.name, self.size)
+                self._torn = False
+            self.store.append_bytes(self.name, data)
+        except OSError as exc:
+            self._torn = True
+            try:
+                self.store.truncate(self.name, self.size)
+                self._torn = False
+            except OSError:
+                pass   # cut back before the next append, which fails until it can be
+            raise self._failed(exc) from exc
+        self.size += len(data)
+        self.unsynced += len(changes)
+        self.change_bytes += len(data)
 
     def flush(self) -> None:
         """Make every appended change durable (fsync)."""
         self._check_open()
         if self.unsynced:
-            self.store.fsync(self.name)
+            try:
+                self.store.fsync(self.name)
+            except OSError as exc:
+                # After a failed fsync the kernel may have dropped the unwritten pages; a
+                # retried fsync can then succeed with the records gone. Only a rewrite is safe.
+                self.needs_rewrite = True
+                raise self._failed(exc) from exc
             self.unsynced = 0
 
     def should_compact(self, text_chars: int) -> bool:
-        return self.change_bytes > max(COMPACT_FLOOR, text_chars)
+        return self.change_bytes > max(COMPACT_FLOOR, text_chars, self._compact_after)
+
+    def defer_compaction(self) -> None:
+        """A compaction failed (no room for the snapshot): try again after as many changes."""
+        self._compact_after = 2 * self.change_bytes
 
     def compact(self, text: str, version: int) -> None:
         """Replace the journal by a snapshot of ``text`` at ``version`` (atomically)."""
@@ -277,6 +490,52 @@ class Recovered:
     version: int
     dropped_tail: bool   # a torn or corrupt end was found and ignored
     replayed: int = 0    # how many changes were applied onto the base
+    requests: tuple[str, ...] = ()   # request ids of the replayed changes, oldest first
+    skipped: int = 0          # intact change records after a gap, which could not be replayed
+    damaged_bytes: int = 0    # bytes that are no intact record (torn, flipped, garbage)
+    damage_at: int | None = None   # offset of the first damaged byte
+
+
+def _frame_at(data: bytes, offset: int) -> tuple[Any, int] | None:
+    """The intact record at ``offset`` as (body, end), or None (short, CRC, undecodable)."""
+    if len(data) - offset < _FRAME.size:
+        return None
+    length, crc = _FRAME.unpack_from(data, offset)
+    start = offset + _FRAME.size
+    if start + length > len(data):
+        return None
+    payload = data[start:start + length]
+    if zlib.crc32(payload) != crc:
+        return None
+    try:
+        # Header dicts are the caller's: accept any key type msgpack can carry.
+        body = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
+    return body, start + length
+
+
+def _scan(data: bytes, offset: int):
+    """Yield ("record", body, end) for intact records and ("damage", start, end) between them.
+
+    Past damage, the next intact record is found by trying each offset whose body would start
+    with a msgpack array or map byte; a CRC32 match there by chance is a 1 in 2**32 event, and
+    the version check in :func:`recover` stands behind it.
+    """
+    while offset < len(data):
+        found = _frame_at(data, offset)
+        if found is not None:
+            yield "record", found[0], found[1]
+            offset = found[1]
+            continue
+        resume = len(data)
+        for match in _BODY_START.finditer(data, offset + 1 + _FRAME.size):
+            candidate = match.start() - _FRAME.size
+            if _frame_at(data, candidate) is not None:
+                resume = candidate
+                break
+        yield "damage", offset, resume
+        offset = resume
 
 
 def _records(data: bytes, offset: int):
@@ -338,7 +597,6 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
     replayed, and ``file.conflict`` is raised (the journal is left where it is).
     """
     head, end = _read_head(data, location)
-    records = _records(data, end)
     header = head["header"]
     base = head.get("base")
     version = int(head.get("base_version", 0))
@@ -348,7 +606,10 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
                             f"The journal at {location} keeps only a fingerprint of its file.",
                             "Recover it with the file at hand.")
         base, fingerprint = read_base()
-        if not same_content(fingerprint, header.get("fingerprint")):
+        # A journal written at recovery onto a file that had changed meanwhile says which file
+        # its base is (base_fingerprint); "fingerprint" stays the one the edits were made on.
+        if not same_content(fingerprint, header.get("base_fingerprint")
+                            or header.get("fingerprint")):
             raise FileError("file.conflict",
                             f"The file {header.get('path')!r} changed on disk after its unsaved "
                             f"edits were journaled, so they cannot be replayed onto it. The "
@@ -356,23 +617,36 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
                             "Open the file as it is now, redo the edits by hand, then delete "
                             "the journal.", journal=location)
     text = ChunkedText(base)
-    replayed = 0
-    position = end    # the end of the last record that was used
-    clean = True
-    for body, record_end in records:
-        ok = (isinstance(body, list) and len(body) == 4 and body[3] == version + 1
+    replayed = skipped = damaged = 0
+    damage_at: int | None = None
+    requests: list[str] = []
+    chain = True      # every change so far followed on from the one before
+    for kind, *item in _scan(data, end):
+        if kind == "damage":
+            damaged += item[1] - item[0]
+            damage_at = item[0] if damage_at is None else damage_at
+            continue
+        body = item[0]
+        # The safe rule: a change is replayed only onto the exact text it was made on, i.e.
+        # when its version follows the last replayed one. Past damage that held no change (a
+        # torn append cut back late) the chain goes on; after a lost change it is broken for
+        # good, because positional edits replayed onto the wrong text would garble it.
+        ok = (chain and isinstance(body, list) and len(body) in (4, 5)
+              and body[3] == version + 1
               and isinstance(body[0], int) and isinstance(body[1], int)
               and isinstance(body[2], str) and 0 <= body[0] <= body[1] <= len(text))
-        if not ok:  # out of order or out of range: not this document's next change
-            clean = False
-            break
+        if not ok:
+            chain = False
+            skipped += 1
+            continue
         text.replace(body[0], body[1], body[2])
         version += 1
         replayed += 1
-        position = record_end
-    # Stopping short of the end means a torn or corrupt record: everything after it is dropped.
-    dropped = not clean or position != len(data)
-    return Recovered(header, text.text(), version, dropped, replayed)
+        if len(body) == 5 and isinstance(body[4], str):
+            requests.append(body[4])
+    dropped = bool(skipped or damaged)
+    return Recovered(header, text.text(), version, dropped, replayed, tuple(requests),
+                     skipped, damaged, damage_at)
 
 
 def peek_header(data: bytes) -> dict[str, Any]:
