@@ -8,7 +8,8 @@ An inproc PUSH to the bus thread carries only the stop signal.
 
 Requests routed to this process are validated here (:func:`rio.ops.validate`), so actors only ever
 see checked arguments, and de-duplicated by ``(client, id)``: a duplicated frame is never run twice;
-if its reply was already sent, the same reply is sent again (ADR-0009).
+if its reply was already sent, the same reply is sent again, and copies that arrive while the
+first is still running each get the reply when it comes (ADR-0009, ADR-0018).
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class BusThread:
         self._links = 0
         self._early: list[tuple[str, dict]] = []
         self._registered = False
-        self._inflight: set[tuple[bytes, str]] = set()
+        #: requests being served → how many more copies of each arrived meanwhile
+        self._inflight: dict[tuple[bytes, str], int] = {}
         self._done: collections.OrderedDict[tuple[bytes, str], bytes] = collections.OrderedDict()
         self._subscriptions: list[tuple[str, Callable]] = []
         #: Fault injection at the client layer: maps an outgoing payload to the payloads
@@ -114,13 +116,14 @@ class BusThread:
     # --- any thread -----------------------------------------------------------------------------
     def send_reply(self, client: bytes, reply: Reply) -> None:
         payload = encode(reply)
-        self._remember(client, payload)
+        copies = self._remember(client, payload)
         if threading.current_thread() is self._thread:
             sock = self.conn.dealer
         else:
             sock = self._link()
-        for p in self._faulted(payload):
-            sock.send_multipart([client, p])
+        for _ in range(copies):   # every copy of the request gets the reply
+            for p in self._faulted(payload):
+                sock.send_multipart([client, p])
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         with self._lock:
@@ -251,22 +254,26 @@ class BusThread:
     def _faulted(self, payload: bytes) -> list[bytes]:
         return [payload] if self.fault_filter is None else self.fault_filter(payload)
 
-    def _remember(self, client: bytes, payload: bytes) -> None:
+    def _remember(self, client: bytes, payload: bytes) -> int:
+        """Keep the reply for later copies; returns how many copies it answers now."""
         key = (client, peek_id(payload))
         with self._lock:
-            self._inflight.discard(key)
+            extra = self._inflight.pop(key, 0)
             self._done[key] = payload
             while len(self._done) > _DEDUP_KEEP:
                 self._done.popitem(last=False)
+        return 1 + extra
 
     def _on_request(self, client: bytes, request: Request) -> None:
         assert self.conn is not None
         key = (client, request.id)
         with self._lock:
             running = key in self._inflight
+            if running:   # a copy of a request still running: answered when it is
+                self._inflight[key] += 1
             done = self._done.get(key)
         if running:
-            return  # a duplicated frame of a request still running: its reply is coming
+            return
         if done is not None:
             self.conn.dealer.send_multipart([client, done])
             return
@@ -280,7 +287,7 @@ class BusThread:
             self.conn.reply(client, Reply.failure(request.id, err))
             return
         with self._lock:
-            self._inflight.add(key)
+            self._inflight[key] = 0
         try:
             handler(RequestContext(self, client, request, args))
         except Exception as exc:  # noqa: BLE001 -- every request gets an answer

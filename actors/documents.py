@@ -20,7 +20,7 @@ from typing import Any
 import pykka
 
 from actors.bus_thread import BusThread, RequestContext
-from actors.host import answer_ping
+from actors.actor_registry import answer_ping
 from rio.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 from rio.errors import BufferError, RioError
 
@@ -52,6 +52,12 @@ class BufferRoutes:
             return list(self._refs.items())
 
 
+def request_key(ctx: RequestContext) -> str:
+    """Who asked and under which id: what a buffer remembers (and journals) of a request, so
+    the same request sent again — after a core restart too — is not applied twice."""
+    return f"{ctx.client.decode('utf-8', 'replace')} {ctx.request.id}"
+
+
 def unknown_buffer(buffer_id: Any) -> BufferError:
     return BufferError("unknown_buffer", f"No open buffer {buffer_id!r}.",
                        "List the open buffers with buffer.list.")
@@ -79,7 +85,7 @@ class DocumentActor(pykka.ThreadingActor):
             if ctx.op == "buffer.save" and ctx.args.get("path"):
                 target = self.buffer.factory_resolve(ctx.args["path"])
                 self.registry.ask(("claim_path", self.buffer.id, str(target)))
-            result, events = self.buffer.handle(ctx.op, ctx.args)
+            result, events = self.buffer.handle(ctx.op, ctx.args, request_key(ctx))
         except RioError as err:
             ctx.fail(err)
             return None

@@ -137,6 +137,11 @@ class OpenBuffer:
         while len(self.requests) > REQUEST_MEMORY:
             self.requests.popitem(last=False)
 
+    def _request_ids(self) -> list[str]:
+        """The ids to keep in a journal header: the remembered ones and the one being applied
+        (a snapshot drops the records that carried them)."""
+        return [*self.requests, *filter(None, [self._request])][-REQUEST_MEMORY:]
+
     def _check_base(self, base: int | None) -> None:
         if base is not None and base < self.epoch_start:
             raise stale_base(self.name, base)
@@ -256,18 +261,13 @@ class OpenBuffer:
         self._append(changes)
         if self.journal.should_compact(len(self.document.buffer)):
             # The request ids of the records compaction drops live on in the header.
-            self.journal.header["requests"] = list(self.requests)
+            self.journal.header["requests"] = self._request_ids()
             self.journal.compact(self.document.text(), self.document.version)
 
     def _append(self, changes: list[Change]) -> None:
         """Journal the changes; the last one carries the request it completes."""
         assert self.journal is not None
-        for change in changes[:-1]:
-            self.journal.append(change)
-        if self._request is None:
-            self.journal.append(changes[-1])
-        else:
-            self.journal.append(changes[-1], request=self._request)
+        self.journal.append_many(changes, self._request)
 
     def _start_journal(self, changes: list[Change]) -> None:
         # The base is the text before these changes: rebuild it by undoing them on a copy.
@@ -278,7 +278,7 @@ class OpenBuffer:
                   "format": self.format.to_dict(),
                   "fingerprint": self.fingerprint.to_dict() if self.fingerprint else None,
                   "base_version": changes[0].version - 1,
-                  "epoch": self.epoch_start >> EPOCH_BITS, "requests": list(self.requests)}
+                  "epoch": self.epoch_start >> EPOCH_BITS, "requests": self._request_ids()}
         keep_text = self.path is None or len(text) <= JOURNAL_BASE_TEXT_LIMIT
         self.journal = JournalWriter(self.journal_store, self.id, header,
                                      text if keep_text else None,

@@ -21,7 +21,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     ├── BufferError            buffer.*     an edit or request about an open document
     │     unknown_buffer, bad_range, stale_version, bad_version, out_of_sync, nothing_to_undo,
     │     nothing_to_redo, dirty, untitled, path_open, bad_format, bad_pattern, bad_replacement,
-    │     loading, no_editor, unsupported
+    │     loading, no_editor, unsupported, stale_base
     ├── BusError               bus.*        the message bus could not carry a request
     │     timeout, unreachable, no_route, actor_dead, closed, instance_exists,
     │     ambiguous_instance, path_too_long, unsafe_runtime_dir, prefix_taken, listen_failed,
