@@ -31,7 +31,7 @@ import pykka
 
 from actors.bus_async import AsyncLink
 from actors.bus_thread import BusThread, RequestContext
-from actors.host import Host, actor_factory, answer_ping
+from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
 from rio.errors import AgentError, ProtocolError, RioError
@@ -465,7 +465,7 @@ class SessionKeeper(pykka.ThreadingActor):
 
 
 @actor_factory("agent_session")
-def start_agent_session(host: Host) -> dict[str, Callable[[RequestContext], None]]:
+def start_agent_session(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     conversation = host.name.split(":", 1)[1] if ":" in host.name else host.name
     session = AgentSession(host.bus, host.root, conversation).start()
     host.bus.subscribe("run.", session.port.on_run_event)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping
 import pykka
 
 from actors.bus_thread import BusThread, RequestContext
-from actors.host import Host, actor_factory
+from actors.actor_registry import ActorHost, actor_factory
 from rio.conversations import (Conversation, ConversationStore, check_conversation_id,
                                conversation_of_turn, conversations_dir, turn_id, undo_label)
 from rio.errors import AgentError, BusError, ProtocolError, RioError
@@ -88,6 +88,7 @@ class TurnOutcome:
     messages: tuple[Mapping[str, Any], ...] = ()
     error: Mapping[str, Any] | None = None
     from_core: bool = False              # the core classified it: publish agent.error itself
+    buffers: tuple[str, ...] = ()        # buffers the turn changed (unsaved: the user saves)
 
 
 class WorkerPool:
@@ -357,9 +358,12 @@ class ConversationsActor(pykka.ThreadingActor):
             return TurnOutcome("error", messages, AgentError(
                 "unexpected_response", f"The agent session ended the turn as {status!r}.",
                 "Report this as a bug with the agent log.").to_wire(), from_core=True)
-        self._merge_undo(running, result.get("buffers") or ())
+        changed = result.get("buffers") or ()
+        self._merge_undo(running, changed)
         error = result.get("error") if isinstance(result.get("error"), Mapping) else None
-        return TurnOutcome(status, messages, error)
+        buffers = tuple(str(b["buffer"]) for b in changed
+                        if isinstance(b, Mapping) and b.get("buffer") is not None)
+        return TurnOutcome(status, messages, error, buffers=buffers)
 
     def _wait_ready(self, running: RunningTurn, deadline: float) -> None:
         """Wait until the supervisor has seen the new session process answer a ping. Asking
@@ -420,7 +424,10 @@ class ConversationsActor(pykka.ThreadingActor):
             self.bus.publish("agent.error", {**base, "kind": error.get("kind"),
                                              "message": error.get("message"),
                                              "next": error.get("next"), "partial": bool(text)})
-        ended = {**base, "state": status}
+        ended: dict[str, Any] = {**base, "state": status}
+        if outcome.buffers:
+            # What the turn left unsaved: `rio chat` offers /save, /undo and /diff on them.
+            ended["buffers"] = list(outcome.buffers)
         if error is not None:
             ended["error"] = {k: error.get(k) for k in ("kind", "message", "next")}
         self.bus.publish("agent.turn", ended)
@@ -503,7 +510,7 @@ def _installed_providers() -> set[str]:
 
 
 @actor_factory("conversations")
-def start_conversations(host: Host) -> dict[str, Callable[[RequestContext], None]]:
+def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     store = ConversationStore(conversations_dir(project_state_dir(host.root)))
     ref = ConversationsActor.start(store, host.bus)
     host.refs.append(ref)

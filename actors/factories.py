@@ -1,6 +1,6 @@
 """The actors a host process can run, by the names supervisor.toml uses.
 
-Each factory starts its actors inside a :class:`~actors.host.Host` and returns the op prefixes it
+Each factory starts its actors inside a :class:`~actors.actor_registry.ActorHost` and returns the op prefixes it
 serves. Importing this module registers them.
 """
 
@@ -10,12 +10,12 @@ import threading
 from typing import Callable
 
 from actors.bus_thread import RequestContext
-from actors.host import Host, actor_factory
+from actors.actor_registry import ActorHost, actor_factory
 from rio.instance import journal_dir
 
 
 @actor_factory("documents")
-def start_documents(host: Host) -> dict[str, Callable[[RequestContext], None]]:
+def start_documents(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     from actors.documents import BufferRoutes, DocumentsActor, buffer_handler, flush_ticker
     from actors.workspace_actor import WorkspaceActor
 

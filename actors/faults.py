@@ -41,7 +41,7 @@ from typing import Any
 import pykka
 
 from actors import process_control
-from actors.host import Host, actor_factory, answer_ping
+from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from rio.errors import ConfigError, ProtocolError
 from rio.files import FileStat, OsFilePort
 from rio.instance import InstancePaths
@@ -140,7 +140,7 @@ class SwitchableFilePort:
         self._lock = threading.Lock()
 
     @classmethod
-    def install(cls, host: Host) -> "SwitchableFilePort":
+    def install(cls, host: ActorHost) -> "SwitchableFilePort":
         return cls(save_fail_path(host.args.instance or "default"))
 
     def stat(self, path: Path) -> FileStat:
@@ -216,7 +216,7 @@ def helper_argv(kind: str) -> list[str]:
 class FakeAgentActor(pykka.ThreadingActor):
     """Streams ``fake.delta`` events and owns the helper processes of one fake agent."""
 
-    def __init__(self, host: Host, key: FakeKey) -> None:
+    def __init__(self, host: ActorHost, key: FakeKey) -> None:
         super().__init__()
         self.host = host
         self.key = key
@@ -250,7 +250,7 @@ def _ticker(ref: pykka.ActorRef, stop: threading.Event) -> None:
 
 
 @actor_factory("fake_agent")
-def start_fake_agent(host: Host) -> dict[str, Callable[..., None]]:
+def start_fake_agent(host: ActorHost) -> dict[str, Callable[..., None]]:
     key = FakeKey.parse(host.name)
     if key.host == "crash":
         os._exit(3)  # a process that dies at once: the restart budget's test subject

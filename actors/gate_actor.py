@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pykka
 
 from actors.bus_thread import RequestContext
-from actors.host import Host, actor_factory
+from actors.actor_registry import ActorHost, actor_factory
 from rio.errors import ConfigError, ProtocolError
 from rio.gate import Gate, JsonFileStore, Limits
 
@@ -78,7 +78,7 @@ def build_gate(root: Path) -> Gate:
 
 
 @actor_factory("gate")
-def start_gate(host: Host) -> dict[str, Callable[[RequestContext], None]]:
+def start_gate(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     ref = GateActor.start(build_gate(host.root))
     host.refs.append(ref)
     return {"gate": ref.tell}

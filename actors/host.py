@@ -17,25 +17,15 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pykka
 
+from actors.actor_registry import ACTOR_FACTORIES
 from actors.bus import Endpoints
 from actors.bus_thread import BusThread, RequestContext
 
 log = logging.getLogger("rio.host")
-
-#: actor name → function(host) that starts it and returns {prefix: handler}
-ACTOR_FACTORIES: dict[str, Callable[["Host"], dict[str, Callable[[RequestContext], None]]]] = {}
-
-
-def actor_factory(name: str):
-    def register(fn):
-        ACTOR_FACTORIES[name] = fn
-        return fn
-    return register
-
 
 class Host:
     def __init__(self, args: argparse.Namespace):
@@ -87,14 +77,6 @@ class Host:
             except (pykka.ActorDeadError, pykka.Timeout):
                 pass
         self.bus.stop()
-
-
-def answer_ping(message: Any, process: str) -> bool:
-    """For actors that are ping targets: handle ``("ping", ctx)``; True when it was one."""
-    if isinstance(message, tuple) and len(message) == 2 and message[0] == "ping":
-        message[1].reply({"process": process, "pid": os.getpid()})
-        return True
-    return False
 
 
 def _watch_stdin(stopping: threading.Event) -> None:
