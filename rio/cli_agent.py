@@ -59,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="the model, for this conversation only")
     p.add_argument("--instance", help="talk to this running instance by name")
     p.add_argument("--conversation", metavar="ID", help="continue a conversation (agent.list)")
+    p.add_argument("--save", action="store_true",
+                   help="save the files the agent changed at the end of each turn (scripts, "
+                   "headless workers); without it they stay unsaved in Rio until you /save")
+    p.add_argument("--allow-dangerous", action="store_true",
+                   help="let --approve yes run commands Rio flags as dangerous (rm -rf, "
+                   "git clean -f, writes into ~/.bashrc …); without it they need a person")
     p.add_argument("--timeout", type=float, default=10.0, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_chat)
     _usage_exits_3(p)
@@ -100,10 +106,16 @@ class Attached:
     conn: Any
     started: subprocess.Popen | None = None
     log: IO[bytes] | None = None
+    name: str | None = None
 
-    def close(self) -> None:
+    def close(self, unsaved: Any = ()) -> None:
+        """Stop the instance we started — unless ``unsaved`` (paths the agent changed and
+        nobody saved) says it still holds work: then it keeps running and we say how to
+        save and stop it."""
         try:
-            if self.started is not None and self.started.poll() is None:
+            if self.started is not None and self.started.poll() is None and unsaved:
+                keep_running_notice(self.name or "?", self.started.pid, sorted(unsaved))
+            elif self.started is not None and self.started.poll() is None:
                 try:
                     self.conn.call("system.stop", {}, timeout=5.0)
                 except RioError:
@@ -152,7 +164,7 @@ def start_headless(root: Path, *, timeout: float) -> Attached:
             if info is not None:
                 conn = connect(info, name="chat", timeout=timeout, subscribe=("agent.",))
                 if _core_ready(conn):
-                    return Attached(conn, proc, log)
+                    return Attached(conn, proc, log, info.name)
                 conn.close()
             time.sleep(0.1)
         raise BusError("unreachable", f"`rio serve` on {root} did not come up in "
@@ -195,6 +207,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     except RioError as err:
         _print_error(err)
         return EXIT_UNREACHABLE
+    client = None
     try:
         conn = attached.conn
         try:
@@ -207,18 +220,97 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     "model": args.model}, timeout=args.timeout)["conversation"]
         except RioError as err:
             _print_error(err)
+            explain_key_mismatch(err.kind, args.provider, attached)
             return _code_for(err)
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        client = ChatClient(conn, conversation, approve=args.approve, color=color)
+        client = ChatClient(conn, conversation, approve=args.approve, color=color,
+                            allow_dangerous=args.allow_dangerous)
+        client.autosave = args.save
         if not text:
-            return interactive(client)
+            return interactive(client, notice=key_notice(args.provider, args.endpoint,
+                                                         attached.started is not None))
         try:
-            return client.send(text).exit_code
+            result = client.send(text)
         except RioError as err:
             _print_error(err)
             return _code_for(err)
+        explain_key_mismatch((result.error or {}).get("kind"), args.provider, attached)
+        try:
+            if not client.note_unsaved(result, at_prompt=False):
+                return EXIT_ERROR              # --save failed (the error is printed)
+        except RioError as err:
+            _print_error(err)
+            return _code_for(err)
+        return result.exit_code
     finally:
-        attached.close()
+        attached.close(unsaved=set(client.unsaved.values()) if client is not None else ())
+
+
+def keep_running_notice(name: str, pid: int, paths: list[str]) -> None:
+    """Why the instance `rio chat` started is still running, and how to finish."""
+    print(f"Rio keeps running (instance {name}, pid {pid}): the agent's changes to "
+          f"{', '.join(paths)} are unsaved (in its editor and journal, not on disk).\n"
+          f"  Save them: `rio chat --instance {name}` and /save (or /diff, /undo first); "
+          "next time `rio chat --save` saves at the end of the turn.\n"
+          f"  Stop it: `rio stop --instance {name}` (unsaved changes stay in the journal and "
+          "come back at the next start).", file=sys.stderr)
+
+
+def _provider_and_endpoint(provider: str | None, endpoint: str | None) -> tuple[str, str]:
+    from rio.agent_config import load_agent_config
+    try:
+        config = load_agent_config()
+    except RioError:
+        return provider or "anthropic", endpoint or ""
+    name = provider or config.provider
+    return name, endpoint or config.provider_settings(name).endpoint
+
+
+def key_notice(provider: str | None, endpoint: str | None, started_here: bool,
+               env: Any = None, store: Any = None) -> str | None:
+    """Said when the prompt opens: no API key can reach the model, and what to do.
+
+    A Rio that was already running sees only its own environment and the stored keys
+    (keyring or file), never this shell's variables: ADR-0018."""
+    from rio.agent_config import config_dir
+    from rio.failures import key_env_var
+    from rio.providers.base import is_loopback_url
+    from rio.secrets import SecretStore
+    env = os.environ if env is None else env
+    name, url = _provider_and_endpoint(provider, endpoint)
+    if name != "anthropic" and (not url or is_loopback_url(url)):
+        return None                          # a local OpenAI-compatible server needs no key
+    var = key_env_var(name)
+    in_shell = bool(env.get(var, "").strip())
+    # Stored keys only (keyring or file): what any Rio can read, whatever its environment.
+    store = store or SecretStore(config_dir=config_dir(env), env={})
+    if store.get(name)[0] is not None or (in_shell and started_here):
+        return None
+    if in_shell:
+        return (f"Note: {var} is set in this shell, but the Rio already running cannot see "
+                "this shell's environment, and no key is stored. `rio key set "
+                f"{name}` stores it where the running Rio reads it (or `rio stop`, then "
+                "`rio chat` from this shell).")
+    return (f"No API key is set for {name}: messages will fail until `rio key set {name}` "
+            f"stores one (or {var} is set before Rio starts).")
+
+
+def explain_key_mismatch(kind: Any, provider: str | None, attached: Attached) -> None:
+    """agent.not_configured from a Rio that was already running, while this shell has the
+    key in its environment: say why the two disagree (the core cannot see it) and the fix."""
+    if kind != "agent.not_configured" or attached.started is not None:
+        return
+    from rio.failures import key_env_var
+    name, _ = _provider_and_endpoint(provider, None)
+    var = key_env_var(name)
+    if not os.environ.get(var, "").strip():
+        return
+    print(f"  {var} is set in this shell, but the Rio already running (instance "
+          f"{attached.name or '?'}) was started without it and cannot see this shell's "
+          f"environment. Store the key where it reads it: `rio key set {name}` (e.g. "
+          f"`printenv {var} | rio key set {name}`), or stop it (`rio stop`) and run "
+          "`rio chat` from this shell so the instance it starts inherits the variable.",
+          file=sys.stderr)
 
 
 def _code_for(err: RioError) -> int:

@@ -34,6 +34,19 @@ class Danger:
 _SPLIT = re.compile(r"\|\||&&|[;|&\n]|\$\(|`|\(|\)")
 _SHELLS = r"(?:ba|z|k|da|fi|c|tc)?sh"
 _INTERPRETERS = rf"(?:{_SHELLS}|python[0-9.]*|perl|ruby|node|php)"
+#: The home folder as a shell writes it (quoted or not).
+_HOME = r"(?:~|\$HOME|\$\{HOME\}|\"\$HOME\"|/root|/home/[^/\s]+)"
+_SHELL_NAMES = frozenset({"sh", "bash", "zsh", "ksh", "dash", "fish", "csh", "tcsh"})
+#: Python (or Perl, Ruby, Node) one-liners that delete files.
+_CODE_DELETES = re.compile(r"\b(?:rmtree|os\.remove|unlink|rmdir|removedirs|rmSync|rimraf|"
+                           r"rm_rf|rm_r|remove_dir_all)\b|\.rm\(")
+_ONE_LINER = re.compile(r"\b(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node)\s+(?:-\S+\s+)*?"
+                        r"(?:[\"']?-[A-Za-z]*[ce]\b|-\s*<<)")
+#: ``find`` tests that narrow what ``-delete`` removes (``-type f`` alone does not).
+_FIND_FILTERS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename",
+                           "-regex", "-iregex", "-newer", "-mtime", "-mmin", "-empty"})
+#: How deep ``bash -c "…"`` wrappers are unwrapped before the command counts as dangerous.
+_MAX_DEPTH = 4
 
 #: Rules on the whole command string (pipelines span simple commands).
 _WHOLE: tuple[tuple[str, re.Pattern[str], str], ...] = (
@@ -58,6 +71,8 @@ _WHOLE: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("write_shell_rc",
      re.compile(r">>?\s*[\"']?(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile)"),
      "changes your shell start-up files"),
+    ("write_home_dotfile", re.compile(rf">>?\|?\s*[\"']?{_HOME}/\."),
+     "writes into a settings file in your home folder (~/.…)"),
 )
 
 _PROTECTED_ROOTS = {"/", "/*", "~", "~/", "$HOME", "${HOME}", "$HOME/", "/home", "/root",
@@ -86,8 +101,13 @@ def _strip_prefixes(words: list[str]) -> tuple[list[str], bool]:
                 i += 1
             continue
         if base in ("env", "nohup", "time", "nice", "ionice", "command", "exec", "xargs",
-                    "timeout", "stdbuf") or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w):
+                    "timeout", "stdbuf", "builtin") or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w):
             i += 1
+            # The wrapper's own options (env -i, nice -n 5, timeout -s KILL 5 …).
+            while i < len(words) and words[i].startswith("-") and words[i] != "-":
+                takes_value = words[i] in ("-u", "-n", "-s", "-k", "-C", "-S", "-c", "-I",
+                                           "--unset", "--chdir", "--signal")
+                i += 2 if takes_value else 1
             if base == "timeout" and i < len(words):
                 i += 1  # its duration
             continue
@@ -105,7 +125,17 @@ def _short_flags(args: list[str]) -> set[str]:
     return flags
 
 
-def _check_simple(words: list[str]) -> Danger | None:
+def _inline_code(words: list[str], flags: tuple[str, ...]) -> str | None:
+    """The program text of ``bash -c "…"`` / ``python -c "…"`` (None when there is none)."""
+    for i, w in enumerate(words[1:], start=1):
+        if w.startswith("-") and not w.startswith("--") and any(f in w[1:] for f in flags):
+            return words[i + 1] if i + 1 < len(words) else None
+        if not w.startswith("-"):
+            return None
+    return None
+
+
+def _check_simple(words: list[str], depth: int = 0) -> Danger | None:
     words, elevated = _strip_prefixes(words)
     if elevated:
         return Danger("sudo", "runs with administrator rights (sudo)")
@@ -113,6 +143,17 @@ def _check_simple(words: list[str]) -> Danger | None:
         return None
     cmd = words[0].rsplit("/", 1)[-1]
     args = words[1:]
+    if cmd in _SHELL_NAMES:
+        code = _inline_code(words, ("c",))
+        if code is not None:
+            if depth >= _MAX_DEPTH:
+                return Danger("nested_shell", "hides its command in shells within shells")
+            return _classify(code, depth + 1)
+    if re.fullmatch(r"(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node)", cmd):
+        code = _inline_code(words, ("c", "e"))
+        if code is not None and _CODE_DELETES.search(code):
+            return Danger("code_delete", f"deletes files from a {cmd} one-liner")
+        return None
     flags = _short_flags(args)
     operands = [a for a in args if not a.startswith("-")]
     if cmd == "rm":
@@ -147,6 +188,9 @@ def _check_simple(words: list[str]) -> Danger | None:
     if cmd == "dd" and any(a.startswith("of=/dev/") and not a.startswith("of=/dev/null")
                            for a in args):
         return Danger("dd_device", "writes straight onto a device (dd of=/dev/…)")
+    if cmd == "dd" and any(a.startswith(("of=/", "of=~", "of=$HOME", "of=${HOME}", "of=.."))
+                           and a != "of=/dev/null" for a in args):
+        return Danger("dd_outside", "overwrites a file outside the project (dd of=…)")
     if cmd.startswith("mkfs") or cmd in ("mkswap", "wipefs", "fdisk", "sfdisk", "parted",
                                           "shred"):
         return Danger("disk_format", f"formats or wipes disks ({cmd})")
@@ -170,27 +214,69 @@ def _check_simple(words: list[str]) -> Danger | None:
     if cmd in ("mv", "cp", "tee", "ln") and any(
             ("/.ssh/" in o or o.endswith("/.ssh")) for o in operands):
         return Danger("write_ssh", "writes into ~/.ssh (keys and authorised logins)")
-    if cmd == "find" and ("-delete" in args or "rm" in args) and operands[:1] and (
-            operands[0] in _PROTECTED_ROOTS and operands[0] not in (".", "./")
-            or operands[0].startswith(("/", "~"))):
-        return Danger("find_delete", "deletes files outside the project")
+    if cmd in ("tee", "cp", "mv", "ln", "install", "rsync") and any(
+            re.match(rf"{_HOME}/\.", o) for o in operands[-1:] if cmd != "tee") or (
+            cmd == "tee" and any(re.match(rf"{_HOME}/\.", o) for o in operands)):
+        return Danger("write_home_dotfile", "writes into a settings file in your home folder "
+                      "(~/.…)")
+    deletes = "-delete" in args or any(a in ("rm", "/bin/rm", "shred", "unlink")
+                                       for a in args)
+    if cmd == "find" and deletes:
+        start = operands[0] if operands else "."
+        if start in _PROTECTED_ROOTS and start not in (".", "./") or start.startswith(
+                ("/", "~", "$HOME", "${HOME}")):
+            return Danger("find_delete", "deletes files outside the project")
+        if not _FIND_FILTERS.intersection(args):
+            return Danger("find_delete", "deletes everything it finds (find … -delete "
+                          "without -name or -path)")
     return None
 
 
 def classify(command: str) -> Danger | None:
     """The first danger found in ``command``, or None when nothing matched."""
+    return _classify(command, 0)
+
+
+def _classify(command: str, depth: int) -> Danger | None:
     text = command.strip()
     if not text:
         return None
     for rule, pattern, reason in _WHOLE:
         if pattern.search(text):
             return Danger(rule, reason)
+    # A one-liner's code holds ; and ( which split it below: look at the whole string.
+    if _ONE_LINER.search(text) and _CODE_DELETES.search(text):
+        return Danger("code_delete", "deletes files from an interpreter one-liner")
     for simple in _SPLIT.split(text):
         if simple.strip():
-            found = _check_simple(_words(simple))
+            found = _check_simple(_words(simple), depth)
             if found is not None:
                 return found
+    # The split above ignores quotes (it errs towards looking); a quote-aware split finds
+    # what quoting hides from it: ``bash -c 'cd x; rm -rf ~/y'`` keeps its argument whole.
+    for words in _quoted_commands(text):
+        found = _check_simple(words, depth)
+        if found is not None:
+            return found
     return None
+
+
+def _quoted_commands(text: str) -> list[list[str]]:
+    """The simple commands of ``text``, split at unquoted ; & | ( ) < > only."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        tokens = list(lexer)
+    except ValueError:       # unbalanced quotes: the plain split above has looked already
+        return []
+    commands: list[list[str]] = [[]]
+    for token in tokens:
+        if token and all(c in ";&|()<>" for c in token):
+            commands.append([])
+        else:
+            commands[-1].append(token.strip("`$") if token in ("$", "`") else token)
+    return [c for c in commands if c]
 
 
 def classify_argv(argv: list[str]) -> Danger | None:

@@ -401,6 +401,10 @@ def test_run_command_asks_shows_danger_and_returns_output() -> None:
     assert event["kind"] == "command" and event["command"] == "rm -rf build"
     assert event["danger"]["rule"] == "rm_rf" and event["cwd"] == "."
     assert "ran: rm -rf build" in provider.requests[1].messages[-1].content[0].content
+    # The UI gets the tail of what the model got (issue 9: `rio chat` showed only the code).
+    shown = port.of("agent.tool_result")[0]
+    assert "ran: rm -rf build" in shown["output"]
+    assert shown["output"] == provider.requests[1].messages[-1].content[0].content[-4000:]
 
 
 def test_gate_refusal_reaches_the_model() -> None:

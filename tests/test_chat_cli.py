@@ -318,3 +318,268 @@ def test_e2e_approve_no_leaves_the_file_alone(real, model):
     assert "Understood, leaving it." in done.stdout
     assert not [b for b in real.call("buffer.list")
                 if b.get("path", "").endswith("notes.txt") and b.get("dirty")]
+
+
+# --- the client on its own: a scripted connection, no processes (issue 9) ----------------------
+
+class ScriptedConn:
+    """Answers ``call`` from a table (op → value or function of args) and records the calls."""
+
+    def __init__(self, answers: dict | None = None):
+        self.answers = answers or {}
+        self.calls: list[tuple[str, dict]] = []
+
+    def subscribe(self, topic, handler) -> None:
+        pass
+
+    def call(self, op, args=None, timeout=None):
+        self.calls.append((op, dict(args or {})))
+        answer = self.answers.get(op, {})
+        return answer(dict(args or {})) if callable(answer) else answer
+
+    def ops(self) -> list[str]:
+        return [op for op, _ in self.calls]
+
+
+def scripted_client(conn: ScriptedConn, **kw):
+    import io
+    from ui.term.chat import ChatClient
+    out, err = io.StringIO(), io.StringIO()
+    client = ChatClient(conn, "c0ffee000001", out=out, err=err, **kw)
+    return client, out, err
+
+
+def dangerous_proposal() -> dict:
+    return {"conversation": "c0ffee000001", "turn": "t1", "proposal": "t1.1", "call": "x",
+            "kind": "command", "command": "rm -rf ~/dir", "cwd": ".",
+            "danger": {"rule": "rm_rf_outside", "reason": "deletes folders outside the project"}}
+
+
+def test_approve_yes_refuses_a_dangerous_command_when_no_person_can_be_asked():
+    from ui.term.chat import TurnResult
+    conn = ScriptedConn({"agent.approve": {"applied": False, "reason": "rejected"}})
+    client, out, _ = scripted_client(conn, approve="yes", can_ask=False,
+                                     ask=lambda _: pytest.fail("nobody to ask"))
+    result = TurnResult(turn="t1")
+    client._show("agent.propose", dangerous_proposal(), result)
+    assert [a["decision"] for op, a in conn.calls if op == "agent.approve"] == ["reject"]
+    assert "--allow-dangerous" in out.getvalue() and "refused" in out.getvalue()
+    assert result.rejected_by_policy == 1
+
+
+def test_approve_yes_asks_a_person_about_a_dangerous_command_on_a_terminal():
+    from ui.term.chat import TurnResult
+    asked: list[str] = []
+    conn = ScriptedConn({"agent.approve": {"applied": False}})
+    client, out, _ = scripted_client(conn, approve="yes", can_ask=True,
+                                     ask=lambda q: asked.append(q) or "n")
+    client._show("agent.propose", dangerous_proposal(), TurnResult(turn="t1"))
+    assert asked and [a["decision"] for op, a in conn.calls if op == "agent.approve"] == \
+        ["reject"]
+    assert "does not cover dangerous commands" in out.getvalue()
+
+
+def test_allow_dangerous_lets_approve_yes_run_it():
+    from ui.term.chat import TurnResult
+    conn = ScriptedConn({"agent.approve": {"applied": True}})
+    client, out, _ = scripted_client(conn, approve="yes", can_ask=False, allow_dangerous=True)
+    client._show("agent.propose", dangerous_proposal(), TurnResult(turn="t1"))
+    assert [a["decision"] for op, a in conn.calls if op == "agent.approve"] == ["approve"]
+
+
+def test_a_plain_command_is_still_approved_by_approve_yes():
+    from ui.term.chat import TurnResult
+    conn = ScriptedConn({"agent.approve": {"applied": True}})
+    client, _, _ = scripted_client(conn, approve="yes", can_ask=False)
+    data = {**dangerous_proposal(), "command": "pytest -q"}
+    del data["danger"]
+    client._show("agent.propose", data, TurnResult(turn="t1"))
+    assert [a["decision"] for op, a in conn.calls if op == "agent.approve"] == ["approve"]
+
+
+def test_run_command_output_is_shown_folded_and_summaries_are_not_repeated():
+    from ui.term.chat import TurnResult
+    client, out, _ = scripted_client(ScriptedConn())
+    lines = "\n".join(f"line {i}" for i in range(1, 21))
+    client._show("agent.tool_result", {"name": "run_command", "ok": False,
+                                       "summary": "pytest: exit code 1",
+                                       "output": f"exit code 1\n{lines}\n"}, TurnResult())
+    client._show("agent.tool_result", {"name": "propose_create", "ok": False,
+                                       "summary": "propose_create: rejected"}, TurnResult())
+    text = out.getvalue()
+    assert "✗ run_command: pytest: exit code 1" in text
+    assert "line 20" in text and "line 15" in text and "line 14\n" not in text
+    assert "14 earlier lines folded" in text
+    assert "✗ propose_create: rejected" in text and "propose_create: propose_create" not in text
+
+
+def test_help_and_unknown_slash_commands_stay_local():
+    import io
+    from ui.term.chat import interactive
+    conn = ScriptedConn()
+    client, _, _ = scripted_client(conn)
+    lines = iter(["/help", "/frobnicate", "/quit"])
+    out = io.StringIO()
+    assert interactive(client, read=lambda _: next(lines), out=out,
+                       notice="No API key is set for anthropic") == 0
+    text = out.getvalue()
+    assert "/save" in text and "/undo" in text and "/diff" in text
+    assert "unknown command /frobnicate" in text
+    assert "No API key is set for anthropic" in text
+    assert "agent.send" not in conn.ops()
+
+
+def unsaved_conn(state: dict) -> ScriptedConn:
+    """One buffer b1 on notes.txt; save clears dirty, undo puts the disk text back."""
+    def info(_):
+        return {"path": "notes.txt", "dirty": state["text"] != state["disk"],
+                "undo_label": state.get("label", "Agent: rename")}
+
+    def save(_):
+        state["disk"] = state["text"]
+        return {}
+
+    def undo(_):
+        state["text"] = state["disk"]
+        return {}
+    return ScriptedConn({"buffer.info": info, "buffer.save": save, "buffer.undo": undo,
+                         "buffer.text": lambda _: {"text": state["text"]},
+                         "fs.read": lambda _: {"text": state["disk"]}})
+
+
+def test_the_turn_says_what_it_left_unsaved_and_save_diff_undo_work_on_it():
+    from ui.term.chat import TurnResult
+    state = {"disk": "alpha\nbeta\n", "text": "alpha\ngamma\n"}
+    conn = unsaved_conn(state)
+    client, out, _ = scripted_client(conn)
+    assert client.note_unsaved(TurnResult(state="done", buffers=["b1"]), at_prompt=True)
+    assert "Unsaved agent changes: notes.txt" in out.getvalue() and "/save" in out.getvalue()
+    client.show_diff()
+    assert "-beta\n+gamma" in out.getvalue()
+    client.undo_last_turn()
+    assert state["text"] == "alpha\nbeta\n" and not client.unsaved
+    state["text"] = "alpha\ndelta\n"
+    client.note_unsaved(TurnResult(state="done", buffers=["b1"]), at_prompt=True)
+    assert client.save_unsaved() and state["disk"] == "alpha\ndelta\n" and not client.unsaved
+
+
+def test_autosave_saves_at_the_end_of_the_turn():
+    from ui.term.chat import TurnResult
+    state = {"disk": "a\n", "text": "b\n"}
+    conn = unsaved_conn(state)
+    client, out, _ = scripted_client(conn)
+    client.autosave = True
+    assert client.note_unsaved(TurnResult(state="done", buffers=["b1"]), at_prompt=False)
+    assert state["disk"] == "b\n" and "saved notes.txt" in out.getvalue()
+
+
+# --- end to end: what an agent's edit leaves behind when `rio chat` started Rio itself ----------
+
+def _alone(tmp_path: Path, model_server) -> tuple[Path, dict]:
+    root = tmp_path / "alone"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    env = rio_env(tmp_path)
+    env.update({"ANTHROPIC_BASE_URL": model_server.url, "ANTHROPIC_API_KEY": "test-key"})
+    relax_hang_detection(env)
+    return root, env
+
+
+def _processes_on(root: Path) -> list:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if str(root) in " ".join(p.info["cmdline"] or ()):
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.fixture
+def leftovers():
+    """Processes a test's `rio chat` left running on purpose: ended after the test."""
+    roots: list[Path] = []
+    yield roots
+    for root in roots:
+        for proc in _processes_on(root):
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+@pytest.mark.slow
+def test_e2e_an_edit_without_an_instance_keeps_rio_running_and_says_how_to_save(
+        tmp_path, model, leftovers):
+    from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
+    root, env = _alone(tmp_path, model)
+    leftovers.append(root)
+    model.push(anthropic_tool_use("toolu_9", "propose_edit", {
+        "path": "notes.txt", "old_text": "beta", "new_text": "gamma"}), anthropic_text("Done."))
+    done = subprocess.run([sys.executable, "-m", "rio.cli", "chat", "--root", str(root),
+                           "--approve", "yes", "rename beta"], env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=90, cwd=str(root))
+    assert done.returncode == 0, done.stderr
+    assert "applied" in done.stdout
+    assert "Unsaved agent changes: notes.txt" in done.stdout and "--save" in done.stdout
+    assert (root / "notes.txt").read_text() == "alpha\nbeta\n"
+    # The edit exists only in the instance it started: that one keeps running, and says so.
+    assert "Rio keeps running" in done.stderr and "notes.txt" in done.stderr
+    assert "rio stop --instance" in done.stderr
+    runtime = Path(env["RIO_RUNTIME_DIR"])
+    assert list(runtime.glob("*/instance.json"))
+    # Saving it from a second chat (which attaches to that instance) puts it on disk.
+    model.push(anthropic_text("Nothing to do."))
+    again = subprocess.run([sys.executable, "-m", "rio.cli", "chat", "--root", str(root)],
+                           env=env, input="/diff\n/save\n/quit\n", capture_output=True,
+                           text=True, timeout=60, cwd=str(root))
+    assert again.returncode == 0, again.stderr
+    stop = subprocess.run([sys.executable, "-m", "rio.cli", "stop"], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=str(root))
+    assert stop.returncode == 0, stop.stderr
+
+
+@pytest.mark.slow
+def test_e2e_save_writes_the_edit_and_stops_the_instance_it_started(tmp_path, model, leftovers):
+    from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
+    root, env = _alone(tmp_path, model)
+    leftovers.append(root)
+    model.push(anthropic_tool_use("toolu_8", "propose_edit", {
+        "path": "notes.txt", "old_text": "beta", "new_text": "gamma"}), anthropic_text("Done."))
+    done = subprocess.run([sys.executable, "-m", "rio.cli", "chat", "--root", str(root),
+                           "--approve", "yes", "--save", "rename beta"], env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90,
+                          cwd=str(root))
+    assert done.returncode == 0, done.stderr
+    assert "saved notes.txt" in done.stdout
+    assert (root / "notes.txt").read_text() == "alpha\ngamma\n"
+    assert "Rio keeps running" not in done.stderr
+    assert not list(Path(env["RIO_RUNTIME_DIR"]).glob("*/instance.json"))
+    assert wait_for(lambda: not _processes_on(root), 20)
+
+
+@pytest.mark.slow
+def test_e2e_approve_yes_does_not_run_a_dangerous_command_without_a_person(real, model,
+                                                                          tmp_path):
+    from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    model.push(anthropic_tool_use("toolu_7", "run_command", {"command": f"rm -rf {victim}"}),
+               anthropic_text("Could not."))
+    done = run_chat(real, "--approve", "yes", "clean up", input="")
+    assert done.returncode == 5, done.stderr
+    assert "--allow-dangerous" in done.stdout
+    assert (victim / "keep.txt").read_text() == "precious"
+
+
+@pytest.mark.slow
+def test_e2e_run_command_output_is_shown(real, model):
+    from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
+    model.push(anthropic_tool_use("toolu_6", "run_command",
+                                  {"command": "printf 'first\\nsecond\\nthird-line\\n'"}),
+               anthropic_text("Ran it."))
+    done = run_chat(real, "--approve", "yes", "run it", input="")
+    assert done.returncode == 0, done.stderr
+    assert "│ third-line" in done.stdout and "exit code 0" in done.stdout

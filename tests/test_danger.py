@@ -62,6 +62,27 @@ DANGEROUS = [
     ("env FOO=1 nohup rm -rf data", "rm_rf"),
     ("X=1 sudo ls", "sudo"),
     ("ls $(rm -rf build)", "rm_rf"),
+    # Issue 9: what `--approve yes` let through, and their wrappers.
+    ("rm -rf ~/dir", "rm_rf_outside"),
+    ("find . -delete", "find_delete"),
+    ("find . -type f -delete", "find_delete"),
+    ("find ~/old -name '*.log' -delete", "find_delete"),
+    ("python -c \"import shutil; shutil.rmtree('src')\"", "code_delete"),
+    ("python3 -c 'import os; os.remove(\"a.txt\")'", "code_delete"),
+    ("perl -e 'unlink glob \"*\"'", "code_delete"),
+    ("git clean -fdx", "git_clean"),
+    ("git clean -xdf .", "git_clean"),
+    ("dd if=/dev/zero of=/home/me/disk.img", "dd_outside"),
+    ("dd if=x.img of=~/backup.img", "dd_outside"),
+    ("echo 'export PATH=.' >> ~/.bashrc", "write_shell_rc"),
+    ("echo x > ~/.gitconfig", "write_home_dotfile"),
+    ("printf 'k' >> \"$HOME/.netrc\"", "write_home_dotfile"),
+    ("echo y | tee -a ~/.profile", "write_home_dotfile"),
+    ("cp evil ~/.vimrc", "write_home_dotfile"),
+    ("bash -c \"rm -rf ~/dir\"", "rm_rf_outside"),
+    ("sh -c 'git clean -fdx'", "git_clean"),
+    ("env -i rm -rf ~/x", "rm_rf_outside"),
+    ("env bash -lc 'find . -delete'", "find_delete"),
 ]
 
 SAFE = [
@@ -87,6 +108,11 @@ SAFE = [
     "echo 'rm -rf /' is dangerous",
     "find . -name '*.pyc' -delete",
     "cat ~/.ssh/config.example",
+    "cp ~/.bashrc bashrc.backup",
+    "python3 -c 'print(1)'",
+    "bash -c 'pytest -q'",
+    "bash scripts/build.sh",
+    "dd if=/dev/zero of=/dev/null count=1",
     "kill 1234",
     "",
 ]
@@ -117,3 +143,40 @@ def test_unbalanced_quotes_are_still_examined() -> None:
 def test_to_dict_carries_rule_and_reason() -> None:
     assert classify("sudo ls").to_dict() == {  # type: ignore[union-attr]
         "rule": "sudo", "reason": "runs with administrator rights (sudo)"}
+
+
+# --- property: wrappers, quoting and prefixes never hide a dangerous command ------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+CORES = [
+    ["rm", "-rf", "~/dir"], ["rm", "-r", "-f", "$HOME/work"], ["find", ".", "-delete"],
+    ["git", "clean", "-fdx"], ["dd", "if=/dev/zero", "of=/dev/sda"],
+    ["python3", "-c", "import shutil; shutil.rmtree('src')"], ["git", "push", "--force"],
+    ["git", "reset", "--hard"], ["chmod", "-R", "777", "/"], ["shred", "-u", "key"],
+]
+PREFIXES = ["", "sudo ", "env ", "env FOO=1 ", "env -i ", "nohup ", "command ", "timeout 5 ",
+            "X=1 ", "nice -n 5 ", "time "]
+
+
+def _quote(word: str, style: int) -> str:
+    import shlex
+    if style == 0 or word.startswith(("~", "$")):   # quoting ~ or $HOME changes the meaning
+        return shlex.quote(word)
+    return "'" + word.replace("'", "'\"'\"'") + "'" if style == 1 else \
+        '"' + word.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+@settings(max_examples=300, deadline=None)
+@given(core=st.sampled_from(CORES), prefix=st.sampled_from(PREFIXES),
+       quoting=st.lists(st.integers(0, 2), min_size=6, max_size=6),
+       wrap=st.sampled_from(["{}", "bash -c {q}", "sh -c {q}", "env bash -c {q}",
+                             "true && {}", "cd sub; {}", "{} | cat"]))
+def test_wrapped_and_quoted_variants_stay_dangerous(core, prefix, quoting, wrap) -> None:
+    import shlex
+    words = [_quote(w, quoting[i % len(quoting)]) for i, w in enumerate(core)]
+    command = prefix + " ".join(words)
+    full = wrap.format(command, q=shlex.quote(command)) if "{q}" in wrap else \
+        wrap.format(command)
+    assert classify(full) is not None, full

@@ -32,6 +32,8 @@ MAX_RESULT_CHARS = 60_000
 #: Command output kept for the model: the head and the tail (errors are usually at the end).
 COMMAND_HEAD_CHARS = 8_000
 COMMAND_TAIL_CHARS = 24_000
+#: How much of a command's result the agent.tool_result event carries for the UI (its tail).
+SHOWN_OUTPUT_CHARS = 4_000
 DEFAULT_COMMAND_TIMEOUT_S = 120.0
 MAX_COMMAND_TIMEOUT_S = 1800.0
 #: The full text read to build a diff (the core's own ceiling for fs.read).
@@ -94,6 +96,8 @@ class ToolOutcome:
     ok: bool = True
     summary: str = ""
     truncated: bool = False
+    #: For the user's UI (run_command): the tail of ``content``, what the model got back.
+    output: str = ""
 
 
 @dataclass(frozen=True)
@@ -380,8 +384,10 @@ class Tools:
             output += f"\n[… truncated: {final.get('dropped_chars')} characters dropped …]\n"
         how, code = final.get("how", "exited"), final.get("code")
         head = f"exit code {code}" if how == "exited" else f"{how} (exit code {code})"
-        return ToolOutcome(f"{head}\n{output}", how == "exited" and code == 0,
-                           f"{proposal.command}: {head}", truncated)
+        content = f"{head}\n{output}"
+        return ToolOutcome(content, how == "exited" and code == 0,
+                           f"{proposal.command}: {head}", truncated,
+                           output=content[-SHOWN_OUTPUT_CHARS:])
 
 
 def _refused(path: str, refusal: Refusal, *, at_approval: bool = False) -> ToolOutcome:

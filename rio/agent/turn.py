@@ -332,9 +332,11 @@ class Turn:
                                     "input": shown_input(call.input)})
         await self.port.gate_turn("tool_call")
         outcome = await self._tool_outcome(call)
-        self.publish("agent.tool_result", {"call": call.id, "name": call.name, "ok": outcome.ok,
-                                           "summary": outcome.summary,
-                                           "truncated": outcome.truncated})
+        result = {"call": call.id, "name": call.name, "ok": outcome.ok,
+                  "summary": outcome.summary, "truncated": outcome.truncated}
+        if outcome.output:
+            result["output"] = outcome.output
+        self.publish("agent.tool_result", result)
         return ToolResultBlock(call.id, outcome.content, not outcome.ok)
 
     async def _tool_outcome(self, call: ToolCall) -> ToolOutcome:

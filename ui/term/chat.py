@@ -65,6 +65,22 @@ class Style:
         return "\n".join(lines)
 
 
+#: run_command output in the chat: its last lines, the earlier ones folded away.
+SHOWN_OUTPUT_LINES = 6
+
+
+def fold_output(output: str, lines: int = SHOWN_OUTPUT_LINES) -> str:
+    """A command's output as the model got it, indented, only its last ``lines`` lines."""
+    rows = output.rstrip("\n").splitlines()
+    if rows and (rows[0].startswith("exit code") or "(exit code" in rows[0]):
+        rows = rows[1:]                     # the summary line says it already
+    if not rows:
+        return "    │ (no output)"
+    if len(rows) > lines:
+        rows = [f"… {len(rows) - lines} earlier lines folded …"] + rows[-lines:]
+    return "\n".join("    │ " + r for r in rows)
+
+
 def short_input(value: Any, limit: int = 80) -> str:
     """A tool's input on one line: ``path=src/a.py`` rather than a JSON blob."""
     if isinstance(value, Mapping):
@@ -86,6 +102,7 @@ class TurnResult:
     error: Mapping[str, Any] | None = None
     rejected_by_policy: int = 0
     text_seen: bool = False
+    buffers: list[str] = field(default_factory=list)   # what the turn changed (unsaved)
 
     @property
     def exit_code(self) -> int:
@@ -109,13 +126,23 @@ class ChatClient:
 
     def __init__(self, conn: Any, conversation: str, *, out: TextIO = sys.stdout,
                  err: TextIO = sys.stderr, ask: Callable[[str], str] | None = None,
-                 approve: Approve = "ask", color: bool = False):
+                 approve: Approve = "ask", color: bool = False, allow_dangerous: bool = False,
+                 can_ask: bool | None = None):
         self.conn = conn
         self.conversation = conversation
         self.out = out
         self.err = err
         self.ask = ask or input
         self.approve = approve
+        #: --allow-dangerous: --approve yes may run what rio.danger flags (never a default).
+        self.allow_dangerous = allow_dangerous
+        #: A person at a terminal who can answer (None: stdin is a terminal).
+        self.can_ask = sys.stdin.isatty() if can_ask is None else can_ask
+        #: Buffers agent turns changed that are not saved yet, and the last turn's ones.
+        self.unsaved: dict[str, str] = {}
+        self.last_turn_buffers: list[str] = []
+        #: Save what a turn changed when it ends (``rio chat --save``).
+        self.autosave = False
         self.style = Style(color)
         self.inbox = _Inbox()
         conn.subscribe("agent.", self.inbox)
@@ -190,9 +217,15 @@ class ChatClient:
             self._line(s("dim", f"· {data.get('name')} {short_input(data.get('input', {}))}"))
         elif topic == "agent.tool_result":
             mark = "✓" if data.get("ok") else "✗"
-            summary = " ".join(str(data.get("summary", "")).split())[:120]
+            name = str(data.get("name"))
+            summary = " ".join(str(data.get("summary", "")).split())
+            if summary.startswith(f"{name}: "):     # "propose_create: rejected", said once
+                summary = summary[len(name) + 2:]
+            summary = summary[:120]
             more = " (truncated)" if data.get("truncated") else ""
-            self._line(s("dim", f"  {mark} {data.get('name')}: {summary}{more}"))
+            self._line(s("dim", f"  {mark} {name}: {summary}{more}"))
+            if data.get("output"):
+                self._line(s("dim", fold_output(str(data["output"]))))
         elif topic == "agent.propose":
             self._propose(data, result)
         elif topic == "agent.message":
@@ -203,6 +236,7 @@ class ChatClient:
             self._error(data)
         elif topic == "agent.turn" and data.get("state") in ("done", "stopped", "error"):
             result.state = str(data["state"])
+            result.buffers = [str(b) for b in data.get("buffers") or ()]
             if data.get("error") and result.error is None:
                 result.error = dict(data["error"])
                 if result.state == "error":
@@ -227,7 +261,7 @@ class ChatClient:
             self._line(s("err", f"  ! dangerous: {why}"))
         if data.get("diff"):
             self._line(s.diff(str(data["diff"])))
-        decision = self._decide(result)
+        decision = self._decide(result, data)
         reply = self.conn.call("agent.approve", {"turn": result.turn,
                                                  "proposal": data.get("proposal"),
                                                  "decision": decision}, timeout=15.0)
@@ -239,7 +273,21 @@ class ChatClient:
         else:
             self._line(s("warn", f"  not applied: {reply.get('reason', 'refused')}"))
 
-    def _decide(self, result: TurnResult) -> str:
+    def _decide(self, result: TurnResult, data: Mapping[str, Any]) -> str:
+        if data.get("danger") and self.approve == "yes":
+            if self.allow_dangerous:
+                self._line(self.style("dim", "  approving (--approve yes --allow-dangerous)"))
+                return "approve"
+            if not self.can_ask:
+                # A command Rio flags as dangerous always asks a person; a script has none.
+                result.rejected_by_policy += 1
+                self._line(self.style("err", "  refused: a dangerous command needs a person "
+                                      "to approve it, and there is no terminal to ask. Run "
+                                      "it yourself, or pass --allow-dangerous to let "
+                                      "--approve yes run it."))
+                return "reject"
+            self._line(self.style("warn", "  --approve yes does not cover dangerous commands:"))
+            return self._ask_person(result)
         if self.approve == "yes":
             self._line(self.style("dim", "  approving (--approve yes)"))
             return "approve"
@@ -247,6 +295,9 @@ class ChatClient:
             result.rejected_by_policy += 1
             self._line(self.style("dim", "  rejecting (--approve no)"))
             return "reject"
+        return self._ask_person(result)
+
+    def _ask_person(self, result: TurnResult) -> str:
         while True:
             try:
                 answer = self.ask("Apply? [y]es / [n]o / [a]lways: ").strip().lower()
@@ -261,6 +312,96 @@ class ChatClient:
                 return "reject"
             if answer in ("a", "always"):
                 return "always"
+
+    # --- what agent turns left unsaved ----------------------------------------------------------
+    def note_unsaved(self, result: TurnResult, *, at_prompt: bool) -> bool:
+        """After a turn: remember the buffers it left unsaved and say which, and what to do
+        (or save them: ``autosave``, ``rio chat --save``). False when saving failed."""
+        self.last_turn_buffers = list(result.buffers)
+        for bid in result.buffers:
+            self.unsaved.setdefault(bid, bid)
+        self._refresh_unsaved()
+        if not self.unsaved:
+            return True
+        if self.autosave:
+            return self.save_unsaved()
+        names = ", ".join(sorted(self.unsaved.values()))
+        how = ("/save writes them, /undo takes back this turn's change, /diff shows them"
+               if at_prompt else "`rio chat --save` saves at the end of a turn")
+        self._line(self.style("warn", f"Unsaved agent changes: {names}") + " — in Rio's "
+                   f"editor and journal, not on disk yet; {how}.")
+        return True
+
+    def _refresh_unsaved(self) -> None:
+        for bid in list(self.unsaved):
+            try:
+                info = self.conn.call("buffer.info", {"buffer": bid}, timeout=10.0)
+            except RioError:
+                del self.unsaved[bid]          # closed (saved or discarded elsewhere)
+                continue
+            if info.get("dirty"):
+                self.unsaved[bid] = str(info.get("path") or bid)
+            else:
+                del self.unsaved[bid]
+
+    def save_unsaved(self) -> bool:
+        """/save and --save: write every buffer agent turns left unsaved; False on a failure."""
+        self._refresh_unsaved()
+        if not self.unsaved:
+            self._line("Nothing unsaved from the agent.")
+            return True
+        ok = True
+        for bid, path in sorted(self.unsaved.items(), key=lambda kv: kv[1]):
+            try:
+                self.conn.call("buffer.save", {"buffer": bid}, timeout=30.0)
+                self._line(f"saved {path}")
+            except RioError as err:
+                ok = False
+                self._error(err.to_wire())
+        self._refresh_unsaved()
+        return ok
+
+    def undo_last_turn(self) -> None:
+        """/undo: the last turn's one undo step ("Agent: …") in each buffer it changed."""
+        if not self.last_turn_buffers:
+            self._line("The last turn changed no buffer.")
+            return
+        for bid in self.last_turn_buffers:
+            try:
+                info = self.conn.call("buffer.info", {"buffer": bid}, timeout=10.0)
+                if not str(info.get("undo_label") or "").startswith("Agent"):
+                    self._line(f"not undone: the last change to {info.get('path')} is not the "
+                               "agent's any more")
+                    continue
+                self.conn.call("buffer.undo", {"buffer": bid, "origin": "cli"}, timeout=10.0)
+                self._line(f"undid the agent's change to {info.get('path') or bid}")
+            except RioError as err:
+                self._error(err.to_wire())
+        self.last_turn_buffers = []
+        self._refresh_unsaved()
+
+    def show_diff(self) -> None:
+        """/diff: what saving would change on disk, per unsaved buffer."""
+        import difflib
+        self._refresh_unsaved()
+        if not self.unsaved:
+            self._line("Nothing unsaved from the agent.")
+            return
+        for bid, path in sorted(self.unsaved.items(), key=lambda kv: kv[1]):
+            try:
+                now = self.conn.call("buffer.text", {"buffer": bid}, timeout=10.0)["text"]
+                try:
+                    disk = self.conn.call("fs.read", {"path": path}, timeout=10.0)["text"]
+                except RioError as err:
+                    if err.kind != "path.not_found":
+                        raise
+                    disk = ""
+            except RioError as err:
+                self._error(err.to_wire())
+                continue
+            diff = "".join(difflib.unified_diff(disk.splitlines(True), now.splitlines(True),
+                                                f"a/{path}", f"b/{path}"))
+            self._line(self.style.diff(diff) if diff else f"{path}: no difference")
 
     # --- output helpers ----------------------------------------------------------------------
     def _newline(self) -> None:
@@ -281,12 +422,26 @@ class ChatClient:
         self.err.flush()
 
 
+HELP = """\
+Type a message for the agent. Commands (handled here, never sent to the model):
+  /save         save the files the agent changed (they are unsaved in Rio until then)
+  /undo         take back the last turn's changes (one undo step per file)
+  /diff         show what saving would change on disk
+  /mode [MODE]  show or set the approval mode (review, auto_buffer, allow_all)
+  /help         this list
+  /quit         leave (Ctrl+D too); Ctrl+C stops a running turn
+"""
+
+
 def interactive(client: ChatClient, *, read: Callable[[str], str] = input,
-                out: TextIO = sys.stdout) -> int:
-    """The conversation loop: a prompt, a turn, again. ``/quit`` or end of input ends it."""
+                out: TextIO = sys.stdout, notice: str | None = None) -> int:
+    """The conversation loop: a prompt, a turn, again. ``/quit`` or end of input ends it.
+    ``notice`` is said before the first prompt (e.g. that no API key is set)."""
     code = EXIT_DONE
-    out.write(f"Conversation {client.conversation}. Type a message; /mode [MODE] shows or "
-              "sets the approval mode, /quit (or Ctrl+D) leaves. Ctrl+C stops a turn.\n")
+    out.write(f"Conversation {client.conversation}. Type a message; /help lists the commands, "
+              "/quit (or Ctrl+D) leaves. Ctrl+C stops a turn.\n")
+    if notice:
+        out.write(client.style("warn", notice) + "\n")
     while True:
         try:
             text = read("you> ")
@@ -296,17 +451,30 @@ def interactive(client: ChatClient, *, read: Callable[[str], str] = input,
         except KeyboardInterrupt:
             out.write("\n")
             return code
-        text = text.strip()
+        raw, text = text, text.strip()
         if not text:
             continue
         if text in ("/quit", "/exit"):
             return code
-        if text.startswith("/mode"):
-            mode = text[len("/mode"):].strip()
+        if raw.startswith("/"):
+            word = text.split()[0]
             try:
-                got = client.conn.call("agent.mode", {"mode": mode} if mode else {},
-                                       timeout=10.0)
-                out.write(f"mode: {got.get('mode', got) if isinstance(got, Mapping) else got}\n")
+                if word in ("/help", "/?"):
+                    out.write(HELP)
+                elif word == "/save":
+                    client.save_unsaved()
+                elif word == "/undo":
+                    client.undo_last_turn()
+                elif word == "/diff":
+                    client.show_diff()
+                elif word == "/mode":
+                    mode = text[len("/mode"):].strip()
+                    got = client.conn.call("agent.mode", {"mode": mode} if mode else {},
+                                           timeout=10.0)
+                    out.write(f"mode: {got.get('mode', got) if isinstance(got, Mapping) else got}\n")
+                else:
+                    out.write(f"unknown command {word}; /help lists them (start the line with "
+                              "a space to send it to the agent as it is)\n")
             except RioError as err:
                 out.write(f"error: {err.message} ({err.kind})\n  {err.next}\n")
             continue
@@ -319,3 +487,7 @@ def interactive(client: ChatClient, *, read: Callable[[str], str] = input,
             code = EXIT_ERROR
             continue
         code = result.exit_code
+        try:
+            client.note_unsaved(result, at_prompt=True)
+        except RioError as err:
+            client._error(err.to_wire())
