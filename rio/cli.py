@@ -2,6 +2,10 @@
 
 Exit codes for client commands: 0 success, 1 the instance answered with an error (printed),
 2 no instance could be reached (with the reason), 3 bad usage.
+
+Every error is one line on stderr, ``rio: <kind>: <message> — <next>``, never a traceback: a
+:class:`RioError` is printed as it is, bad usage (argparse included) as ``usage``, and anything
+unexpected as ``internal.unexpected`` (``RIO_DEBUG=1`` shows the traceback as well).
 """
 
 from __future__ import annotations
@@ -42,10 +46,31 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+def error_line(kind: str, message: str, next_action: str = "") -> str:
+    """The one line every ``rio`` error is printed as: ``rio: <kind>: <message> — <next>``."""
+    def flat(text: str) -> str:
+        return " ".join(str(text).split()).rstrip(".")
+    line = f"rio: {kind}: {flat(message)}"
+    return f"{line} — {flat(next_action)}" if next_action else line
+
+
+def print_error(kind: str, message: str, next_action: str = "") -> None:
+    print(error_line(kind, message, next_action), file=sys.stderr, flush=True)
+
+
 def _fail(err: RioError) -> int:
-    print(f"rio: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
+    print_error(err.kind, err.message, err.next)
     return EXIT_UNREACHABLE if err.kind in ("bus.unreachable", "bus.ambiguous_instance",
                                              "bus.timeout") else EXIT_ERROR
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exits 3 (argparse's own 2 means
+    "unreachable" for rio)."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        print_error("usage", f"{self.prog}: {message}", f"see `{self.prog} --help`")
+        sys.exit(EXIT_USAGE)
 
 
 def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()):
@@ -111,12 +136,18 @@ def cmd_call(args: argparse.Namespace) -> int:
     try:
         call_args = json.loads(args.json_args) if args.json_args else {}
     except json.JSONDecodeError as exc:
-        print(f"rio: JSON_ARGS is not valid JSON: {exc}\n  Example: rio call buffer.open "
-              "'{\"path\": \"README.md\"}'", file=sys.stderr)
+        print_error("usage", f"JSON_ARGS is not valid JSON: {exc}",
+                    "example: rio call buffer.open '{\"path\": \"README.md\"}'")
         return EXIT_USAGE
     if not isinstance(call_args, dict):
-        print("rio: JSON_ARGS must be a JSON object, e.g. '{\"path\": \"a.txt\"}'",
-              file=sys.stderr)
+        print_error("usage", "JSON_ARGS must be a JSON object",
+                    "example: rio call buffer.open '{\"path\": \"a.txt\"}'")
+        return EXIT_USAGE
+    try:
+        json.dumps(call_args, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        print_error("usage", "JSON_ARGS holds text that is not valid UTF-8 (a file name from "
+                    "the shell?)", "pass names as UTF-8, or rename the file")
         return EXIT_USAGE
     try:
         conn = _connect(args)
@@ -129,7 +160,8 @@ def cmd_call(args: argparse.Namespace) -> int:
         if err.kind == "bus.timeout":
             _fail(err)
             return EXIT_UNREACHABLE
-        _print_json({"ok": False, "error": err.to_wire()})
+        _print_json({"ok": False, "error": err.to_wire()})   # the reply, for scripts
+        print_error(err.kind, err.message, err.next)
         return EXIT_ERROR
     finally:
         conn.close()
@@ -246,8 +278,8 @@ def _client_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rio", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="rio", description=DESCRIPTION,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rio {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -302,14 +334,33 @@ def _extra_commands() -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``rio`` command; whatever goes wrong ends as one line and a documented code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print_error("interrupted", "stopped by Ctrl+C")
+        return 130
+    except RioError as err:
+        return _fail(err)
+    except Exception as exc:  # noqa: BLE001 -- the last line of defence: one line, not a trace
+        if os.environ.get("RIO_DEBUG"):
+            import traceback
+            traceback.print_exc()
+        print_error("internal.unexpected", f"{type(exc).__name__}: {exc}",
+                    "this is a bug in Rio: run it again with RIO_DEBUG=1 and report the "
+                    "traceback")
+        return EXIT_ERROR
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     commands = {a.dest for a in parser._subparsers._group_actions} if parser._subparsers else set()
     known = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
     del commands
     if not argv or (argv[0] not in known and not argv[0].startswith("-")):
-        desktop = argparse.ArgumentParser(prog="rio", description=DESCRIPTION,
-                                          formatter_class=argparse.RawDescriptionHelpFormatter)
+        desktop = _Parser(prog="rio", description=DESCRIPTION,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
         desktop.add_argument("paths", nargs="*", help="a folder or files to open")
         desktop.add_argument("--instance")
         args = desktop.parse_args(argv)

@@ -62,7 +62,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print(f"Revoked {args.revoke!r}: new connections with its key are refused "
                   "(restart the server to drop one that is open).")
             return 0
-        print(f"rio: no authorised client named {args.revoke!r}.\n  See `rio keys --list`.")
+        from rio.cli import print_error
+        print_error("config.unknown_client", f"no authorised client named {args.revoke!r}",
+                    "see `rio keys --list`")
         return 1
     if args.list:
         _print_server_key(folder)

@@ -30,7 +30,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     ├── ConfigError            config.*     a configuration file or setting is wrong
     │     invalid, unknown_placement, invalid_instance_name, insecure_credentials,
     │     credentials_unreadable, empty_key, keyring_failed, bad_key_file, bad_public_key,
-    │     bad_client_name
+    │     bad_client_name, unknown_client
     ├── AgentError             agent.*      a model provider or agent failed
     │     not_configured, auth_rejected, rate_limited, server_error, network,
     │     unexpected_response, request_rejected, insecure_endpoint, output_truncated,

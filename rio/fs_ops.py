@@ -36,7 +36,8 @@ class FsOps:
         folder = self.workspace.resolve(path, kind="dir")
         listing = self.workspace.listing(folder)
         return {"path": self.workspace.relative(folder) or ".",
-                "entries": [{"name": e.name, "path": e.rel, "kind": e.kind, "size": e.size}
+                "entries": [{"name": e.name, "path": e.rel, "kind": e.kind, "size": e.size,
+                             **({"undecodable": True} if e.undecodable else {})}
                             for e in listing.entries],
                 "truncated": listing.truncated}
 

@@ -50,17 +50,22 @@ BINARY_EXTENSIONS = frozenset("""
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One item of a folder listing. ``kind`` "other" is something Rio will not open: a FIFO, a
-    socket, a device, a broken symlink or a symlink leading out of the project."""
+    socket, a device, a broken symlink or a symlink leading out of the project.
+
+    ``undecodable`` marks a name that is not valid UTF-8 on disk: ``name`` and ``rel`` then show
+    it with U+FFFD for the bad bytes (the wire carries UTF-8 text only), so it is listed but
+    cannot be opened by that name."""
 
     name: str
     rel: str
     kind: EntryKind
     size: int | None
     is_link: bool = False
+    undecodable: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "rel": self.rel, "kind": self.kind, "size": self.size,
-                "is_link": self.is_link}
+                "is_link": self.is_link, "undecodable": self.undecodable}
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,18 +278,21 @@ class Workspace:
         return Listing(entries=entries, truncated=len(found) > limit)
 
     def _entry(self, entry: os.DirEntry[str], rel: str) -> Entry:
+        name, rel_shown = displayable(entry.name), displayable(rel)
+        odd = name != entry.name or rel_shown != rel
         is_link = entry.is_symlink()
+        kind: EntryKind = "other"
+        size: int | None = None
         try:
             st = entry.stat()  # follows symlinks
         except OSError:
-            return Entry(entry.name, rel, "other", None, is_link)  # broken link, or vanished
-        if is_link and not self._inside(os.path.realpath(entry.path)):
-            return Entry(entry.name, rel, "other", None, is_link)
-        if stat_module.S_ISDIR(st.st_mode):
-            return Entry(entry.name, rel, "dir", None, is_link)
-        if stat_module.S_ISREG(st.st_mode):
-            return Entry(entry.name, rel, "file", st.st_size, is_link)
-        return Entry(entry.name, rel, "other", None, is_link)
+            st = None  # broken link, or vanished
+        if st is not None and not (is_link and not self._inside(os.path.realpath(entry.path))):
+            if stat_module.S_ISDIR(st.st_mode):
+                kind = "dir"
+            elif stat_module.S_ISREG(st.st_mode):
+                kind, size = "file", st.st_size
+        return Entry(name, rel_shown, kind, size, is_link, odd)
 
     def walk_files(self, path: str | os.PathLike[str] = ".", *,
                    max_files: int = DEFAULT_WALK_MAX_FILES,
@@ -306,6 +314,8 @@ class Workspace:
                 stack.pop()
                 continue
             rel, entry = item
+            if displayable(rel) != rel:
+                continue  # a name that is not UTF-8 cannot cross the wire or be opened by it
             try:
                 if entry.is_symlink():
                     continue
@@ -349,6 +359,16 @@ class Workspace:
 
     def _is_virtualenv(self, rel: str) -> bool:
         return os.path.isfile(os.path.join(self._root_str, rel, "pyvenv.cfg"))
+
+
+def displayable(name: str) -> str:
+    """``name`` as UTF-8-safe text: a name read from disk that was not valid UTF-8 holds lone
+    surrogates (surrogateescape), which msgpack cannot encode; they become U+FFFD."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return name
 
 
 def _shown(path: str | os.PathLike[str]) -> str:

@@ -331,3 +331,39 @@ def test_walk_skips_unreadable_folder(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(os, "scandir", scandir)
     files = list(Workspace(tmp_path).walk_files())
     assert "docs/a.md" not in files and "src/app.py" in files
+
+
+def test_a_name_that_is_not_utf8_is_listed_flagged_and_encodable(tmp_path: Path) -> None:
+    from rio.fs_ops import FsOps
+    from rio.protocol import Reply, encode
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "ok.txt").write_text("x")
+    with open(os.path.join(os.fsencode(tmp_path), b"d", b"bad\xff.txt"), "wb") as f:
+        f.write(b"y")
+    reply = FsOps(tmp_path).list("d")
+    encode(Reply.success("1", reply))   # msgpack cannot encode lone surrogates: raised before
+    by_name = {e["name"]: e for e in reply["entries"]}
+    assert set(by_name) == {"bad\ufffd.txt", "ok.txt"}
+    assert by_name["bad\ufffd.txt"]["undecodable"] is True
+    assert by_name["bad\ufffd.txt"]["path"] == "d/bad\ufffd.txt"
+    assert "undecodable" not in by_name["ok.txt"]
+    # walks (find in files) leave such names out: they cannot be named on the wire
+    assert list(Workspace(tmp_path).walk_files()) == ["d/ok.txt"]
+
+
+@given(st.binary(min_size=1, max_size=12).filter(lambda b: b"/" not in b and b"\0" not in b))
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_file_name_lists_as_utf8_text(tmp_path: Path, raw: bytes) -> None:
+    from rio.workspace import displayable
+    folder = os.path.join(os.fsencode(tmp_path), b"h")
+    os.makedirs(folder, exist_ok=True)
+    raw = b"n_" + raw + b".txt"   # no dot-file, nothing an ignore rule would hide
+    path = os.path.join(folder, raw)
+    with open(path, "wb"):
+        pass
+    try:
+        [entry] = Workspace(tmp_path).listing("h").entries
+        entry.name.encode("utf-8")   # never raises
+        assert entry.undecodable == (displayable(os.fsdecode(raw)) != os.fsdecode(raw))
+    finally:
+        os.unlink(path)
