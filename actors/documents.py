@@ -73,6 +73,13 @@ class DocumentActor(pykka.ThreadingActor):
         self.registry = registry
 
     def on_receive(self, message: Any) -> Any:
+        try:
+            return self._receive(message)
+        finally:   # journal failed / restored: sent whether or not the op itself succeeded
+            for topic, data in self.buffer.take_notices():
+                self.bus.publish(topic, data)
+
+    def _receive(self, message: Any) -> Any:
         if message == "flush":
             self.buffer.flush_journal()
             for topic, data in self.buffer.check_disk():

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rio.document import Change, Document
-from rio.errors import BufferError, RioError
+from rio.errors import BufferError, FileError, RioError
 from rio.files import (DEFAULT_MAX_BYTES, FileFormat, Fingerprint, OsFilePort, disk_changed,
                        load_file, save_file)
-from rio.journal import JournalWriter, OsJournalStore, recover
+from rio.journal import (JournalStore, JournalWriter, OsJournalStore, Recovered, damaged_name,
+                         recover)
 from rio.workspace import Workspace
 
 log = logging.getLogger("rio.buffers")
@@ -66,6 +67,28 @@ class RecoveryReport:
                 "count": len(self.buffers)}
 
 
+def damage_report(name: str, header: dict[str, Any], rec: Recovered, kept: str
+                  ) -> dict[str, Any]:
+    """The RecoveryReport failure for a journal that could be replayed only in part."""
+    who = (Path(header["path"]).name if header.get("path")
+           else f"Untitled-{str(header.get('buffer') or name)[-4:]}")
+    lost = []
+    if rec.damaged_bytes:
+        lost.append(f"{rec.damaged_bytes} bytes of it were unreadable")
+    if rec.skipped:
+        lost.append(f"{rec.skipped} recorded edit(s) after the damage could not be replayed "
+                    f"(an edit is replayed only onto the exact text it was made on)")
+    err = FileError("file.journal_damaged",
+                    f"The journal of {who} was damaged: {rec.replayed} edit(s) were brought "
+                    f"back, but {' and '.join(lost)}. The damaged journal is kept at {kept}.",
+                    f"Check {who} before saving it and redo what is missing; keep {kept} for a "
+                    f"bug report, then delete it.",
+                    kept=kept, replayed=rec.replayed, skipped=rec.skipped,
+                    damaged_bytes=rec.damaged_bytes, damage_at=rec.damage_at)
+    return {"journal": name, "buffer": header.get("buffer") or name, "name": who,
+            **err.to_wire()}
+
+
 class OpenBuffer:
     def __init__(self, buffer_id: str, document: Document, *, path: Path | None,
                  workspace: Workspace, fmt: FileFormat, fingerprint: Fingerprint | None,
@@ -88,6 +111,10 @@ class OpenBuffer:
         #: recent request ids → their result, oldest first (ADR-0018)
         self.requests: OrderedDict[str, Any] = OrderedDict()
         self._request: str | None = None
+        #: the journal failure while this buffer's edits cannot be journaled (ADR-0006 revised)
+        self.unprotected: FileError | None = None
+        #: events that are not any op's answer (journal failed / restored), for the actor to send
+        self.notices: Events = []
         #: resolves a save-as path (set by whoever holds the workspace; default: ours)
         self.factory_resolve: Callable[[str], Path] = (
             lambda p: self.workspace.resolve(p, must_exist=False, kind="file"))
@@ -119,6 +146,8 @@ class OpenBuffer:
             self, "op_" + op.split(".", 1)[1], None)
         if method is None:
             raise BufferError("unsupported", f"{op} is not a per-buffer op.")
+        if op in DEDUPED_OPS:
+            method = self._all_or_nothing(method)
         if request is None or op not in DEDUPED_OPS:
             return method(args)
         done = self.requests.get(request)
@@ -131,6 +160,19 @@ class OpenBuffer:
             self._request = None
         self.remember(request, result)
         return result, events
+
+    def _all_or_nothing(self, method: Callable[[dict[str, Any]], tuple[Any, Events]]
+                        ) -> Callable[[dict[str, Any]], tuple[Any, Events]]:
+        """An edit is acknowledged only once it is journaled: if the journal cannot be written
+        the document is put back as it was and the op fails with file.journal_write_failed."""
+        def run(args: dict[str, Any]) -> tuple[Any, Events]:
+            with self.document.atomic():
+                return method(args)
+        return run
+
+    def take_notices(self) -> Events:
+        notices, self.notices = self.notices, []
+        return notices
 
     def remember(self, request: str, result: Any) -> None:
         self.requests[request] = result
@@ -252,24 +294,48 @@ class OpenBuffer:
         return self.summary(), [change_event(self.id, change), ("buffer.saved", self.summary())]
 
     # --- the journal and the disk ---------------------------------------------------------------
-    def _journal(self, changes: list[Change]) -> None:
+    def _journal(self, changes: list[Change], carry: dict[str, Any] | None = None) -> None:
         if not changes:
             return
-        if self.journal is None:
-            self._start_journal(changes)
-            return
-        self._append(changes)
+        try:
+            if self.journal is None:
+                self._start_journal(changes, carry)
+            else:
+                self._append(changes)
+        except FileError as err:
+            if err.kind == "file.journal_write_failed":
+                self._journal_failed(err)
+            raise
+        self._journal_ok()
+        assert self.journal is not None
         if self.journal.should_compact(len(self.document.buffer)):
             # The request ids of the records compaction drops live on in the header.
             self.journal.header["requests"] = self._request_ids()
-            self.journal.compact(self.document.text(), self.document.version)
+            try:
+                self.journal.compact(self.document.text(), self.document.version)
+            except FileError as err:   # the journal as it was still holds every change
+                log.warning("%s: compaction deferred: %s", self.name, err.message)
+                self.journal.defer_compaction()
+
+    def _journal_failed(self, err: FileError) -> None:
+        if self.unprotected is None:
+            self.notices.append(("buffer.journal_failed",
+                                 {"buffer": self.id, "name": self.name, **err.to_wire()}))
+        self.unprotected = err
+
+    def _journal_ok(self) -> None:
+        if self.unprotected is not None:
+            self.unprotected = None
+            self.notices.append(("buffer.journal_restored", {"buffer": self.id,
+                                                             "name": self.name}))
 
     def _append(self, changes: list[Change]) -> None:
         """Journal the changes; the last one carries the request it completes."""
         assert self.journal is not None
         self.journal.append_many(changes, self._request)
 
-    def _start_journal(self, changes: list[Change]) -> None:
+    def _start_journal(self, changes: list[Change],
+                       carry: dict[str, Any] | None = None) -> None:
         # The base is the text before these changes: rebuild it by undoing them on a copy.
         text = self.document.text()
         for change in reversed(changes):
@@ -279,15 +345,30 @@ class OpenBuffer:
                   "fingerprint": self.fingerprint.to_dict() if self.fingerprint else None,
                   "base_version": changes[0].version - 1,
                   "epoch": self.epoch_start >> EPOCH_BITS, "requests": self._request_ids()}
+        # ``carry``: a recovered journal's header fields, kept (fields this code does not know
+        # included) under the ones set here.
+        header = {**(carry or {}), **header}
         keep_text = self.path is None or len(text) <= JOURNAL_BASE_TEXT_LIMIT
+        # Header and first changes in one atomic, fsynced write: never a journal without them.
         self.journal = JournalWriter(self.journal_store, self.id, header,
                                      text if keep_text else None,
-                                     base_version=changes[0].version - 1)
-        self._append(changes)
+                                     base_version=changes[0].version - 1, changes=changes,
+                                     request=self._request, label=self.name)
 
     def flush_journal(self) -> None:
-        if self.journal is not None:
-            self.journal.flush()
+        """fsync the journal; after a failed fsync, rewrite it whole (retried every flush)."""
+        if self.journal is None:
+            return
+        try:
+            if self.journal.needs_rewrite:
+                self.journal.header["requests"] = self._request_ids()
+                self.journal.compact(self.document.text(), self.document.version)
+            else:
+                self.journal.flush()
+        except FileError as err:
+            self._journal_failed(err)
+            return
+        self._journal_ok()
 
     def _drop_journal(self) -> None:
         if self.journal is not None:
@@ -314,11 +395,16 @@ class OpenBuffer:
 
 class BufferFactory:
     def __init__(self, root: Path, journal_dir: Path, *, file_port: Any = None,
-                 max_file_bytes: int | None = None):
+                 max_file_bytes: int | None = None, journal_store: JournalStore | None = None,
+                 undo_text_limit: int | None = None):
         self.workspace = Workspace(root)
-        self.journal_store = OsJournalStore(journal_dir)
+        self.journal_store = journal_store or OsJournalStore(journal_dir)
         self.file_port = file_port or OsFilePort()
         self.max_file_bytes = max_file_bytes or DEFAULT_MAX_BYTES
+        if undo_text_limit is None:
+            from rio.editor_config import undo_text_limit as configured
+            undo_text_limit = configured()
+        self.undo_text_limit = undo_text_limit
 
     def resolve(self, path: str, *, must_exist: bool = True) -> Path:
         return self.workspace.resolve(path, must_exist=must_exist, kind="file")
@@ -328,13 +414,16 @@ class BufferFactory:
 
     def open(self, path: Path) -> OpenBuffer:
         loaded = load_file(path, port=self.file_port, max_bytes=self.max_file_bytes)
-        return OpenBuffer(self._new_id(), Document(loaded.text), path=path,
+        return OpenBuffer(self._new_id(), Document(loaded.text,
+                                                   undo_text_limit=self.undo_text_limit),
+                          path=path,
                           workspace=self.workspace, fmt=loaded.format,
                           fingerprint=loaded.fingerprint, journal_store=self.journal_store,
                           file_port=self.file_port)
 
     def new(self, text: str) -> OpenBuffer:
-        buf = OpenBuffer(self._new_id(), Document(""), path=None, workspace=self.workspace,
+        buf = OpenBuffer(self._new_id(), Document("", undo_text_limit=self.undo_text_limit),
+                         path=None, workspace=self.workspace,
                          fmt=FileFormat(), fingerprint=None, journal_store=self.journal_store,
                          file_port=self.file_port)
         if text:
@@ -347,7 +436,7 @@ class BufferFactory:
         failures: list[dict[str, Any]] = []
         for name in self.journal_store.list():
             try:
-                buf = self._recover_one(name)
+                buf = self._recover_one(name, failures)
             except RioError as err:
                 failures.append({"journal": name, **err.to_wire()})
                 continue
@@ -361,8 +450,17 @@ class BufferFactory:
                 buffers.append(buf)
         return RecoveryReport(tuple(buffers), tuple(failures))
 
-    def _recover_one(self, name: str) -> OpenBuffer | None:
+    def _recover_one(self, name: str, failures: list[dict[str, Any]]) -> OpenBuffer | None:
+        """Bring one journal back as a buffer; damage is reported in ``failures``.
+
+        Crash-safe at every step (ADR-0006 revised): a damaged journal is first copied aside,
+        then the new journal (header + the recovered text as one change) replaces the old one
+        in one atomic, fsynced write, so a kill at any point leaves the old or the new journal
+        complete. The buffer keeps the fingerprint its edits were made against: a file changed
+        on disk while Rio was down makes the next save a conflict, never an overwrite.
+        """
         data = self.journal_store.read(name)
+        location = self.journal_store.location(name)
         header_holder: dict[str, Any] = {}
 
         def read_base() -> tuple[str, dict]:
@@ -372,25 +470,32 @@ class BufferFactory:
 
         from rio.journal import peek_header
         header_holder.update(peek_header(data))
-        rec = recover(data, read_base=read_base)
+        rec = recover(data, read_base=read_base, location=location)
         header = rec.header
         path = Path(header["path"]) if header.get("path") else None
         fmt = FileFormat.from_dict(header.get("format") or {})
         fingerprint = (Fingerprint.from_dict(header["fingerprint"])
                        if header.get("fingerprint") else None)
         base_text = ""
+        base_fingerprint: Fingerprint | None = None
         if path is not None:
             try:
                 loaded = load_file(path, port=self.file_port, max_bytes=self.max_file_bytes)
-                base_text, fingerprint = loaded.text, loaded.fingerprint
+                base_text, base_fingerprint = loaded.text, loaded.fingerprint
+                fingerprint = fingerprint or base_fingerprint
             except RioError:
                 base_text = ""        # deleted since: the recovered text is all we have
+        if rec.dropped_tail:
+            kept = damaged_name(name)
+            self.journal_store.replace_atomically(kept, data)   # the evidence, before anything
+            failures.append(damage_report(name, header, rec, self.journal_store.location(kept)))
         if path is not None and rec.text == base_text:
             self.journal_store.remove(name)   # nothing unsaved after all
             return None
         # A new epoch: no version from before the crash names a text after it (ADR-0018).
         epoch = max(int(header.get("epoch") or 0), rec.version >> EPOCH_BITS) + 1
-        doc = Document(base_text, version=epoch << EPOCH_BITS)
+        doc = Document(base_text, version=epoch << EPOCH_BITS,
+                       undo_text_limit=self.undo_text_limit)
         buf = OpenBuffer(header.get("buffer") or name, doc, path=path, workspace=self.workspace,
                          fmt=fmt, fingerprint=fingerprint, journal_store=self.journal_store,
                          file_port=self.file_port)
@@ -404,7 +509,12 @@ class BufferFactory:
         for request in [*(header.get("requests") or ()), *rec.requests][-REQUEST_MEMORY:]:
             if isinstance(request, str):
                 buf.remember(request, {"version": doc.version, "already_applied": True})
-        self.journal_store.remove(name)
-        buf._journal([change])
+        # The old header's fields go on (the ones this code does not know too); the base of the
+        # new journal is the file as it is now, which the edits' fingerprint may not describe.
+        carry = {**header, "base_fingerprint": (base_fingerprint.to_dict()
+                                                if base_fingerprint else None)}
+        buf._journal([change], carry)       # replaces the journal `name` atomically
+        if name != buf.id:
+            self.journal_store.remove(name)
         buf.recovered = True
         return buf

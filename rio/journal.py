@@ -360,10 +360,10 @@ class JournalWriter:
 
     def __init__(self, store: JournalStore, name: str, header: dict[str, Any],
                  base_text: str | None, *, base_version: int = 0, changes: Any = (),
-                 label: str | None = None) -> None:
+                 request: str | None = None, label: str | None = None) -> None:
         """Write the header (and ``changes``, the first ones) as one atomic, fsynced file.
 
-        ``label`` names the document in error messages. A write that fails raises
+        ``request`` goes on the last of ``changes``; ``label`` names the document in errors. A write that fails raises
         ``file.journal_write_failed`` and leaves whatever journal was there before.
         """
         self.store = store
@@ -377,15 +377,18 @@ class JournalWriter:
         self._torn = False       # a failed append could not be cut back yet
         self._compact_after = 0  # a compaction that failed is retried only after more changes
         self._closed = False
-        self._snapshot(base_text, base_version, changes)
+        self._snapshot(base_text, base_version, changes, request)
 
     def _failed(self, exc: OSError) -> FileError:
         return journal_write_failed(self.store.location(self.name), exc, self.label)
 
-    def _snapshot(self, base_text: str | None, base_version: int, changes: Any = ()) -> None:
+    def _snapshot(self, base_text: str | None, base_version: int, changes: Any = (),
+                  request: str | None = None) -> None:
         body = {"journal": FORMAT_VERSION, "header": self.header, "base": base_text,
                 "base_version": base_version}
-        records = [encode_record(change_body(c)) for c in changes]
+        changes = list(changes)
+        records = [encode_record(change_body(c, request if i == len(changes) - 1 else None))
+                   for i, c in enumerate(changes)]
         data = MAGIC + encode_record(body) + b"".join(records)
         try:
             self.store.replace_atomically(self.name, data)
