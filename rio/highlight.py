@@ -60,6 +60,8 @@ from pygments.token import (Comment, Error, Generic, Keyword, Literal, Name, Num
                             String, _TokenType)
 from pygments.util import ClassNotFound
 
+from rio.utf16_columns import IDENTITY, columns
+
 STYLE_CLASSES = ("keyword", "string", "comment", "number", "name.function", "name.class",
                  "operator", "builtin", "decorator", "error")
 TAG_PREFIX = "syn."
@@ -558,23 +560,31 @@ def _newline_starts(text: str, base: int) -> list[int]:
     return out
 
 
-def tk_ranges(line_runs: list[LineRuns]) -> dict[str, list[str]]:
+def tk_ranges(line_runs: list[LineRuns],
+              line_text: Callable[[int], str] | None = None) -> dict[str, list[str]]:
     """Group runs by tag as Tk index pairs: ``text.tag_add(tag, *pairs)`` per tag.
 
-    Tk lines are 1-based, so line ``i`` here is ``i + 1`` there.
+    Tk lines are 1-based, so line ``i`` here is ``i + 1`` there. Runs count code points; Tk 8.6
+    counts an emoji as two columns, so with ``line_text`` (line → its text) the columns of a
+    line holding one are converted (rio/utf16_columns.py).
     """
     out: dict[str, list[str]] = {}
     for line, runs in line_runs:
         tk_line = line + 1
+        cols = columns(line_text(line)) if line_text is not None and runs else IDENTITY
         for tag, c0, c1 in runs:
+            if not cols.identity:
+                c0, c1 = cols.to_utf16(c0), cols.to_utf16(c1)
             out.setdefault(tag, []).extend((f"{tk_line}.{c0}", f"{tk_line}.{c1}"))
     return out
 
 
-def retag_plan(line_runs: list[LineRuns]) -> list[tuple[str, str, dict[str, list[str]]]]:
+def retag_plan(line_runs: list[LineRuns], line_text: Callable[[int], str] | None = None
+               ) -> list[tuple[str, str, dict[str, list[str]]]]:
     """What the Tk view does with runs, per block of consecutive lines:
     ``(first, last, ranges)`` — remove every tag in :data:`TAGS` from ``first`` to ``last``
-    (Tk indices), then ``tag_add(tag, *pairs)`` for each item of ``ranges``.
+    (Tk indices), then ``tag_add(tag, *pairs)`` for each item of ``ranges``. ``line_text`` as
+    for :func:`tk_ranges`.
 
     Blocks matter because :meth:`Highlighter.step` reports only changed lines: clearing one
     span over a gap would strip lines that are not re-added. Ten ``tag_remove`` calls per block
@@ -584,14 +594,15 @@ def retag_plan(line_runs: list[LineRuns]) -> list[tuple[str, str, dict[str, list
     block: list[LineRuns] = []
     for item in sorted(line_runs):
         if block and item[0] != block[-1][0] + 1:
-            plan.append(_block_plan(block))
+            plan.append(_block_plan(block, line_text))
             block = []
         if not block or item[0] != block[-1][0]:
             block.append(item)
     if block:
-        plan.append(_block_plan(block))
+        plan.append(_block_plan(block, line_text))
     return plan
 
 
-def _block_plan(block: list[LineRuns]) -> tuple[str, str, dict[str, list[str]]]:
-    return (f"{block[0][0] + 1}.0", f"{block[-1][0] + 1}.end", tk_ranges(block))
+def _block_plan(block: list[LineRuns], line_text: Callable[[int], str] | None
+                ) -> tuple[str, str, dict[str, list[str]]]:
+    return (f"{block[0][0] + 1}.0", f"{block[-1][0] + 1}.end", tk_ranges(block, line_text))

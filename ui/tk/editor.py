@@ -30,6 +30,7 @@ from rio.errors import RioError, error_from_wire
 from rio.highlight import Highlighter
 from rio.protocol import Reply, thaw
 from rio.replica import Replica
+from rio.utf16_columns import columns, utf16_length
 from ui.tk import bigfile
 from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
@@ -42,6 +43,7 @@ log = logging.getLogger("rio.ui.editor")
 
 CHUNK_CHARS = 4 * 1024 * 1024      # buffer.text per request while loading (frames ≤ 64 MiB)
 CLOSERS = ")]}"
+NEWLINE = "\n"
 
 
 class EditorTab(EditorDecorations, ttk.Frame):
@@ -156,24 +158,49 @@ class EditorTab(EditorDecorations, ttk.Frame):
             return self.orig("index", "end-1c")
         return idx
 
-    def offset(self, index: str) -> int:
-        line, col = map(int, str(self._norm(index)).split("."))
-        if self.window is not None:
-            return self.window.offset_at(line - 1, col)
+    def _row_text(self, row: int) -> str:
+        """The text of widget row ``row`` (0-based), from the replica (they are in step)."""
         assert self.replica is not None
-        return self.replica.buffer.line_start(line - 1) + col
+        buf = self.replica.buffer
+        if self.window is not None:
+            rows = self.window.rows
+            if not rows:
+                return ""
+            i = max(0, min(row, len(rows) - 1))
+            start = rows.start_at(i)
+            return buf.slice(start, start + rows.length[i])
+        return buf.line_text(max(0, min(row, buf.line_count - 1)))
+
+    def _locate(self, index: str, round_up: bool = False) -> tuple[int, str]:
+        """Document offset of a Tk index, and the Tk index it stands for. Tk columns count
+        UTF-16 units (rio/utf16_columns.py); one inside an emoji's pair is moved before the
+        pair, or after it with ``round_up``, so an edit never splits a pair."""
+        idx = str(self._norm(index))
+        line, col = map(int, idx.split("."))
+        cols = columns(self._row_text(line - 1))
+        cp = cols.to_codepoint(col, round_up)
+        if not cols.identity and cols.inside_pair(col):
+            idx = f"{line}.{cols.to_utf16(cp)}"
+        if self.window is not None:
+            return self.window.offset_at(line - 1, cp), idx
+        assert self.replica is not None
+        return self.replica.buffer.line_start(line - 1) + cp, idx
+
+    def offset(self, index: str) -> int:
+        return self._locate(index)[0]
 
     def index(self, offset: int) -> str | None:
         if self.window is not None:
             pos = self.window.position_of(offset)
-            return None if pos is None else f"{pos[0] + 1}.{pos[1]}"
+            if pos is None:
+                return None
+            return f"{pos[0] + 1}.{columns(self._row_text(pos[0])).to_utf16(pos[1])}"
         assert self.replica is not None
         line, col = self.replica.buffer.offset_to_position(offset)
-        return f"{line + 1}.{col}"
+        return f"{line + 1}.{columns(self.replica.buffer.line_text(line)).to_utf16(col)}"
 
     def _local_insert(self, index: str, chars: str) -> None:
-        idx = self._norm(index)
-        start = self.offset(idx)
+        start, idx = self._locate(index, round_up=True)
         self._local(start, start, chars, lambda: self.orig("insert", idx, chars))
 
     def _local_replace(self, first: str, last: str | None, chars: str) -> None:
@@ -181,7 +208,7 @@ class EditorTab(EditorDecorations, ttk.Frame):
         i2 = self._norm(last) if last is not None else self._norm(f"{i1}+1c")
         if self.orig("compare", i1, ">", i2):
             i1, i2 = i2, i1
-        start, end = self.offset(i1), self.offset(i2)
+        (start, i1), (end, i2) = self._locate(i1), self._locate(i2, round_up=True)
         if start == end and not chars:
             if self.window is not None and self.orig("compare", i1, "!=", i2):
                 self._rerender()   # only a display break between split rows: put it back
@@ -269,13 +296,26 @@ class EditorTab(EditorDecorations, ttk.Frame):
             return
         # The replica already holds the new text: ``start`` maps the same before and after.
         sidx = self.index(start)
-        eidx = self.orig("index", f"{sidx}+{end - start}c") if end > start else sidx
+        eidx = self._index_after(sidx, end - start) if end > start else sidx
         self.orig("delete", sidx, eidx)
         if chars:
             self.orig("insert", sidx, chars)
         if self.highlighter is not None:
             self.highlighter.edit(start, end, chars)
             self._schedule_highlight()
+
+    def _index_after(self, sidx: str, count: int) -> str:
+        """The Tk index ``count`` code points after ``sidx`` in the widget's text. Tk's own
+        ``+Nc`` miscounts a pair that a mark splits, so the columns are counted here."""
+        got = str(self.orig("get", sidx, f"{sidx}+{count}c"))
+        if len(got) < count:
+            got = str(self.orig("get", sidx, f"{sidx}+{2 * count}c"))
+        gone = got[:count]
+        line, col = map(int, sidx.split("."))
+        nl = gone.rfind("\n")
+        if nl < 0:
+            return f"{line}.{col + utf16_length(gone)}"
+        return f"{line + gone.count(NEWLINE)}.{utf16_length(gone[nl + 1:])}"
 
     def _flush(self) -> None:
         """Send the next waiting edit, and run what waited for a quiet replica."""
@@ -587,7 +627,7 @@ class EditorTab(EditorDecorations, ttk.Frame):
             line, col = self.replica.buffer.offset_to_position(off)
             return line + 1, col
         line, col = map(int, str(self.orig("index", "insert")).split("."))
-        return line, col
+        return line, columns(self._row_text(line - 1)).to_codepoint(col)
 
     def top_line(self) -> int:
         row = int(str(self.orig("index", "@0,0")).split(".")[0])

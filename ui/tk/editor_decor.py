@@ -13,6 +13,7 @@ from typing import Any
 
 from rio import edit_commands as ec
 from rio.highlight import TAGS, retag_plan
+from rio.utf16_columns import columns
 
 HIGHLIGHT_DEBOUNCE_MS = 40
 
@@ -78,7 +79,7 @@ class EditorDecorations:
         self._hl_job = self.after(HIGHLIGHT_DEBOUNCE_MS, self._highlight_visible)
 
     def _retag(self, line_runs: list) -> None:
-        for first, last, ranges in retag_plan(line_runs):
+        for first, last, ranges in retag_plan(line_runs, self._row_text):
             for tag in TAGS:
                 self.orig("tag", "remove", tag, first, last)
             for tag, pairs in ranges.items():
@@ -121,6 +122,7 @@ class EditorDecorations:
         # Re-tag only when the cursor changed lines: text typed inside the line takes the
         # tag from both neighbours (Tk's rule), and every re-tag redraws the line. The line
         # count is in the key: joining lines brings untagged text into this one.
+        self._snap_insert()
         here = (str(self.orig("index", "insert linestart")), str(self.orig("index", "end")))
         if here != getattr(self, "_current_line_at", None):
             self._current_line_at = here
@@ -129,6 +131,17 @@ class EditorDecorations:
         self._update_bracket()
         self._draw_gutter()
         self.app.on_cursor(self)
+
+    def _snap_insert(self) -> None:
+        """Never leave the cursor between the halves of an emoji (Tk 8.6 counts two columns
+        for it, rio/utf16_columns.py): typing there would split it, and a mark inside a pair
+        throws off Tk's own ``+Nc`` counting."""
+        if not self.ready or self.replica is None:
+            return
+        line, col = map(int, str(self.orig("index", "insert")).split("."))
+        cols = columns(self._row_text(line - 1))
+        if cols.inside_pair(col):
+            self.orig("mark", "set", "insert", f"{line}.{col - 1}")
 
     def _update_bracket(self) -> None:
         self.orig("tag", "remove", "bracket", "1.0", "end")
