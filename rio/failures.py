@@ -48,6 +48,14 @@ def not_configured(provider: str) -> AgentError:
                       set_key_hint(provider), provider=provider)
 
 
+def unusable_endpoint(provider: str, url: str) -> AgentError:
+    """An endpoint that is not an http(s) URL with a host (``--endpoint notaurl``)."""
+    return AgentError("not_configured", f"The {provider} endpoint {url!r} is not a usable URL "
+                      "(it needs http:// or https:// and a host).",
+                      f"Pass a full URL such as https://api.example.com (--endpoint), or fix "
+                      f"endpoint under [providers.{provider}] in config.toml.", provider=provider)
+
+
 def insecure_endpoint(provider: str, url: str) -> AgentError:
     return AgentError(
         "insecure_endpoint",
@@ -157,37 +165,43 @@ def _wait_words(seconds: float) -> str:
 # --- classification -----------------------------------------------------------------------------
 
 def classify_status(provider: str, status: int, headers: Mapping[str, str] | None = None,
-                    body: bytes | str | None = None, *, now: float | None = None) -> AgentError:
-    """A non-200 HTTP answer to the model request."""
+                    body: bytes | str | None = None, *, now: float | None = None,
+                    key_sent: bool = True, label: str | None = None) -> AgentError:
+    """A non-200 HTTP answer to the model request. ``key_sent`` says whether the request
+    carried an API key (a local server may get none); ``label`` replaces "HTTP <status>" in
+    the message when the failure was not an HTTP status (an error event inside a stream)."""
     headers = headers or {}
     said = _server_message(body)
     suffix = f": {said}" if said else ""
+    shown = label or f"HTTP {status}"
     if status in (401, 403):
-        what = "rejected the API key" if status == 401 else "refused this key access"
-        return AgentError("auth_rejected", f"{provider} {what} (HTTP {status}{suffix}).",
+        what = ("rejected the API key" if status == 401 else "refused this key access") \
+            if key_sent else "wants an API key, and none was sent"
+        return AgentError("auth_rejected", f"{provider} {what} ({shown}{suffix}).",
                           f"Check the key with `rio key status {provider}`, or set a new one "
                           f"with `rio key set {provider}`.", provider=provider, status=status)
     if status == 429:
         wait = retry_after_seconds(headers, time.time() if now is None else now)
         when = f"Retry in {_wait_words(wait)}." if wait is not None else "Retry in a minute."
         return AgentError("rate_limited",
-                          f"{provider} is rate limiting this key (HTTP 429{suffix}).",
+                          f"{provider} is rate limiting "
+                          f"{'this key' if key_sent else 'these requests'} ({shown}{suffix}).",
                           when, provider=provider, status=status, retry_after_s=wait)
     if status >= 500:
         overloaded = status == 529 or "overload" in said.lower()
         what = "is overloaded" if overloaded else "had a server error"
         wait = retry_after_seconds(headers, time.time() if now is None else now)
-        return AgentError("server_error", f"{provider} {what} (HTTP {status}{suffix}).",
+        return AgentError("server_error", f"{provider} {what} ({shown}{suffix}).",
                           "Try again in a little while.", provider=provider, status=status,
                           retry_after_s=wait)
     if status in (404, 405):
         return AgentError("request_rejected",
-                          f"{provider} has no such model or endpoint (HTTP {status}{suffix}).",
+                          f"{provider} has no such model or endpoint ({shown}{suffix}).",
                           f"Check endpoint and model under [providers.{provider}] in config.toml.",
                           provider=provider, status=status)
     if 400 <= status < 500:
         return AgentError("request_rejected",
-                          f"{provider} rejected the request (HTTP {status}{suffix}).",
+                          f"{provider} rejected the request ({shown}{suffix}).",
                           "Shorten the conversation or check the model settings, then try again.",
                           provider=provider, status=status)
     return unexpected_response(provider, f"HTTP status {status}", status=status)
@@ -206,7 +220,8 @@ def classify_stream_error(provider: str, error_type: str, message: str = "") -> 
         lowered = error_type.lower()
         status = 429 if "rate" in lowered else 529 if "overload" in lowered else 500
     body = json.dumps({"error": {"type": error_type, "message": message or error_type}})
-    error = classify_status(provider, status, {}, body)
+    # Not an HTTP status: the answer was 200 and the error came inside the stream.
+    error = classify_status(provider, status, {}, body, label=f"error event {error_type}")
     error.details["stream_error"] = error_type
     return error
 

@@ -233,3 +233,35 @@ def test_cancellation_is_not_swallowed() -> None:
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(stream_with_retries(attempt, lambda e: None, policy=RetryPolicy(),
                                         sleep=no_sleep))
+
+
+# --- issue 9: messages that said the wrong thing ------------------------------------------------
+
+def test_an_in_stream_overload_does_not_claim_an_http_status() -> None:
+    error = classify_stream_error("anthropic", "overloaded_error", "Overloaded")
+    assert "HTTP" not in error.message and "529" not in error.message
+    assert "overloaded" in error.message and "overloaded_error" in error.message
+
+
+def test_rate_limiting_names_a_key_only_when_one_was_sent() -> None:
+    assert "this key" in classify_status("openai", 429, {}, b"").message
+    unsent = classify_status("openai", 429, {}, b"", key_sent=False)
+    assert unsent.kind == "agent.rate_limited" and "key" not in unsent.message
+    assert "none was sent" in classify_status("openai", 401, {}, b"", key_sent=False).message
+
+
+@pytest.mark.parametrize("endpoint", ["notaurl", "notaurl/v1/messages", "ftp://x/v1",
+                                      "http:///v1", "api.anthropic.com/v1/messages"])
+def test_an_endpoint_that_is_not_a_url_is_said_so_not_plain_http(endpoint: str) -> None:
+    from rio.errors import AgentError
+    from rio.providers.anthropic_auth import ApiKeyAuth
+    from rio.providers.openai_compat import BearerKeyAuth
+    for auth in (ApiKeyAuth.from_key("sk-test-123456"),
+                 BearerKeyAuth(lambda: (None, None)),
+                 BearerKeyAuth(lambda: (__import__("rio.secrets").secrets.Secret("k"), "x"))):
+        with pytest.raises(AgentError) as caught:
+            auth.headers(endpoint)
+        assert caught.value.kind == "agent.not_configured", endpoint
+        assert "not a usable URL" in caught.value.message and "plain http" not in \
+            caught.value.message
+        assert "--endpoint" in caught.value.next

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rio.failures import insecure_endpoint, not_configured
-from rio.providers.base import key_may_travel_to
+from rio.failures import insecure_endpoint, not_configured, unusable_endpoint
+from rio.providers.base import key_may_travel_to, usable_url
 from rio.secrets import Secret, SecretStore
 
 KeySource = Callable[[], tuple[Secret | None, str | None]]
@@ -37,6 +37,8 @@ class ApiKeyAuth:
         return cls(lambda: (secret, "argument"), provider)
 
     def headers(self, url: str) -> dict[str, str]:
+        if not usable_url(url):
+            raise unusable_endpoint(self._provider, url)
         key, _source = self._key_source()
         if key is None:
             raise not_configured(self._provider)

@@ -260,6 +260,13 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
+def usable_url(url: str) -> bool:
+    """An http(s) URL with a host: anything else is a configuration mistake, said as such
+    (not as "plain http")."""
+    parts = urllib.parse.urlsplit(url.strip())
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+
+
 def key_may_travel_to(url: str) -> bool:
     """A key goes only over https, or over plain http to this machine (Ollama, LM Studio,
     test servers): anyone on the path of a plain-http request can read its headers."""

@@ -27,10 +27,11 @@ from typing import Any
 from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
 from rio.failures import (
     RetryPolicy, classify_stream_error, insecure_endpoint, output_truncated, stream_cut,
-    unexpected_response)
+    unexpected_response, unusable_endpoint)
 from rio.providers.base import (
     AuthFace, Delta, Done, Message, Post, ProviderRequest, Sleep, TextBlock, ToolCall,
-    ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, key_may_travel_to, stream_with_retries)
+    ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, key_may_travel_to, stream_with_retries,
+    usable_url)
 from rio.providers.sse import SseEvent, post_event_stream
 from rio.secrets import Secret, SecretStore
 
@@ -54,6 +55,8 @@ class BearerKeyAuth:
         return cls(lambda: store.get(provider), provider)
 
     def headers(self, url: str) -> dict[str, str]:
+        if not usable_url(url):
+            raise unusable_endpoint(self._provider, url)
         key, _source = self._key_source()
         if key is None:
             return {}

@@ -147,7 +147,10 @@ async def post_event_stream(*, provider: str, url: str, headers: Mapping[str, st
             async with client.stream("POST", url, headers=dict(headers), json=body) as response:
                 if response.status_code != 200:
                     raw = await _read_capped(response, ERROR_BODY_CAP)
-                    raise classify_status(provider, response.status_code, response.headers, raw)
+                    key_sent = any(h.lower() in ("authorization", "x-api-key", "api-key")
+                                   for h in headers)
+                    raise classify_status(provider, response.status_code, response.headers, raw,
+                                          key_sent=key_sent)
                 content_type = response.headers.get("content-type", "")
                 if content_type.split(";")[0].strip().lower() != "text/event-stream":
                     raise unexpected_response(
