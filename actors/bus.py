@@ -24,7 +24,7 @@ import zmq
 
 from actors.hub import WELCOME, configure
 from rio.errors import BusError, ProtocolError, RioError, error_from_wire
-from rio.protocol import Event, Reply, Request, decode, encode, thaw
+from rio.protocol import Event, Reply, Request, decode, encode_checked, peek_id, thaw
 
 log = logging.getLogger("rio.bus")
 
@@ -113,9 +113,12 @@ class BusConnection:
     def request(self, op: str, args: Mapping[str, Any] | None = None,
                 callback: ReplyCallback | None = None, *, timeout: float = DEFAULT_TIMEOUT,
                 request_id: str | None = None) -> str:
+        """Send a request; raises ``protocol.oversize_frame`` / ``malformed_frame`` at once for
+        a frame no peer would accept (the hub's socket would cut the connection instead)."""
         rid = request_id or self.next_id()
+        payload = encode_checked(Request(rid, op, dict(args or {})))
         self._pending[rid] = _Pending(callback, time.monotonic() + timeout, op)
-        self.send_raw(encode(Request(rid, op, dict(args or {}))))
+        self.send_raw(payload)
         return rid
 
     def send_raw(self, payload: bytes) -> None:
@@ -145,12 +148,13 @@ class BusConnection:
         return result_of(box[0])
 
     def reply(self, client: bytes, reply: Reply) -> None:
-        """A service answers a request the hub routed to it."""
-        self.dealer.send_multipart([client, encode(reply)])
+        """A service answers a request the hub routed to it (a result too big or too deep to
+        send becomes that error, so the client still gets an answer)."""
+        self.dealer.send_multipart([client, encode_reply(reply)])
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         """A service publishes an event; the hub numbers it and fans it out."""
-        self.dealer.send(encode(Event(topic, dict(data))))
+        self.dealer.send(encode_checked(Event(topic, dict(data))))
 
     def drain(self, limit: int = 10_000) -> int:
         """Handle everything readable now (the FDs are edge-triggered: drain fully)."""
@@ -185,10 +189,15 @@ class BusConnection:
             except zmq.Again:
                 return n
             n += 1
-            if len(frames) == 2:
-                self._on_routed_request(frames[0], frames[1])
-            elif len(frames) == 1:
-                self._on_reply(frames[0])
+            try:
+                if len(frames) == 2:
+                    self._on_routed_request(frames[0], frames[1])
+                elif len(frames) == 1:
+                    self._on_reply(frames[0])
+            except Exception as exc:  # noqa: BLE001 -- one frame never ends the reading thread
+                log.exception("%s: a frame from the hub failed", self.name)
+                if len(frames) == 2:
+                    self.reply(frames[0], Reply.failure(peek_id(frames[1]) or "?", as_error(exc)))
 
     def _on_reply(self, payload: bytes) -> None:
         try:
@@ -206,7 +215,6 @@ class BusConnection:
         try:
             frame = decode(payload)
         except ProtocolError as err:
-            from rio.protocol import peek_id
             self.reply(client, Reply.failure(peek_id(payload) or "?", err))
             return
         if not isinstance(frame, Request):
@@ -239,7 +247,10 @@ class BusConnection:
             self._check_seq(event)
             for prefix, handler in self._handlers:
                 if event.topic.startswith(prefix):
-                    handler(event)
+                    try:
+                        handler(event)
+                    except Exception:  # noqa: BLE001 -- one event never ends the reading thread
+                        log.exception("%s: handler for %s failed", self.name, event.topic)
 
     def _check_seq(self, event: Event) -> None:
         last = self._last_seq.get(event.topic)
@@ -288,6 +299,16 @@ def connect(info_or_endpoints: Any, *, name: str = "client", timeout: float = 5.
                        "Check it with `rio status`; a stale instance is cleaned up by "
                        "starting `rio serve` again.")
     return conn
+
+
+def encode_reply(reply: Reply) -> bytes:
+    """The reply's bytes; when its result cannot travel (over the frame limit, nested too deep,
+    not encodable) the error that says so, under the same id."""
+    try:
+        return encode_checked(reply)
+    except ProtocolError as err:
+        log.warning("reply %s could not be sent as it is: %s", reply.id, err)
+        return encode_checked(Reply.failure(reply.id, err))
 
 
 def as_error(exc: BaseException) -> RioError:

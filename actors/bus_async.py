@@ -28,7 +28,7 @@ from actors.bus import result_of
 from actors.bus_thread import BusThread
 from actors.hub import configure
 from rio.errors import BusError, RioError
-from rio.protocol import Event, Reply, Request, decode, encode, thaw
+from rio.protocol import Event, Reply, Request, decode, encode_checked, thaw
 
 log = logging.getLogger("rio.bus.async")
 
@@ -59,10 +59,11 @@ class AsyncLink:
     async def call(self, op: str, args: Mapping[str, Any] | None = None, *,
                    timeout: float = 10.0) -> Any:
         rid = f"{self.name}-a{self._prefix}-{next(self._ids)}"
+        payload = encode_checked(Request(rid, op, dict(args or {})))  # too big: raised here
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._waiting[rid] = future
         try:
-            await self.sock.send(encode(Request(rid, op, dict(args or {}))))
+            await self.sock.send(payload)
             reply = await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
             raise BusError("timeout", f"No reply to {op} after {timeout:g} s.",
@@ -73,7 +74,7 @@ class AsyncLink:
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         # DEALER sends do not block below the high-water mark; the send is queued at once.
-        self.sock.send(encode(Event(topic, thaw(dict(data)))))
+        self.sock.send(encode_checked(Event(topic, thaw(dict(data)))))
 
     async def _read(self) -> None:
         while True:
@@ -82,6 +83,9 @@ class AsyncLink:
                 frame = decode(frames[-1])
             except RioError:
                 log.warning("%s: undecodable frame on the async link", self.name)
+                continue
+            except Exception:  # noqa: BLE001 -- the reader task never dies of one frame
+                log.exception("%s: a frame on the async link failed", self.name)
                 continue
             if isinstance(frame, Reply):
                 future = self._waiting.get(frame.id)

@@ -13,6 +13,9 @@ Frames the hub sends to a service: ``[service_id, client_id, payload]`` (a reque
 
 Every request gets an answer: no route, a departed service and a malformed frame are all error
 replies; when a service goes away its outstanding requests are failed with ``bus.actor_dead``.
+No frame can end the hub thread: anything unexpected while handling one is logged and answered
+with ``internal.unexpected`` (docs/protocol.md "Frame limits"). Every socket refuses messages
+over ``MAX_SOCKET_MESSAGE_BYTES`` in libzmq itself (:func:`configure`).
 The hub owns its sockets from one thread (ZeroMQ sockets are not thread-safe).
 """
 
@@ -27,8 +30,10 @@ from typing import Callable
 import msgpack
 import zmq
 
-from rio.errors import BusError, ProtocolError, RioError
-from rio.protocol import Event, Reply, Request, decode, encode, peek_id
+from rio import ops
+from rio.errors import BusError, InternalError, ProtocolError, RioError
+from rio.protocol import (MAX_SOCKET_MESSAGE_BYTES, Event, Reply, Request, decode, encode,
+                          peek_id)
 
 log = logging.getLogger("rio.hub")
 
@@ -49,6 +54,9 @@ def configure(sock: zmq.Socket) -> None:
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.SNDHWM, HWM)
     sock.setsockopt(zmq.RCVHWM, HWM)
+    # A bigger message is refused from its length header (nothing allocated) and its sender
+    # disconnected: without it a 1 GB frame cost the hub ~2.1 GB before decode refused it.
+    sock.setsockopt(zmq.MAXMSGSIZE, MAX_SOCKET_MESSAGE_BYTES)
 
 
 class Hub:
@@ -152,18 +160,14 @@ class Hub:
                         xpub.recv()  # subscriptions: serviced so the welcome message is sent
                 if inject in events:
                     while inject.poll(0):
-                        topic, data = msgpack.unpackb(inject.recv(), raw=False)
-                        if topic == "__drop__":
-                            self._drop_by_name(data["name"])
-                        else:
-                            self._publish(topic, data)
+                        self._on_injected(inject.recv())
                 if router in events:
                     for _ in range(1000):  # bounded batch, then service the other sockets
                         try:
                             frames = router.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
                             break
-                        self._on_frames(frames)
+                        self._on_frames_safely(frames)
         finally:
             for sock in (router, xpub, ctl, inject):
                 sock.close(linger=0)
@@ -176,6 +180,30 @@ class Hub:
         if service is None and b"/" in sender:
             service = self._services.get(sender.split(b"/", 1)[0])
         return service
+
+    def _on_injected(self, raw: bytes) -> None:
+        try:
+            topic, data = msgpack.unpackb(raw, raw=False)
+            if topic == "__drop__":
+                self._drop_by_name(data["name"])
+            else:
+                self._publish(topic, data)
+        except Exception:  # noqa: BLE001 -- the hub thread never dies of one message
+            log.exception("hub: an injected event could not be handled (dropped)")
+
+    def _on_frames_safely(self, frames: list[bytes]) -> None:
+        """:meth:`_on_frames`, and whatever goes wrong with one frame stays with that frame:
+        logged, answered with ``internal.unexpected`` when it was a request, and the hub goes
+        on (a frame that killed this thread once left the instance unstoppable)."""
+        try:
+            self._on_frames(frames)
+        except Exception as exc:  # noqa: BLE001 -- every thread that reads the network
+            self.stats["errors"] += 1
+            log.exception("hub: a %d-part frame from %r failed", len(frames), frames[0][:64])
+            if len(frames) == 2:
+                self._reply(frames[0], Reply.failure(peek_id(frames[1]) or "?", InternalError(
+                    "internal.unexpected", f"The hub could not handle this frame "
+                    f"({type(exc).__name__}).")))
 
     def _on_frames(self, frames: list[bytes]) -> None:
         sender = frames[0]
@@ -241,11 +269,14 @@ class Hub:
         service.pending.add((sender, frame.id))
 
     def _bus_op(self, sender: bytes, req: Request) -> Reply:
+        try:
+            args = ops.validate(req)   # typed like every op (bus.* in rio/ops.py)
+        except ProtocolError as err:
+            return Reply.failure(req.id, err)
         if req.op == "bus.register":
             # host.* and session.* are routed by process name, never by prefix (many serve them)
-            prefixes = tuple(str(p) for p in req.args.get("prefixes", ())
-                             if p not in ("host", "session"))
-            name = str(req.args.get("name", sender.decode(errors="replace")))
+            prefixes = tuple(p for p in args["prefixes"] if p not in ("host", "session"))
+            name = args["name"] or sender.decode(errors="replace")
             taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
                      and self._routes[p] in self._services
                      and self._services[self._routes[p]].name != name]
@@ -258,7 +289,7 @@ class Hub:
             for ident, svc in list(self._services.items()):
                 if svc.name == name and ident != sender:
                     self._forget(ident, "it was restarted")
-            self._services[sender] = Service(sender, name, prefixes, int(req.args.get("pid", 0)))
+            self._services[sender] = Service(sender, name, prefixes, args["pid"])
             for p in prefixes:
                 self._routes[p] = sender
             return Reply.success(req.id, {"registered": list(prefixes)})

@@ -31,7 +31,7 @@ from zmq.auth.thread import ThreadAuthenticator
 
 from actors.hub import WELCOME, configure
 from rio import curve_keys
-from rio.errors import BusError, ProtocolError
+from rio.errors import BusError, InternalError, ProtocolError
 from rio.protocol import Event, Reply, Request, decode, encode, peek_id
 
 log = logging.getLogger("rio.remote")
@@ -206,7 +206,13 @@ class RemoteListener:
                 self.stats["refused"] += 1
                 continue  # only [identity, payload]: remote peers are clients, never services
             ident, payload = frames
-            refusal = _refusal(payload)
+            try:
+                refusal = _refusal(payload)
+            except Exception as exc:  # noqa: BLE001 -- one frame never ends remote access
+                log.exception("remote bridge: a frame from %r failed", ident[:64])
+                refusal = Reply.failure(_peek(payload), InternalError(
+                    "internal.unexpected",
+                    f"The bridge could not handle this frame ({type(exc).__name__})."))
             if refusal is not None:
                 self.stats["refused"] += 1
                 if refusal is not _DROP:

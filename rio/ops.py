@@ -83,7 +83,8 @@ def validate(request: Request) -> dict[str, Any]:
 
 def validate_args(spec: OpSpec, given: Mapping[str, Any]) -> dict[str, Any]:
     known = {a.name for a in spec.args}
-    extra = sorted(set(given) - known)
+    # keys are strings after rio.protocol.decode; a locally built request may hold others
+    extra = sorted(k if isinstance(k, str) else repr(k) for k in given if k not in known)
     if extra:
         raise ProtocolError("bad_args", f"{spec.name}: unknown argument(s) {', '.join(extra)}; "
                             f"it takes {', '.join(sorted(known)) or 'none'}.", op=spec.name)
@@ -208,6 +209,24 @@ define("system.fault", "Inject a fault (only with `rio serve --fault-injection`)
        Arg("fault", str, check=non_empty, doc="kill, stop, cont, save_fail, bus_drop ..."),
        Arg("target", str, False, None, doc="process name"),
        Arg("params", dict, False, None))
+
+
+# --- bus.*: answered by the hub itself (actors/hub.py) ------------------------------------------
+
+def prefix_list(value: list) -> str | None:
+    if len(value) > 64 or not all(isinstance(p, str) and p and len(p) <= 64 and "." not in p
+                                  for p in value):
+        return "must be a list of at most 64 op prefixes (non-empty strings without dots)"
+    return None
+
+
+define("bus.register", "A service: route requests for these op prefixes to me.",
+       Arg("prefixes", list, False, (), check=prefix_list, doc='e.g. ["buffer", "fs"]'),
+       Arg("name", str, False, None, check=non_empty, doc="process name (default: identity)"),
+       Arg("pid", int, False, 0, check=non_negative, doc="the service's process id"))
+define("bus.unregister", "A service: stop routing to me; my pending requests fail.")
+define("bus.services", "The registered services: name, prefixes, pid, pending requests.")
+define("bus.stats", "The hub's counters and the last seq of each event topic.")
 
 
 # --- run.*: the project's Run/Build commands (actors/runner_actor.py) ---------------------------

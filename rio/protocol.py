@@ -8,6 +8,12 @@ A frame is one msgpack map with a version ``v`` and a type ``t``:
 
 Decoding never raises anything but :class:`~rio.errors.ProtocolError`, so the bus can turn any
 bad frame into an error reply (ADR-0009). Argument validation lives in :mod:`rio.ops`.
+
+Limits a frame must keep (docs/protocol.md "Frame limits"): at most :data:`MAX_FRAME_BYTES`
+bytes, containers nested at most :data:`MAX_DEPTH` deep inside ``args`` / ``result`` / ``error``
+/ ``data``, and string map keys only. msgpack's unpacker has no depth option (its C stack stops
+at 1024 levels, and ``_frozen``/``thaw`` recurse), so :func:`_check_tree` walks the decoded value
+with an explicit stack before anything recursive touches it.
 """
 
 from __future__ import annotations
@@ -23,13 +29,57 @@ from rio.errors import ProtocolError, RioError
 PROTOCOL_VERSION = 1
 #: The largest frame the bus accepts (a whole 100 MB document travels in ``buffer.text`` slices).
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: What every socket that reads frames accepts (ZMQ_MAXMSGSIZE, set in ``actors.hub.configure``):
+#: libzmq drops a bigger message from its length header, before allocating it, and disconnects
+#: the peer. The slack covers CURVE's per-message overhead (the limit counts the wire frame) and
+#: the few bytes the hub adds when it numbers an event.
+MAX_SOCKET_MESSAGE_BYTES = MAX_FRAME_BYTES + 64 * 1024
+#: How deep maps and lists may nest inside a frame's args, result, error or data (the map itself
+#: is level 1). Real payloads use under 10; the limit keeps every recursive walk far from
+#: Python's recursion limit and inside msgpack's packer limit (511).
+MAX_DEPTH = 100
 MAX_ID_CHARS = 128
 MAX_OP_CHARS = 64
 _SCALARS = (str, int, float, bool, bytes, type(None))
+_CONTAINERS = (dict, list)
+
+
+def _check_tree(value: Any, leaf: str, what: str) -> None:
+    """Raise ``protocol.<leaf>`` unless ``value`` nests at most :data:`MAX_DEPTH` deep and every
+    map key in it is a string. Iterative: a hostile frame cannot exhaust the stack here."""
+    if type(value) not in _CONTAINERS:
+        return
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ProtocolError(leaf, f"{what} nests deeper than {MAX_DEPTH} levels.",
+                                f"Send flatter data (at most {MAX_DEPTH} nested maps/lists).")
+        if type(node) is dict:
+            for key, item in node.items():
+                if type(key) is not str:
+                    raise ProtocolError(leaf, f"{what} has a map key that is not a string "
+                                        f"({type(key).__name__} {key!r:.40}).",
+                                        "Use string keys in every map, as docs/protocol.md "
+                                        "describes.")
+                if type(item) in _CONTAINERS:
+                    stack.append((item, depth + 1))
+        else:
+            stack.extend((item, depth + 1) for item in node if type(item) in _CONTAINERS)
+
+
+def _checked(value: Any, leaf: str, what: str) -> Any:
+    """:func:`_frozen` of a decoded value after :func:`_check_tree` (flat maps skip the walk)."""
+    if type(value) is dict and all(type(v) in _SCALARS for v in value.values()) \
+            and all(type(k) is str for k in value):
+        return MappingProxyType(value)   # the common case: a keystroke's args
+    _check_tree(value, leaf, what)
+    return _frozen(value)
 
 
 def _frozen(value: Any) -> Any:
-    """Deep read-only view of decoded msgpack data, so records stay immutable."""
+    """Deep read-only view of decoded msgpack data, so records stay immutable. Recursive: only
+    for values :func:`_check_tree` has bounded."""
     if isinstance(value, dict):
         if all(type(v) in _SCALARS for v in value.values()):   # flat args: no copy needed
             return MappingProxyType(value)
@@ -39,16 +89,21 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-def thaw(value: Any) -> Any:
-    """Plain dicts and lists again (for printing as JSON or re-encoding)."""
+def thaw(value: Any, _depth: int = 1) -> Any:
+    """Plain dicts and lists again (for printing as JSON or re-encoding). Data nested deeper
+    than :data:`MAX_DEPTH` is a ``protocol.malformed_frame`` (no peer would accept it), never a
+    RecursionError."""
     if type(value) in _SCALARS:   # the common case, without the slow ABC check below
         return value
+    if _depth > MAX_DEPTH:
+        raise ProtocolError("malformed_frame", f"Data nests deeper than {MAX_DEPTH} levels.",
+                            f"Send flatter data (at most {MAX_DEPTH} nested maps/lists).")
     if type(value) is dict and all(type(v) in _SCALARS for v in value.values()):
         return value              # already plain (events built by actors)
     if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
+        return {k: thaw(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
+        return [thaw(v, _depth + 1) for v in value]
     return value
 
 
@@ -105,8 +160,23 @@ def encode(frame: Frame) -> bytes:
     return msgpack.packb(frame.to_wire(), use_bin_type=True)
 
 
-def encode_wire(wire: Mapping[str, Any]) -> bytes:
-    return msgpack.packb(wire, use_bin_type=True)
+def encode_checked(frame: Frame) -> bytes:
+    """:func:`encode`, refusing what no peer would accept: over :data:`MAX_FRAME_BYTES`, nested
+    too deep, or not msgpack-encodable. Senders use it so a frame that would be dropped (or get
+    the connection cut, ZMQ_MAXMSGSIZE) becomes an error they can report instead."""
+    try:
+        payload = encode(frame)
+    except ProtocolError:
+        raise
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProtocolError("malformed_frame", f"Cannot encode the frame: {exc}",
+                            "Send plain maps, lists, strings, numbers and bytes.") from None
+    if len(payload) > MAX_FRAME_BYTES:
+        raise ProtocolError("oversize_frame",
+                            f"Frame of {len(payload)} bytes is over the {MAX_FRAME_BYTES}-byte "
+                            "limit.", "Send the data in smaller pieces (e.g. buffer.text with "
+                            "start/end).")
+    return payload
 
 
 def decode(raw: bytes, *, max_bytes: int = MAX_FRAME_BYTES) -> Frame:
@@ -117,6 +187,9 @@ def decode(raw: bytes, *, max_bytes: int = MAX_FRAME_BYTES) -> Frame:
                             "Send the data in smaller pieces (e.g. buffer.text with start/end).")
     try:
         wire = msgpack.unpackb(raw, raw=False, strict_map_key=True, use_list=True)
+    except msgpack.StackError:
+        raise ProtocolError("malformed_frame", f"Frame nests deeper than {MAX_DEPTH} levels.",
+                            f"Send flatter data (at most {MAX_DEPTH} nested maps/lists).") from None
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         raise ProtocolError("malformed_frame", f"Frame is not valid msgpack: {exc}",
                             "Encode frames with msgpack as docs/protocol.md describes.") from None
@@ -166,7 +239,7 @@ def from_wire(wire: Any) -> Frame:
         if not isinstance(args, dict):
             raise ProtocolError("bad_args", f"Request args must be a map, got {type(args).__name__}.")
         return Request(_text(wire, "id", MAX_ID_CHARS), _text(wire, "op", MAX_OP_CHARS),
-                       _frozen(args))
+                       _checked(args, "bad_args", "Request args"))
     if kind == "rep":
         ok = wire.get("ok")
         if not isinstance(ok, bool):
@@ -174,8 +247,10 @@ def from_wire(wire: Any) -> Frame:
         error = wire.get("error")
         if not ok and not isinstance(error, dict):
             raise ProtocolError("malformed_frame", "A failed reply must carry an error map.")
-        return Reply(_text(wire, "id", MAX_ID_CHARS), ok, _frozen(wire.get("result")),
-                     _frozen(error) if error is not None else None)
+        return Reply(_text(wire, "id", MAX_ID_CHARS), ok,
+                     _checked(wire.get("result"), "malformed_frame", "Reply result"),
+                     _checked(error, "malformed_frame", "Reply error")
+                     if error is not None else None)
     if kind == "evt":
         seq = wire.get("seq", 0)
         data = wire.get("data", {})
@@ -183,5 +258,6 @@ def from_wire(wire: Any) -> Frame:
             raise ProtocolError("malformed_frame", "Event field 'seq' must be a whole number ≥ 0.")
         if not isinstance(data, dict):
             raise ProtocolError("malformed_frame", "Event data must be a map.")
-        return Event(_text(wire, "topic", 256), _frozen(data), seq)
+        return Event(_text(wire, "topic", 256), _checked(data, "malformed_frame", "Event data"),
+                     seq)
     raise ProtocolError("malformed_frame", f"Unknown frame type {kind!r}; expected req, rep or evt.")

@@ -50,3 +50,54 @@ def test_describe_lists_every_op_with_docs():
     described = {d["op"]: d for d in ops.describe()}
     assert "buffer.replace" in described and "fs.read" in described
     assert all(d["doc"] for d in described.values())
+
+
+# --- every op's arguments are typed, bus.* too (issue 8) ----------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from tests.frame_strategies import any_value, wrong_typed_args  # noqa: E402
+
+
+@settings(max_examples=1500, deadline=None)
+@given(wrong_typed_args())
+def test_every_field_of_every_op_refuses_a_wrong_type(case):
+    """Generated from the catalogue: a new op is covered without touching this test."""
+    op, field, args = case
+    with pytest.raises(ProtocolError) as info:
+        ops.validate(req(op, **args))
+    assert info.value.kind == "protocol.bad_args"
+    assert (field or "zz_unknown") in info.value.message
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(sorted(ops.REGISTRY)),
+       st.dictionaries(st.text(max_size=8), any_value, max_size=5))
+def test_any_args_are_validated_or_refused_never_crash(op, args):
+    try:
+        out = ops.validate(Request("r", op, args))
+    except ProtocolError as err:
+        assert err.kind == "protocol.bad_args"
+    else:
+        assert set(out) == {a.name for a in ops.REGISTRY[op].args}
+
+
+def test_non_string_keys_of_a_locally_built_request_are_bad_args_not_type_errors():
+    with pytest.raises(ProtocolError) as info:
+        ops.validate(Request("r", "buffer.list", {"a": 1, b"b": 2}))
+    assert info.value.kind == "protocol.bad_args"
+
+
+@pytest.mark.parametrize("args, fragment", [
+    ({"prefixes": 5}, "'prefixes' must be list"),          # killed the hub thread (TypeError)
+    ({"prefixes": ["fs"], "pid": "12"}, "'pid' must be integer"),   # ValueError in the hub
+    ({"prefixes": ["fs.read"]}, "op prefixes"),
+    ({"prefixes": [7]}, "op prefixes"),
+    ({"prefixes": ["fs"], "name": ""}, "must not be empty"),
+])
+def test_bus_register_is_validated_like_every_op(args, fragment):
+    with pytest.raises(ProtocolError) as info:
+        ops.validate(req("bus.register", **args))
+    assert fragment in info.value.message
+    assert ops.validate(req("bus.register", prefixes=["fs"])) == {
+        "prefixes": ["fs"], "name": None, "pid": 0}

@@ -97,3 +97,90 @@ def test_fuzz_structured_maps_never_crash(wire):
         decode(msgpack.packb(wire, use_bin_type=True))
     except ProtocolError as err:
         assert err.message
+
+
+# --- frame limits: depth, map keys, size (issue 8) ----------------------------------------------
+
+from rio.protocol import MAX_DEPTH, MAX_SOCKET_MESSAGE_BYTES, encode_checked  # noqa: E402
+from tests.frame_strategies import deep_request, nest  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(10, 3000), st.sampled_from(["map", "list"]))
+def test_deep_nesting_is_a_protocol_error_never_a_recursion_error(depth, kind):
+    """A 639-byte request nested 600 deep used to raise RecursionError out of decode (and so out
+    of the hub thread)."""
+    _, raw = deep_request(depth, kind)
+    if depth <= MAX_DEPTH:
+        assert isinstance(decode(raw), Request)
+        return
+    with pytest.raises(ProtocolError) as info:
+        decode(raw)
+    assert info.value.kind in ("protocol.bad_args", "protocol.malformed_frame")
+    assert str(MAX_DEPTH) in info.value.message and info.value.next
+
+
+def test_depth_limit_is_exact_and_applies_to_replies_and_events():
+    assert isinstance(decode(deep_request(MAX_DEPTH, "map")[1]), Request)
+    with pytest.raises(ProtocolError) as info:
+        decode(deep_request(MAX_DEPTH + 1, "list")[1])
+    assert info.value.kind == "protocol.bad_args"
+    for wire in ({"v": 1, "t": "rep", "id": "a", "ok": True, "result": nest(MAX_DEPTH + 1)},
+                 {"v": 1, "t": "evt", "topic": "x", "seq": 1, "data": nest(MAX_DEPTH + 1)}):
+        with pytest.raises(ProtocolError) as info:
+            decode(msgpack.packb(wire))
+        assert info.value.kind == "protocol.malformed_frame"
+
+
+@pytest.mark.parametrize("args", [
+    {"a": 1, b"b": 2},                 # crashed the core's argument validation (TypeError)
+    {b"only": 1},
+    {"a": {b"x": 1}},
+    {"a": [{"b": {"c": {b"d": 1}}}]},
+])
+def test_non_string_keys_anywhere_in_args_are_bad_args(args):
+    with pytest.raises(ProtocolError) as info:
+        decode(msgpack.packb({"v": 1, "t": "req", "id": "k", "op": "buffer.info",
+                              "args": args}, use_bin_type=True))
+    assert info.value.kind == "protocol.bad_args" and "key" in info.value.message
+
+
+def test_thaw_and_encode_refuse_data_too_deep_to_send():
+    deep = nest(MAX_DEPTH + 1)
+    with pytest.raises(ProtocolError):
+        thaw(deep)
+    with pytest.raises(ProtocolError) as info:
+        encode_checked(Request("d", "buffer.list", {"x": deep}))
+    assert info.value.kind == "protocol.malformed_frame"
+    assert thaw(nest(MAX_DEPTH)) == nest(MAX_DEPTH)
+
+
+def test_encode_checked_refuses_oversize_frames_before_they_are_sent():
+    small = encode_checked(Reply.success("s", {"text": "x"}))
+    assert decode(small).result["text"] == "x"
+    with pytest.raises(ProtocolError) as info:
+        encode_checked(Reply.success("big", {"text": "x" * (MAX_FRAME_BYTES + 1)}))
+    assert info.value.kind == "protocol.oversize_frame" and "start/end" in info.value.next
+    # the socket limit leaves room for CURVE's 33-byte overhead on a maximal frame
+    assert MAX_FRAME_BYTES < MAX_SOCKET_MESSAGE_BYTES <= MAX_FRAME_BYTES + 1024 * 1024
+
+
+mixed_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.text(max_size=10)
+    | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.text(max_size=6) | st.binary(max_size=6) | st.integers(-3, 3), inner, max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(["req", "rep", "evt"]), mixed_json)
+def test_fuzz_mixed_key_payloads_decode_or_are_protocol_errors(kind, payload):
+    wire = {"v": 1, "t": kind, "id": "m", "op": "buffer.info", "args": payload, "ok": True,
+            "result": payload, "topic": "t", "seq": 1, "data": payload}
+    try:
+        frame = decode(msgpack.packb(wire, use_bin_type=True))
+    except ProtocolError as err:
+        assert err.kind.startswith("protocol.")
+        return
+    thaw(frame.args if kind == "req" else frame.result if kind == "rep" else frame.data)
