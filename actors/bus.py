@@ -316,3 +316,15 @@ def as_error(exc: BaseException) -> RioError:
         return exc
     from rio.errors import InternalError
     return InternalError("internal.unexpected", f"{type(exc).__name__}: {exc}")
+
+
+def end_with_supervisor() -> bool:
+    """For a bus client the supervisor started (the desktop window): end with the supervisor,
+    however it died — a client that outlives its instance could only lose the user's work.
+    Returns whether this process was started by a supervisor. Lives here so that the UI reaches
+    the actors only through the bus client (docs/architecture.md, "Layers")."""
+    from actors import process_control
+    if not os.environ.get(process_control.PARENT_ENV):
+        return False
+    process_control.exit_with_parent()
+    return True

@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import zmq
 
@@ -19,9 +20,6 @@ from actors.bus import Endpoints, connect, result_of
 from rio.errors import BufferError, BusError, FileError
 from rio.fault_report import count_edits, disk_verdict
 from rio.protocol import Request, encode
-
-if TYPE_CHECKING:
-    from actors.fault_harness import Harness
 
 RECOVER_TIMEOUT_S = 20.0
 EDIT_TIMEOUT_S = 3.0
@@ -81,10 +79,23 @@ class Client:
 TRANSIENT = ("bus.timeout", "bus.actor_dead", "bus.no_route", "bus.unreachable", "bus.closed")
 
 
+class _Instance(Protocol):
+    root: Path
+
+
+class Bench(Protocol):
+    """What a workload uses of the harness that runs it (actors/fault_harness.py)."""
+
+    client: "Client"
+    tag: str
+    rng: random.Random
+    instance: _Instance
+
+
 class Typist:
     """Types unique token lines into one file and keeps what the core acknowledged."""
 
-    def __init__(self, harness: "Harness", rel_path: str) -> None:
+    def __init__(self, harness: Bench, rel_path: str) -> None:
         self.h = harness
         self.rel = rel_path
         self.path = harness.instance.root / rel_path

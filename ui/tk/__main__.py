@@ -15,8 +15,7 @@ import sys
 import tkinter as tk
 from pathlib import Path
 
-from actors import process_control
-from actors.bus import connect
+from actors.bus import connect, end_with_supervisor
 from rio.errors import RioError
 from rio.instance import find_instance, project_state_dir
 
@@ -28,17 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s ui[%(process)d] %(name)s: %(message)s")
-    if os.environ.get(process_control.PARENT_ENV):
-        # Started by the supervisor: end with it, however it died (a window that outlives
-        # its instance could only lose the user's typing).
-        process_control.exit_with_parent()
+    supervised = end_with_supervisor()
     try:
         info = find_instance(args.instance)
         conn = connect(info, name="ui", timeout=10)
     except RioError as err:
         print(f"rio ui: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
         return 1
-    if not os.environ.get(process_control.PARENT_ENV) and _handed_to_open_window(conn, args.open):
+    if not supervised and _handed_to_open_window(conn, args.open):
         conn.close()
         return 0
     try:
