@@ -69,7 +69,8 @@ class _Parser(argparse.ArgumentParser):
     "unreachable" for rio)."""
 
     def error(self, message: str) -> Any:  # type: ignore[override]
-        print_error("usage", f"{self.prog}: {message}", f"see `{self.prog} --help`")
+        usage = " ".join(self.format_usage().split())   # "usage: rio chat [-h] …", one line
+        print_error("usage", f"{self.prog}: {message}", f"{usage}; see `{self.prog} --help`")
         sys.exit(EXIT_USAGE)
 
 
@@ -80,7 +81,8 @@ def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()):
         key = args.server_key or os.environ.get("RIO_SERVER_KEY")
         if not key:
             raise BusError("no_server_key", "A tcp:// connection needs the server's public key.",
-                           "Pass --server-key (printed by `rio keys` on the server).")
+                           "Pass --server-key KEY or set RIO_SERVER_KEY (the key is printed by "
+                           "`rio keys` on the server).")
         from actors.remote import parse_listen
         from rio.curve_keys import check_public_key, load_client_keys
         requests, events = parse_listen(args.connect)   # events on PORT+1, as the server binds
@@ -99,6 +101,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_supervisor(root=Path(args.root or ".").resolve(), instance=args.instance,
                           desktop=False, listen=args.listen, placement=args.placement,
                           fault_injection=args.fault_injection)
+
+
+def check_desktop_paths(paths: Sequence[str], commands: Sequence[str]) -> int | None:
+    """Catch what `rio PATH...` would get wrong before a window opens on it: a mistyped
+    command (``rio sevre``) and a folder that does not exist (``rio /no/such/dir/``)."""
+    import difflib
+    for raw in paths:
+        path = Path(raw)
+        if path.exists():
+            continue
+        close = difflib.get_close_matches(raw, commands, n=1, cutoff=0.6)
+        if close and "/" not in raw and "." not in raw:
+            print_error("usage", f"unknown command {raw!r}, did you mean {close[0]}?",
+                        f"run `rio {close[0]} …`, or `rio ./{raw}` to open a new file of that "
+                        "name")
+            return EXIT_USAGE
+        if raw.endswith(("/", os.sep)):
+            print_error("path.not_found", f"there is no folder {raw}",
+                        "check the path, or create the folder first")
+            return EXIT_USAGE
+        if not path.absolute().parent.is_dir():
+            print_error("path.not_found", f"there is no folder {path.parent} (for {raw})",
+                        "check the path, or create the folder first")
+            return EXIT_USAGE
+    return None
 
 
 def cmd_desktop(args: argparse.Namespace) -> int:
@@ -160,13 +187,32 @@ def cmd_call(args: argparse.Namespace) -> int:
         if err.kind == "bus.timeout":
             _fail(err)
             return EXIT_UNREACHABLE
+        err = explain_call_error(args.op, err)
         _print_json({"ok": False, "error": err.to_wire()})   # the reply, for scripts
         print_error(err.kind, err.message, err.next)
-        return EXIT_ERROR
+        return EXIT_USAGE if err.kind == "protocol.unknown_op" else EXIT_ERROR
     finally:
         conn.close()
     _print_json(result)
     return EXIT_OK
+
+
+def explain_call_error(op: str, err: RioError) -> RioError:
+    """Say what "nothing serves it" means for the op asked: an op that does not exist is a
+    typo (not a restarting process), and ``ui.*`` needs a window the instance may not have."""
+    from rio.errors import ProtocolError
+    from rio.ops import REGISTRY
+    if err.kind not in ("bus.no_route", "protocol.unknown_op"):
+        return err
+    if op not in REGISTRY:
+        return ProtocolError("unknown_op", f"There is no op {op!r}.",
+                             "`rio call system.ops` lists them.", op=op)
+    if op.startswith("ui.") and err.kind == "bus.no_route":
+        return BusError("no_window", f"{op} needs the desktop window, and this instance has "
+                        "none (it runs headless, or its window was closed).",
+                        "Open the window on the project with `rio` (it attaches to the "
+                        "running instance), then try again.", op=op)
+    return err
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -228,16 +274,32 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(status)
         return EXIT_OK
-    print(f"instance {status['instance']}  root {status['root']}  supervisor pid "
-          f"{status['pid']}  up {status['uptime_s']:.0f} s")
-    print(f"{'PROCESS':<18}{'PID':>8}  {'STATE':<10}{'RESTARTS':>8}  {'RSS':>9}  "
-          f"{'ACTORS':<30} LAST EXIT")
-    for proc in status["processes"]:
-        rss = f"{proc['rss'] / 1048576:.1f} MB" if proc.get("rss") else "-"
-        print(f"{proc['name']:<18}{proc.get('pid') or '-':>8}  {proc['state']:<10}"
-              f"{proc['restarts']:>8}  {rss:>9}  {','.join(proc['actors']):<30} "
-              f"{proc.get('last_exit') or '-'}")
+    print("\n".join(render_status(status)))
     return EXIT_OK
+
+
+def render_status(status: dict) -> list[str]:
+    """``rio status`` as text: a header, the process table (columns as wide as their longest
+    cell, so ``agent:<id>`` names keep it aligned) and where the logs are."""
+    rows = [("PROCESS", "PID", "STATE", "RESTARTS", "RSS", "ACTORS", "LAST EXIT")]
+    for proc in status.get("processes", ()):
+        rss = f"{proc['rss'] / 1048576:.1f} MB" if proc.get("rss") else "-"
+        rows.append((str(proc["name"]), str(proc.get("pid") or "-"), str(proc["state"]),
+                     str(proc.get("restarts", 0)), rss, ",".join(proc.get("actors") or ()) or "-",
+                     str(proc.get("last_exit") or "-")))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    right = {1, 3, 4}
+    lines = [f"instance {status['instance']}  root {status['root']}  supervisor pid "
+             f"{status['pid']}  up {status['uptime_s']:.0f} s"]
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+                 for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join(cells + [row[-1]]))
+    logs = sorted({str(Path(p["log"]).parent) for p in status.get("processes", ())
+                   if p.get("log")})
+    if logs:
+        lines.append(f"logs: {', '.join(logs)}  (one file per process: <instance>.<process>.log)")
+    return lines
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -358,14 +420,26 @@ def _main(argv: Sequence[str] | None = None) -> int:
     commands = {a.dest for a in parser._subparsers._group_actions} if parser._subparsers else set()
     known = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
     del commands
-    if not argv or (argv[0] not in known and not argv[0].startswith("-")):
+    first = _first_word(argv)
+    if first == "" or (first is not None and first not in known):
         desktop = _Parser(prog="rio", description=DESCRIPTION,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
         desktop.add_argument("paths", nargs="*", help="a folder or files to open")
         desktop.add_argument("--instance")
         args = desktop.parse_args(argv)
-        return cmd_desktop(args)
-    args = parser.parse_args(argv)
+        refused = check_desktop_paths(args.paths, sorted(known))
+        return refused if refused is not None else cmd_desktop(args)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # An unknown option: the subcommand's usage, not the top-level one.
+        chosen = parser
+        while chosen._subparsers is not None:      # rio key set --x: `rio key set`'s usage
+            action = chosen._subparsers._group_actions[0]
+            name = getattr(args, action.dest, None)
+            if name not in action.choices:
+                break
+            chosen = action.choices[name]
+        chosen.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -374,6 +448,24 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except RioError as err:
         return _fail(err)
+
+
+def _first_word(argv: Sequence[str]) -> str | None:
+    """The first word that is not a desktop option (``--instance NAME``): "" when there is
+    none (``rio``, ``rio --instance X``), None when another option comes first (``--help``,
+    ``--version``: the main parser's)."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--instance":
+            i += 2
+        elif word.startswith("--instance="):
+            i += 1
+        elif word.startswith("-") and word != "-":
+            return None
+        else:
+            return word
+    return ""
 
 
 if __name__ == "__main__":

@@ -67,7 +67,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "git clean -f, writes into ~/.bashrc …); without it they need a person")
     p.add_argument("--timeout", type=float, default=10.0, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_chat)
-    _usage_exits_3(p)
 
     k = subparsers.add_parser("key", help="API keys for the model providers",
                               description="API keys: stored in the system keyring, or where "
@@ -85,17 +84,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("provider")
     s.set_defaults(func=cmd_key_delete)
     k.set_defaults(func=lambda args: (k.print_help(), EXIT_USAGE)[1])
-    for parser in (k, *ks.choices.values()):
-        _usage_exits_3(parser)
-
-
-def _usage_exits_3(parser: argparse.ArgumentParser) -> None:
-    """argparse exits 2 on bad usage, but for these commands 2 means "Rio unreachable"."""
-    def error(message: str) -> None:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
-    parser.error = error  # type: ignore[method-assign]
+    # Usage errors exit 3 with the command's usage: the parsers are rio.cli's (they inherit
+    # the top-level parser's class), one line like every rio error.
 
 
 # --- attaching to an instance -------------------------------------------------------------------
