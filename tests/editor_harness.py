@@ -149,3 +149,13 @@ def open_editor(root: tk.Tk, text: str, name: str = "notes.txt",
 
 def widget_text(ed: EditorTab) -> str:
     return str(ed.orig("get", "1.0", "end-1c"))
+
+
+def close_editor(ed: EditorTab) -> None:
+    """Destroy the tab and its font while the Tk root lives: a tkinter Font collected after
+    its root was destroyed calls ``font delete`` on a dead Tk (a segfault, seen here)."""
+    font = ed.app.editor_font
+    ed.destroy()
+    if font.delete_font:
+        font.delete_font = False
+        font._call("font", "delete", font.name)  # noqa: SLF001 -- what Font.__del__ does

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from editor_harness import open_editor, widget_text
+from editor_harness import close_editor, open_editor, widget_text
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
 
@@ -29,7 +29,7 @@ def editor(tk_root):
         return ed, core
     yield make
     for ed in opened:
-        ed.destroy()
+        close_editor(ed)
 
 
 def _settled(ed, core) -> str:
@@ -206,4 +206,4 @@ def test_core_and_widget_converge_with_emoji_marks_and_crlf(tk_root, initial, ac
             ed.update_idletasks()
         _settled(ed, core)
     finally:
-        ed.destroy()
+        close_editor(ed)

@@ -259,40 +259,39 @@ class EditorTab(EditorDecorations, ttk.Frame):
             return  # still loading: the load's version check catches up
         if int(data["version"]) <= self.replica.version:
             return  # already in the snapshot we loaded
-        cur = self.offset("insert") if self.window is None else None
+        # The cursor's offset now, before the change: in a big file's window the rows are
+        # re-rendered around it, so it must not be read from rows the change has shifted.
+        cur = self.offset("insert")
         try:
             edits = self.replica.on_event(data)
         except RioError as err:
             log.info("resync %s: %s", self.buffer_id, err.message)
             self.resync()
             return
+        undoing = data.get("kind") in ("undo", "redo")
         for edit in edits:
-            self._apply_remote(edit.start, edit.end, edit.text)
-            if data.get("kind") in ("undo", "redo"):
-                target: int | None = edit.start + len(edit.text)
-            elif cur is not None:
+            if undoing:
+                cur = edit.start + len(edit.text)
+            elif edit.start <= cur <= edit.end:
                 # Keep the cursor where the user had it (Tk would push it past an insert or
                 # drop it to the start of a replaced block).
-                if edit.start <= cur <= edit.end:
-                    cur = edit.start + min(cur - edit.start, len(edit.text))
-                elif cur > edit.end:
-                    cur += len(edit.text) - (edit.end - edit.start)
-                target = cur
-            else:
-                target = None
-            idx = self.index(target) if target is not None else None
+                cur = edit.start + min(cur - edit.start, len(edit.text))
+            elif cur > edit.end:
+                cur += len(edit.text) - (edit.end - edit.start)
+            self._apply_remote(edit.start, edit.end, edit.text, cur)
+            idx = self.index(cur)
             if idx is not None:
                 self.orig("mark", "set", "insert", idx)
-                if data.get("kind") in ("undo", "redo"):
+                if undoing:
                     self.orig("see", "insert")
         self._run_at_version()
         self._flush()
         self._mark_changed()
 
-    def _apply_remote(self, start: int, end: int, chars: str) -> None:
+    def _apply_remote(self, start: int, end: int, chars: str, cursor: int) -> None:
         if self.window is not None:
             if not self.window.shift_after_remote(start, end, chars):
-                self._rerender()
+                self._rerender(cursor=cursor)
             return
         # The replica already holds the new text: ``start`` maps the same before and after.
         sidx = self.index(start)
@@ -766,6 +765,10 @@ class EditorTab(EditorDecorations, ttk.Frame):
         self.schedule_ui()
 
     def destroy(self) -> None:
+        for job in (self._hl_job, self._idle_job, self._ui_job, self._info_job):
+            if job is not None:
+                self.after_cancel(job)
+        self._hl_job = self._idle_job = self._ui_job = self._info_job = None
         self._remove_redirect()
         super().destroy()
 
@@ -796,7 +799,25 @@ def install_editor_bindings(root: tk.Misc, app: "App") -> None:
             return "break"
         root.bind_class("RioEditor", seq, handler)
 
+    def document_edge(end: bool) -> Callable[[tk.Event], str | None]:
+        # Tk's own Ctrl+End/Ctrl+Home go to the ends of the WIDGET: in a big file's window
+        # that is its last row (line 2,000), not the document's last line.
+        def handler(event: tk.Event) -> str | None:
+            e = ed(event)
+            if e is None or e.window is None or e.replica is None:
+                return None
+            e.orig("tag", "remove", "sel", "1.0", "end")
+            if end:
+                last = e.replica.buffer.line_count
+                e.goto(last, e.replica.buffer.line_end(last - 1))
+            else:
+                e.goto(1, 0)
+            return "break"
+        return handler
+
     root.bind_class("RioEditor", "<KeyPress>", key)
+    root.bind_class("RioEditor", "<Control-End>", document_edge(True))
+    root.bind_class("RioEditor", "<Control-Home>", document_edge(False))
     bind("<Return>", EditorTab.newline)
     bind("<KP_Enter>", EditorTab.newline)
     bind("<Tab>", EditorTab.tab)

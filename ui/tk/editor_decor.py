@@ -149,15 +149,13 @@ class EditorDecorations:
             return
         off = self.offset("insert")
         text, base = self._context(off, radius=5_000)
-        for probe in (off, off - 1):
-            if probe < base:
-                continue
-            found = ec.match_bracket(text, probe - base, limit=20_000)
-            if found:
-                for o in found:
-                    idx = self.index(o + base)
-                    self.orig("tag", "add", "bracket", idx, f"{idx}+1c")
-                return
+        # match_bracket looks at the character after the cursor and the one before it itself:
+        # probing off - 1 here too reached two back (a bracket ending the previous line lit
+        # up with the cursor at the start of this one).
+        found = ec.match_bracket(text, off - base, limit=20_000)
+        for o in found or ():
+            idx = self.index(o + base)
+            self.orig("tag", "add", "bracket", idx, f"{idx}+1c")
 
     def _draw_gutter(self) -> None:
         g = self.gutter
@@ -165,9 +163,15 @@ class EditorDecorations:
                  int(str(self.orig("index", "end-1c")).split(".")[0]))
         # Redraw only when what it shows changed: typing along a line changes none of this,
         # and redrawing ~40 numbers costs ~2 ms a keystroke (measured, tests/bench/bench_ui.py).
-        key = (str(self.orig("index", "@0,0")), total, str(self.orig("index", "insert linestart")),
+        # The top line's y and the font's family and line spacing are in it: a scroll by part
+        # of a line, or another font at the same size, moves every number.
+        font = self.app.editor_font
+        top = self.orig("index", "@0,0")
+        key = (str(top), str(self.orig("dlineinfo", top)), total,
+               str(self.orig("index", "insert linestart")),
                tuple(self.bookmark_lines()), self.text.winfo_height(),
-               self.app.settings.get("line_numbers", True), str(self.app.editor_font.cget("size")),
+               self.app.settings.get("line_numbers", True), str(font.cget("size")),
+               str(font.cget("family")), font.metrics("linespace"),
                self._theme.name, self.window.first_line if self.window is not None else -1)
         if key == getattr(self, "_gutter_key", None):
             return
@@ -176,7 +180,6 @@ class EditorDecorations:
         if not self.app.settings.get("line_numbers", True):
             return
         t = self._theme
-        font = self.app.editor_font
         width = font.measure("0" * max(3, len(str(total)))) + 18
         if int(g.cget("width")) != width:
             g.configure(width=width)
