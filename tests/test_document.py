@@ -86,17 +86,16 @@ def test_stale_range_is_checked_against_the_text_it_was_made_on():
     assert doc.text() == "X" and change.start == 0
 
 
-def test_typing_a_word_is_one_undo_step(clock):
+def test_a_run_of_typing_across_words_is_one_undo_step(clock):
     doc = Document(clock=clock)
     type_text(doc, 0, "hello ")
     type_text(doc, 6, "world")
     assert doc.text() == "hello world"
     assert doc.undo_label == "Typing"
     undone = doc.undo()
-    assert doc.text() == "hello " and len(undone) == 5
+    assert doc.text() == "" and len(undone) == 11
     assert all(c.kind == "undo" for c in undone)
-    doc.undo()
-    assert doc.text() == "" and not doc.can_undo
+    assert not doc.can_undo
 
 
 def test_a_pause_ends_the_typing_step(clock):
@@ -135,14 +134,12 @@ def test_another_origin_ends_the_typing_step(clock):
     assert doc.text() == "ab"
 
 
-def test_backspacing_joins_until_a_word_boundary(clock):
+def test_a_run_of_backspaces_across_words_is_one_undo_step(clock):
     doc = Document("hello world", clock=clock)
     for end in range(11, 3, -1):                          # backspace "world", " ", "lo"
         doc.replace(end - 1, end, "")
     assert doc.text() == "hel"
     assert doc.undo_label == "Delete"
-    doc.undo()
-    assert doc.text() == "hello"                          # "lo" was its own step
     doc.undo()
     assert doc.text() == "hello world"
 
