@@ -47,8 +47,17 @@ def curve_dir(base: Path | None = None) -> Path:
 
 
 def private_folder(path: Path) -> Path:
-    """Create ``path`` as 0700 (and fix a looser mode): key folders are for the user alone."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create ``path`` as 0700 (and fix a looser mode): key folders are for the user alone.
+    Every folder created on the way is 0700 too (``mkdir(parents=True)`` would make the
+    ``curve`` folder above ``clients/`` 0755 under the usual umask)."""
+    missing: list[Path] = []
+    walk = path
+    while not walk.exists() and walk != walk.parent:
+        missing.append(walk)
+        walk = walk.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)      # mkdir's mode is masked by the umask
     if stat.S_IMODE(path.stat().st_mode) != 0o700:
         os.chmod(path, 0o700)
     return path

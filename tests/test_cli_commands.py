@@ -154,3 +154,20 @@ def test_the_status_table_stays_aligned_with_long_names_and_says_where_logs_are(
     assert header.index("PID") + 3 == core.index("11 ") + 2 == agent.index("12345678") + 8
     assert header.index("RESTARTS") + 8 == agent.index("12 ") + 2
     assert lines[-1].startswith("logs: /state/logs")
+
+
+# --- rio keys --------------------------------------------------------------------------------
+
+def test_client_keys_make_every_folder_they_create_private(tmp_path):
+    import os
+    import stat
+    from rio import curve_keys
+    base = tmp_path / "config" / "rio" / "curve"          # none of it exists yet
+    os.umask(old := os.umask(0o022))
+    try:
+        os.umask(0o022)
+        curve_keys.create_client_keys("laptop", base, authorise=False)
+    finally:
+        os.umask(old)
+    for folder in (base, base / "clients"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
