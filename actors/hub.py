@@ -16,6 +16,9 @@ replies; when a service goes away its outstanding requests are failed with ``bus
 No frame can end the hub thread: anything unexpected while handling one is logged and answered
 with ``internal.unexpected`` (docs/protocol.md "Frame limits"). Every socket refuses messages
 over ``MAX_SOCKET_MESSAGE_BYTES`` in libzmq itself (:func:`configure`).
+Before routing, every request is checked against the sender's role (:mod:`rio.roles`): a
+remote client's role is in the identity the CURVE bridge gave it, and ops above it are refused
+with ``auth.forbidden``; local clients are owners.
 The hub owns its sockets from one thread (ZeroMQ sockets are not thread-safe).
 """
 
@@ -30,7 +33,7 @@ from typing import Callable
 import msgpack
 import zmq
 
-from rio import ops
+from rio import ops, roles
 from rio.errors import BusError, InternalError, ProtocolError, RioError
 from rio.protocol import (MAX_SOCKET_MESSAGE_BYTES, Event, Reply, Request, decode, encode,
                           peek_id)
@@ -232,6 +235,10 @@ class Hub:
         if isinstance(frame, Reply):
             return  # a reply without a destination: nothing to do with it
         self.stats["requests"] += 1
+        denied = roles.refusal(sender, frame.op)   # a remote key's role (ADR-0019)
+        if denied is not None:
+            self._reply(sender, Reply.failure(frame.id, denied))
+            return
         if frame.op.startswith("bus."):
             self._reply(sender, self._bus_op(sender, frame))
             return

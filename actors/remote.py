@@ -12,6 +12,12 @@ fails requests of remote clients exactly as it does for local ones, and a reply 
 out of the tcp socket it came in on. Remote peers are clients only: ``bus.register`` and events
 from them are refused, so a remote key can never take over an op prefix.
 
+Roles (ADR-0019, rio/roles.py): every authorised key has one (observer, editor, owner). The
+bridge looks up the key each message was authenticated with (ZAP's ``User-Id`` property, the
+key's Z85 text) and sends it on a DEALER whose identity is ``remote:<role>:<client id>``; the hub
+refuses ops above that role with ``auth.forbidden``. The role is never read from the payload, so
+a client cannot claim another; a key revoked or re-roled takes effect on its next message.
+
 The listener owns its own ZeroMQ context (the ZAP handler is per context) and one thread.
 """
 
@@ -30,14 +36,14 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from actors.hub import WELCOME, configure
-from rio import curve_keys
-from rio.errors import BusError, InternalError, ProtocolError
+from rio import curve_keys, roles
+from rio.errors import AuthError, BusError, InternalError, ProtocolError
 from rio.protocol import Event, Reply, Request, decode, encode, peek_id
 
 log = logging.getLogger("rio.remote")
 
 ZAP_DOMAIN = "rio"
-CLIENT_PREFIX = b"remote:"
+CLIENT_PREFIX = roles.REMOTE_PREFIX   # + role + ":" + client id (rio/roles.py)
 IDLE_CLOSE_S = 600.0        # a remote client silent this long loses its hub-side DEALER
 MAX_CLIENTS = 256           # bounds the sockets one listener can hold
 RELOAD_EVERY_S = 1.0        # how often authorized_clients/ is checked for changes
@@ -68,6 +74,7 @@ class _Client:
     dealer: zmq.Socket
     last_used: float
     outstanding: int = 0
+    role: str = "observer"
 
 
 @dataclass
@@ -94,6 +101,7 @@ class RemoteListener:
         self._stop_endpoint = f"inproc://remote-stop-{id(self)}"
         self._clients: dict[bytes, _Client] = {}
         self._auth_stamp: int | None = None
+        self._roles: dict[str, tuple[str, str]] = {}   # Z85 key → (client name, role)
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "RemoteListener":
@@ -199,13 +207,14 @@ class RemoteListener:
                       by_dealer: dict[zmq.Socket, bytes]) -> None:
         for _ in range(1000):  # bounded batch, then service the other sockets
             try:
-                frames = front.recv_multipart(zmq.NOBLOCK)
+                parts = front.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
-            if len(frames) != 2:
+            if len(parts) != 2:
                 self.stats["refused"] += 1
                 continue  # only [identity, payload]: remote peers are clients, never services
-            ident, payload = frames
+            ident, payload = parts[0].bytes, parts[1].bytes
+            role = self._role_of(parts[1])
             try:
                 refusal = _refusal(payload)
             except Exception as exc:  # noqa: BLE001 -- one frame never ends remote access
@@ -213,12 +222,20 @@ class RemoteListener:
                 refusal = Reply.failure(_peek(payload), InternalError(
                     "internal.unexpected",
                     f"The bridge could not handle this frame ({type(exc).__name__})."))
+            if refusal is None and role is None:
+                refusal = Reply.failure(_peek(payload), AuthError(
+                    "forbidden", "This client's key is no longer authorised on the server.",
+                    "Ask the server's owner to authorise it again (rio keys --authorize)."))
             if refusal is not None:
                 self.stats["refused"] += 1
                 if refusal is not _DROP:
                     _send_quietly(front, ident, encode(refusal))
                 continue
-            client = self._clients.get(ident) or self._open_client(ident, poller, by_dealer)
+            client = self._clients.get(ident)
+            if client is not None and client.role != role:
+                self._close_client(ident, poller, by_dealer)   # re-roled: a new hub identity
+                client = None
+            client = client or self._open_client(ident, role, poller, by_dealer)
             if client is None:
                 _send_quietly(front, ident, encode(_too_many(payload, self.max_clients)))
                 continue
@@ -233,7 +250,17 @@ class RemoteListener:
                     "unreachable", "The Rio instance is not accepting requests (queue full).",
                     "Check it with `rio status` on the server."))))
 
-    def _open_client(self, ident: bytes, poller: zmq.Poller,
+    def _role_of(self, frame: zmq.Frame) -> str | None:
+        """The role of the key this message was authenticated with; None when that key is
+        not (or no longer) authorised."""
+        try:
+            user = frame.get("User-Id")
+        except (zmq.ZMQError, AttributeError):
+            return None
+        found = self._roles.get(user) if isinstance(user, str) else None
+        return found[1] if found is not None else None
+
+    def _open_client(self, ident: bytes, role: str, poller: zmq.Poller,
                      by_dealer: dict[zmq.Socket, bytes]) -> _Client | None:
         if len(self._clients) >= self.max_clients:
             self._close_idle(poller, by_dealer, force=True)
@@ -241,9 +268,9 @@ class RemoteListener:
                 return None
         dealer = self._ctx.socket(zmq.DEALER)
         configure(dealer)
-        dealer.setsockopt(zmq.ROUTING_ID, hub_identity(ident))
+        dealer.setsockopt(zmq.ROUTING_ID, hub_identity(ident, role))
         dealer.connect(self.hub_requests)
-        client = _Client(dealer, time.monotonic())
+        client = _Client(dealer, time.monotonic(), role=role)
         self._clients[ident] = client
         by_dealer[dealer] = ident
         poller.register(dealer, zmq.POLLIN)
@@ -274,10 +301,14 @@ class RemoteListener:
             # never answered); a forced sweep at the client cap closes the quiet ones first.
             if (client.outstanding == 0 and (force or idle > self.idle_close_s)) \
                     or idle > 6 * self.idle_close_s:
-                poller.unregister(client.dealer)
-                by_dealer.pop(client.dealer, None)
-                client.dealer.close(linger=0)
-                del self._clients[ident]
+                self._close_client(ident, poller, by_dealer)
+
+    def _close_client(self, ident: bytes, poller: zmq.Poller,
+                      by_dealer: dict[zmq.Socket, bytes]) -> None:
+        client = self._clients.pop(ident)
+        poller.unregister(client.dealer)
+        by_dealer.pop(client.dealer, None)
+        client.dealer.close(linger=0)
 
     # --- events ---------------------------------------------------------------------------------
     def _forward_subscriptions(self, events: zmq.Socket, upstream: zmq.Socket) -> None:
@@ -313,6 +344,7 @@ class RemoteListener:
         if stamp == self._auth_stamp or self._auth is None:
             return
         self._auth_stamp = stamp
+        self._roles = curve_keys.authorized_roles(folder=self.authorized_dir)
         # configure_curve replaces the key set in one assignment; the ZAP thread reads it per
         # handshake, so no lock is needed.
         self._auth.configure_curve(domain=ZAP_DOMAIN, location=str(self.authorized_dir))
@@ -338,12 +370,14 @@ def _refusal(payload: bytes) -> Reply | None:
     return None
 
 
-def hub_identity(ident: bytes) -> bytes:
-    """The identity the hub sees for a remote client: readable, and within libzmq's limit
-    (a client may pick a 255-byte identity; the prefix must not make it invalid)."""
-    if len(CLIENT_PREFIX) + len(ident) <= _MAX_ROUTING_ID:
-        return CLIENT_PREFIX + ident
-    return CLIENT_PREFIX + b"sha256:" + hashlib.sha256(ident).hexdigest().encode()
+def hub_identity(ident: bytes, role: str) -> bytes:
+    """The identity the hub sees for a remote client, ``remote:<role>:<ident>``: it carries the
+    role (rio/roles.py reads it back), is readable, and stays within libzmq's limit (a client may
+    pick a 255-byte identity; the prefix must not make it invalid)."""
+    whole = roles.identity_for(role, ident)
+    if len(whole) <= _MAX_ROUTING_ID:
+        return whole
+    return roles.identity_for(role, b"sha256:" + hashlib.sha256(ident).hexdigest().encode())
 
 
 def _peek(payload: bytes) -> str:

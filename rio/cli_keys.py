@@ -1,10 +1,14 @@
 """``rio keys``: the CURVE keys for remote access (``rio serve --listen``).
 
     rio keys                         create the server keypair once; print its public key
-    rio keys --client NAME           create a client keypair here and authorise it
-    rio keys --authorize NAME KEY    authorise a client key made on another machine
+    rio keys --client NAME [--role R]         create a client keypair here and authorise it
+    rio keys --authorize NAME KEY [--role R]  authorise a client key made on another machine
+    rio keys --set-role NAME ROLE             change what an authorised client may do
     rio keys --revoke NAME           refuse that client from now on
-    rio keys --list                  the server key and the authorised clients
+    rio keys --list                  the server key and the authorised clients, with roles
+
+Roles (rio/roles.py, docs/deploy.md): observer reads; editor (the default) also edits and
+saves buffers; owner also runs commands, changes the gate, uses agents and controls processes.
     rio keys --rotate                a new server keypair (every client needs the new key)
 
 The key logic lives in rio/curve_keys.py; this module only parses and prints.
@@ -14,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 
-from rio import curve_keys
+from rio import curve_keys, roles
 
 EPILOG = """\
 Remote access, step by step (docs/deploy.md has the whole story):
   on the server:  rio keys                      # prints the server's public key
-                  rio keys --client laptop      # prints the secret file to copy
+                  rio keys --client laptop      # an editor; --role observer|editor|owner
                   rio serve --listen tcp://0.0.0.0:7311
   on the client:  copy laptop.key_secret into ~/.config/rio/curve/clients/
                   rio status --connect tcp://SERVER:7311 --server-key 'KEY'
@@ -34,18 +38,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="create a client keypair and authorise it on this server")
     what.add_argument("--authorize", nargs=2, metavar=("NAME", "PUBLIC_KEY"),
                       help="authorise a client public key made elsewhere")
+    what.add_argument("--set-role", nargs=2, metavar=("NAME", "ROLE"),
+                      help="change an authorised client's role (observer, editor, owner)")
     what.add_argument("--revoke", metavar="NAME", help="remove an authorised client")
     what.add_argument("--list", action="store_true", help="show the server key and the clients")
     what.add_argument("--rotate", action="store_true",
                       help="replace the server keypair (clients need the new public key)")
+    p.add_argument("--role", choices=roles.ROLES, default=roles.DEFAULT_ROLE,
+                   help="with --client or --authorize: what the key may do "
+                        f"(default {roles.DEFAULT_ROLE})")
     p.set_defaults(func=cmd_keys)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
     folder = curve_keys.curve_dir()
     if args.client:
-        pair, secret_file = curve_keys.create_client_keys(args.client)
-        print(f"Created client {args.client!r} and authorised it on this machine's server.")
+        pair, secret_file = curve_keys.create_client_keys(args.client, role=args.role)
+        print(f"Created client {args.client!r} and authorised it on this machine's server "
+              f"as an {args.role}.")
         print(f"  secret file (copy it to the client, keep it private): {secret_file}")
         print("  on the client put it in ~/.config/rio/curve/clients/ (or a folder named by "
               "RIO_CLIENT_KEY_DIR)")
@@ -54,8 +64,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
         return 0
     if args.authorize:
         name, key = args.authorize
-        path = curve_keys.authorize(name, key)
-        print(f"Authorised {name!r} ({path}); a running server accepts it within a second.")
+        path = curve_keys.authorize(name, key, role=args.role)
+        print(f"Authorised {name!r} as an {args.role} ({path}); a running server accepts it "
+              "within a second.")
+        return 0
+    if args.set_role:
+        name, role = args.set_role
+        curve_keys.set_role(name, role)
+        print(f"{name!r} is now an {role}; a running server applies it to its next request.")
         return 0
     if args.revoke:
         if curve_keys.revoke(args.revoke):
@@ -68,10 +84,10 @@ def cmd_keys(args: argparse.Namespace) -> int:
         return 1
     if args.list:
         _print_server_key(folder)
-        clients = curve_keys.authorized()
+        clients = curve_keys.authorized_roles()
         print(f"Authorised clients ({folder / curve_keys.AUTHORIZED}):")
-        for name, public in clients.items():
-            print(f"  {name:<24} {public.decode()}")
+        for public, (name, role) in sorted(clients.items(), key=lambda kv: kv[1]):
+            print(f"  {name:<24} {role:<9} {public}")
         if not clients:
             print("  none: add one with `rio keys --client NAME`")
         return 0

@@ -4,7 +4,9 @@ Layout under ``config_base()/curve/`` (folder 0700, every file 0600)::
 
     server.key              the server's public key (give it to clients: --server-key)
     server.key_secret       the server's public + secret key
-    authorized_clients/     NAME.key: one public key per client the server accepts
+    authorized_clients/     NAME.key: one public key per client the server accepts, with the
+                            client's role (observer, editor, owner: rio/roles.py) in the
+                            certificate's metadata section; no role line means editor
     clients/                NAME.key + NAME.key_secret: client keypairs made on this machine
 
 Files use pyzmq's certificate format (``zmq.auth.load_certificate`` reads them), so the ZAP
@@ -25,6 +27,7 @@ import zmq
 import zmq.auth
 from zmq.utils import z85
 
+from rio import roles
 from rio.errors import BusError, ConfigError
 from rio.instance import config_base
 
@@ -33,6 +36,7 @@ AUTHORIZED = "authorized_clients"
 CLIENTS = "clients"
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _Z85_KEY = re.compile(r"^[0-9a-zA-Z.:+=^!/*?&<>()\[\]{}@%$#-]{40}$")
+_ROLE_LINE = re.compile(r'^\s*role\s*=\s*"([a-z]+)"\s*$')
 
 
 @dataclass(frozen=True)
@@ -81,13 +85,24 @@ def check_public_key(key: str | bytes) -> bytes:
 
 # --- files --------------------------------------------------------------------------------------
 
-def write_key_file(path: Path, public: bytes, secret: bytes | None = None) -> Path:
-    """Write a pyzmq-format certificate, 0600 from the first byte, replaced atomically."""
+def check_role(role: str) -> str:
+    try:
+        return roles.check_role(role)
+    except ValueError:
+        raise ConfigError("bad_role", f"{role!r} is not a role.",
+                          f"Use one of {', '.join(roles.ROLES)}.") from None
+
+
+def write_key_file(path: Path, public: bytes, secret: bytes | None = None, *,
+                   role: str | None = None) -> Path:
+    """Write a pyzmq-format certificate, 0600 from the first byte, replaced atomically.
+    ``role`` (authorised client keys) goes in the metadata section, which pyzmq ignores."""
+    meta = ["metadata"] + ([f'    role = "{check_role(role)}"'] if role else [])
     lines = [f"#   Rio CURVE {'secret' if secret else 'public'} key, "
              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC",
              "#   ZeroMQ certificate format (zmq.auth.load_certificate reads it).",
              "" if secret is None else "#   SECRET: never share this file.",
-             "metadata", "curve", f'    public-key = "{public.decode()}"']
+             *meta, "curve", f'    public-key = "{public.decode()}"']
     if secret is not None:
         lines.append(f'    secret-key = "{secret.decode()}"')
     tmp = path.with_name(f".{path.name}.tmp")
@@ -153,10 +168,53 @@ def authorized_dir(base: Path | None = None) -> Path:
     return private_folder(curve_dir(base) / AUTHORIZED)
 
 
-def authorize(name: str, public: str | bytes, base: Path | None = None) -> Path:
-    """Let the client with this public key connect (takes effect within a few seconds)."""
+def authorize(name: str, public: str | bytes, base: Path | None = None, *,
+              role: str = roles.DEFAULT_ROLE) -> Path:
+    """Let the client with this public key connect with ``role`` (takes effect within a few
+    seconds; authorising the same name again replaces its key and role)."""
     key = check_public_key(public)
-    return write_key_file(authorized_dir(base) / f"{check_client_name(name)}.key", key)
+    return write_key_file(authorized_dir(base) / f"{check_client_name(name)}.key", key,
+                          role=check_role(role))
+
+
+def read_role(path: Path) -> str:
+    """The role in an authorised key file; a file without one (made before roles) is an
+    editor, the default; an unknown role is an observer (fail closed)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "observer"
+    for line in text.splitlines():
+        found = _ROLE_LINE.match(line)
+        if found:
+            return found.group(1) if found.group(1) in roles.ROLES else "observer"
+    return roles.DEFAULT_ROLE
+
+
+def set_role(name: str, role: str, base: Path | None = None) -> Path:
+    """Change an authorised client's role, keeping its key."""
+    path = authorized_dir(base) / f"{check_client_name(name)}.key"
+    if not path.exists():
+        raise ConfigError("unknown_client", f"No authorised client named {name!r}.",
+                          "See `rio keys --list`.")
+    return write_key_file(path, read_key_file(path).public, role=check_role(role))
+
+
+def authorized_roles(base: Path | None = None,
+                     folder: Path | None = None) -> dict[str, tuple[str, str]]:
+    """Z85 public key (text, as ZAP's User-Id) → (client name, role), for every authorised
+    client. Unreadable files are left out (ZAP refuses their keys too)."""
+    where = folder if folder is not None else curve_dir(base) / AUTHORIZED
+    found: dict[str, tuple[str, str]] = {}
+    if not where.is_dir():
+        return found
+    for path in sorted(where.glob("*.key")):
+        try:
+            public = read_key_file(path).public.decode()
+        except ConfigError:
+            continue
+        found[public] = (path.stem, read_role(path))
+    return found
 
 
 def revoke(name: str, base: Path | None = None) -> bool:
@@ -176,8 +234,8 @@ def authorized(base: Path | None = None) -> dict[str, bytes]:
     return {p.stem: read_key_file(p).public for p in sorted(folder.glob("*.key"))}
 
 
-def create_client_keys(name: str, base: Path | None = None, *,
-                       authorise: bool = True) -> tuple[KeyPair, Path]:
+def create_client_keys(name: str, base: Path | None = None, *, authorise: bool = True,
+                       role: str = roles.DEFAULT_ROLE) -> tuple[KeyPair, Path]:
     """A new client keypair in ``clients/`` (its public key authorised unless told not to);
     returns the keys and the secret file to copy to the client."""
     check_client_name(name)
@@ -186,7 +244,7 @@ def create_client_keys(name: str, base: Path | None = None, *,
     secret_file = write_key_file(folder / f"{name}.key_secret", public, secret)
     write_key_file(folder / f"{name}.key", public)
     if authorise:
-        authorize(name, public, base)
+        authorize(name, public, base, role=role)
     return KeyPair(public, secret), secret_file
 
 

@@ -30,7 +30,9 @@ The tree (the first dotted part is the family; the leaves in use)::
     ├── ConfigError            config.*     a configuration file or setting is wrong
     │     invalid, unknown_placement, invalid_instance_name, insecure_credentials,
     │     credentials_unreadable, empty_key, keyring_failed, bad_key_file, bad_public_key,
-    │     bad_client_name, unknown_client
+    │     bad_client_name, unknown_client, bad_role
+    ├── AuthError              auth.*       a remote key's role does not allow the request
+    │     forbidden
     ├── AgentError             agent.*      a model provider or agent failed
     │     not_configured, auth_rejected, rate_limited, server_error, network,
     │     unexpected_response, request_rejected, insecure_endpoint, output_truncated,
@@ -109,6 +111,11 @@ class ConfigError(RioError):
     default_next = "Fix the file at the line named and start again."
 
 
+class AuthError(RioError):
+    family = "auth"
+    default_next = "Ask the server's owner for a key with a role that allows it (rio keys)."
+
+
 class AgentError(RioError):
     family = "agent"
     default_next = "Try the message again."
@@ -121,7 +128,7 @@ class InternalError(RioError):
 FAMILIES: dict[str, type[RioError]] = {
     cls.family: cls
     for cls in (ProtocolError, PathError, FileError, BufferError, BusError, ConfigError,
-                AgentError, InternalError)
+                AuthError, AgentError, InternalError)
 }
 
 
