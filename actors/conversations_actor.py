@@ -62,6 +62,9 @@ FORWARD_TIMEOUT_S = 5.0
 #: An approval applies the edit (buffer.open, buffer.replace) before it answers.
 APPROVE_TIMEOUT_S = 30.0
 
+#: Ends the streamed text of a turn whose session process died before answering.
+INTERRUPTED_MARK = "[interrupted: the agent process stopped here]"
+
 SESSION_DIED = ("The agent process stopped unexpectedly; it was restarted — send your "
                 "message again.")
 
@@ -79,6 +82,8 @@ class RunningTurn:
     #: closes the waiting proposal as "interrupted"), recorded once this one has ended.
     successor: "RunningTurn | None" = None
     successor_outcome: "TurnOutcome | None" = None
+    #: The text streamed so far (agent.delta): kept if the session dies before it answers.
+    partial: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -404,10 +409,17 @@ class ConversationsActor(pykka.ThreadingActor):
             return
         del self.running[cid]
         status, error, from_core = outcome.status, outcome.error, outcome.from_core
+        messages = outcome.messages
+        streamed = "".join(running.partial).strip()
+        if status == "error" and from_core and not messages and streamed:
+            # The session died mid-turn (kill -9): its messages died with it, but the text it
+            # streamed was seen. Keep it, marked, so the history does not read as two user
+            # messages in a row and the model knows where it was cut.
+            messages = (Message.assistant(f"{streamed}\n\n{INTERRUPTED_MARK}").to_dict(),)
         text = ""
         try:
-            conv = self.store.add_messages(turn, outcome.messages)
-            count = len(outcome.messages)
+            conv = self.store.add_messages(turn, messages)
+            count = len(messages)
             text = "\n\n".join(m.text for m in conv.messages[len(conv.messages) - count:]
                                if m.role == "assistant" and m.text) if count else ""
         except AgentError as err:
@@ -475,6 +487,8 @@ class ConversationsActor(pykka.ThreadingActor):
             return
         if topic == "agent.propose" and data.get("proposal") is not None:
             running.proposals[str(data["proposal"])] = str(data.get("call"))
+        elif topic == "agent.delta":
+            running.partial.append(str(data.get("text", "")))
         elif topic == "agent.tool_result":
             # The proposal's tool call got its result: decided (here, in the desktop, or by
             # the session's own rules), so nothing waits any more.
@@ -520,5 +534,7 @@ def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext],
     # Pending proposals decide what a new message does mid-turn (interrupt, or agent.busy).
     host.bus.subscribe("agent.propose", on_event)
     host.bus.subscribe("agent.tool_result", on_event)
+    # The streamed text, kept for a turn whose session dies before it answers.
+    host.bus.subscribe("agent.delta", on_event)
     return {"agent": ref.tell}
 

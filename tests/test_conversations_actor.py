@@ -138,6 +138,38 @@ def test_a_turns_edits_become_one_undo_step(server, client, fakes):
     client.call("buffer.close", {"buffer": buf, "discard": True})
 
 
+def test_text_streamed_before_the_session_died_is_kept_marked_interrupted(server, client,
+                                                                         fakes):
+    cid = new_conversation(client)
+    held: list[RequestContext] = []
+
+    def stream_then_hang(fake, ctx) -> None:
+        base = {"conversation": ctx.args["conversation"], "turn": ctx.args["turn"]}
+        for piece in ("Half ", "an ", "answer"):
+            fake.bus.publish("agent.delta", {**base, "text": piece})
+        held.append(ctx)
+    first = FakeSession(server.info(), cid, stream_then_hang)
+    turn = client.call("agent.send", {"conversation": cid, "text": "first"})["turn"]
+    client.wait("agent.delta", turn=turn)
+    deadline = time.monotonic() + 10
+    while not held and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert held, "the session never got the turn"
+    first.stop()   # kill -9: no answer, no messages
+    client.wait("agent.turn", turn=turn, state="error")
+    history = client.call("agent.history", {"conversation": cid})
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+    kept = history["messages"][1]["content"][0]["text"]
+    assert kept.startswith("Half an answer") and "interrupted" in kept
+
+    # The next turn's session gets user, assistant (the kept text), user: never two users.
+    fakes.append(FakeSession(server.info(), cid, lambda fake, ctx: ctx.reply(
+        {"status": "done", "messages": [assistant("back")], "buffers": []})))
+    turn2 = client.call("agent.send", {"conversation": cid, "text": "second"})["turn"]
+    client.wait("agent.turn", turn=turn2, state="done")
+    assert [m["role"] for m in fakes[-1].turns[0]["messages"]] == ["user", "assistant", "user"]
+
+
 def test_a_session_that_vanishes_ends_the_turn_with_a_classified_error(server, client, fakes):
     cid = new_conversation(client)
     held: list[RequestContext] = []
@@ -360,6 +392,9 @@ def test_e2e_kill_9_of_the_session_mid_stream(real, real_client, model):
     assert session_pid(real, cid) not in (None, pid)
     sent = model.requests[-1].json["messages"]
     assert [m["role"] for m in sent][-1] == "user" and "second" in str(sent[-1])
+    # What streamed before the kill is in the history, marked: not two user messages in a row.
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert "Thinking about it" in str(sent[1]) and "interrupted" in str(sent[1])
 
 
 def test_e2e_stop_mid_stream_ends_the_turn_quickly(real, real_client, model):
