@@ -9,6 +9,7 @@ modules that define actors never import the host (no import circle between them)
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import threading
 from pathlib import Path
@@ -36,8 +37,39 @@ class ActorHost(Protocol):
 
 Factory = Callable[[ActorHost], dict[str, Handler]]
 
-#: actor name → function(host) that starts it and returns {prefix: handler}
+#: actor name → function(host) that starts it and returns {prefix: handler}; filled as the
+#: modules of :data:`ACTOR_MODULES` are imported.
 ACTOR_FACTORIES: dict[str, Factory] = {}
+
+#: The one list of Rio's actors: each name (as supervisor.toml uses it) → the module that
+#: registers its factory. A host imports only the modules of the actors it runs, so a restarted
+#: core does not pay for the agent session's imports (restart time is mostly interpreter
+#: start-up plus imports; ADR-0013).
+ACTOR_MODULES: dict[str, str] = {
+    "documents": "actors.factories",                # buffer.*: open documents and journals
+    "workspace": "actors.factories",                # fs.*: the project's files, confined
+    "runner": "actors.factories",                   # run.*: project commands
+    "conversations": "actors.conversations_actor",  # agent.* in the core
+    "gate": "actors.gate_actor",                    # gate.* in the core
+    "agent_session": "actors.agent_session",        # one process per conversation
+    "fake_agent": "actors.faults",                  # the fault harness's stand-in agent
+}
+#: Not started by a host: the desktop window is its own process (``python -m ui.tk``).
+OTHER_PROCESSES = ("ui",)
+#: Started only when something asks for them (``system.spawn``), so they may have no process.
+ON_DEMAND = ("fake_agent",)
+
+
+def known_actors() -> tuple[str, ...]:
+    """Every name supervisor.toml may place (the supervisor checks the file against it)."""
+    return tuple(ACTOR_MODULES) + OTHER_PROCESSES
+
+
+def factory_for(name: str) -> Factory | None:
+    """The factory of actor ``name``, importing its module on first use; None if unknown."""
+    if name not in ACTOR_FACTORIES and name in ACTOR_MODULES:
+        importlib.import_module(ACTOR_MODULES[name])
+    return ACTOR_FACTORIES.get(name)
 
 
 def actor_factory(name: str) -> Callable[[Factory], Factory]:

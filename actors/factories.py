@@ -1,23 +1,21 @@
-"""The actors a host process can run, by the names supervisor.toml uses.
+"""The core's own actors (documents, workspace, runner), by the names supervisor.toml uses.
 
-Each factory starts its actors inside a :class:`~actors.actor_registry.ActorHost` and returns the op prefixes it
-serves. Importing this module registers them.
+Each factory starts its actor inside an :class:`~actors.actor_registry.ActorHost` and returns
+the op prefixes it serves. Importing this module registers them.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable
 
-from actors.bus_thread import RequestContext
-from actors.actor_registry import ActorHost, actor_factory
+from actors.actor_registry import ActorHost, Handler, actor_factory
 from rio.instance import journal_dir
 
 
 @actor_factory("documents")
-def start_documents(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
+def start_documents(host: ActorHost) -> dict[str, Handler]:
+    """buffer.*: the open documents, their journals and the journal flush ticker."""
     from actors.documents import BufferRoutes, DocumentsActor, buffer_handler, flush_ticker
-    from actors.workspace_actor import WorkspaceActor
 
     file_port = None
     if host.fault_injection:
@@ -26,23 +24,27 @@ def start_documents(host: ActorHost) -> dict[str, Callable[[RequestContext], Non
     routes = BufferRoutes()
     ref = DocumentsActor.start(host.root, journal_dir(host.root), host.bus, routes,
                                file_port=file_port, process=host.name)
-    ws = WorkspaceActor.start(host.root)
-    from actors.runner_actor import RunnerActor
-    runner = RunnerActor.start(host.root, host.bus)
-    host.refs += [ref, ws, runner]
+    host.refs.append(ref)
     host.ping_targets.append(ref)
     stop = threading.Event()
     threading.Thread(target=flush_ticker, args=(ref, 0.25, stop), daemon=True,
                      name="journal-flush").start()
-    return {"buffer": buffer_handler(ref, routes), "fs": ws.tell, "run": runner.tell}
+    return {"buffer": buffer_handler(ref, routes)}
 
 
-#: Actors whose factories live in their own modules, imported only by the processes that host
-#: them: a restarted core does not pay for the agent session's imports (restart time is mostly
-#: interpreter start-up plus imports; ADR-0013).
-LAZY_FACTORIES = {
-    "fake_agent": "actors.faults",                  # the fault harness's fake agent
-    "conversations": "actors.conversations_actor",  # agent.* in the core
-    "gate": "actors.gate_actor",                    # gate.* in the core
-    "agent_session": "actors.agent_session",        # one process per conversation
-}
+@actor_factory("workspace")
+def start_workspace(host: ActorHost) -> dict[str, Handler]:
+    """fs.*: listing, reading and searching the project's files, confined to its root."""
+    from actors.workspace_actor import WorkspaceActor
+    ws = WorkspaceActor.start(host.root)
+    host.refs.append(ws)
+    return {"fs": ws.tell}
+
+
+@actor_factory("runner")
+def start_runner(host: ActorHost) -> dict[str, Handler]:
+    """run.*: the project's commands, their output streamed as events."""
+    from actors.runner_actor import RunnerActor
+    runner = RunnerActor.start(host.root, host.bus)
+    host.refs.append(runner)
+    return {"run": runner.tell}

@@ -10,7 +10,6 @@ the supervisor died (with PR_SET_PDEATHSIG as the second line, ADR-0007).
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import signal
@@ -21,7 +20,7 @@ from typing import Callable
 
 import pykka
 
-from actors.actor_registry import ACTOR_FACTORIES
+from actors.actor_registry import factory_for
 from actors.bus import Endpoints
 from actors.bus_thread import BusThread, RequestContext
 
@@ -41,11 +40,8 @@ class Host:
 
     def run(self) -> int:
         handlers: dict[str, Callable[[RequestContext], None]] = {}
-        from actors.factories import LAZY_FACTORIES
         for actor in [a for a in self.args.actors.split(",") if a]:
-            if actor not in ACTOR_FACTORIES and actor in LAZY_FACTORIES:
-                importlib.import_module(LAZY_FACTORIES[actor])
-            factory = ACTOR_FACTORIES.get(actor)
+            factory = factory_for(actor)
             if factory is None:
                 log.warning("no actor named %r in this build; skipped", actor)
                 continue
@@ -122,7 +118,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format=f"%(asctime)s {args.process}[%(process)d] %(name)s: %(message)s")
     from actors import process_control
-    import actors.factories  # noqa: F401 -- registers the actor factories
 
     host = Host(args)
     signal.signal(signal.SIGTERM, lambda *_: host.stopping.set())

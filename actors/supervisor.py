@@ -462,7 +462,9 @@ def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
     try:
         from rio.instance import config_base
         user = config_base() / "supervisor.toml"
-        config = load_config(None, user if user.exists() else None, placement=placement)
+        from actors.actor_registry import ON_DEMAND, known_actors
+        config = load_config(None, user if user.exists() else None, placement=placement,
+                             actors=known_actors(), on_demand=ON_DEMAND)
         sup = Supervisor(root=root, instance=instance, desktop=desktop, config=config,
                          listen=listen, fault_injection=fault_injection, open_files=open_files)
         sup.start()

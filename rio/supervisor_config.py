@@ -25,15 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import platformdirs
 
 from rio.errors import ConfigError
 
-# fake_agent: the fault harness's stand-in agent (actors/faults.py), never started unless asked.
-KNOWN_ACTORS = ("documents", "conversations", "gate", "mcp", "agent_session", "fake_agent", "ui")
-OPTIONAL_ACTORS = ("fake_agent",)  # may have no process: nothing but the harness asks for it
 RESTART_POLICIES = ("always", "on-failure", "never")
 PER_CHOICES = ("instance", "conversation")        # one process, or one per conversation
 WHEN_CHOICES = ("always", "desktop", "headless")  # desktop: only when the Tk UI runs
@@ -303,10 +300,6 @@ def _check_value(src: _Source, path: tuple[str, ...], key: str, value: Any) -> N
         if not isinstance(value, list) or not value or \
                 not all(isinstance(a, str) for a in value):
             raise src.fail(path, "actors must be a non-empty list of actor names")
-        for actor in value:
-            if actor not in KNOWN_ACTORS:
-                raise src.fail(path, f"unknown actor {actor!r} (known: "
-                                     f"{', '.join(KNOWN_ACTORS)})")
         if len(set(value)) != len(value):
             raise src.fail(path, "an actor is listed twice")
 
@@ -413,15 +406,33 @@ _BUILTIN_DEFAULTS: dict[str, Any] = {  # what a file without [defaults] gets
 }
 
 
+def _placed_actors(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    """The actors a file places in its processes, in order (the list when no registry is
+    given)."""
+    names: list[str] = []
+    for table in doc.get("process", {}).values():
+        for actor in table.get("actors", ()) if isinstance(table, dict) else ():
+            if isinstance(actor, str) and actor not in names:
+                names.append(actor)
+    return tuple(names)
+
+
 def load_config(shipped_path: Path | str | None = None, user_path: Path | str | None = None,
-                placement: str | None = None) -> SupervisorConfig:
+                placement: str | None = None, *, actors: Sequence[str] | None = None,
+                on_demand: Sequence[str] = ()) -> SupervisorConfig:
     """Read the shipped file (default: the packaged one), apply the user copy if it exists
     (see :func:`default_user_path`), then the named placement. Raises ConfigError; never
-    returns a half-valid config."""
+    returns a half-valid config.
+
+    ``actors`` is the list of actors this build has (the supervisor passes the registry,
+    ``actors.actor_registry.known_actors()``): a name outside it is a mistake in the file, and
+    every one of them but the ``on_demand`` ones needs a process. Without it, the actors the
+    shipped file places are the list."""
     shipped = Path(shipped_path) if shipped_path is not None else packaged_path()
     sources = [_read(shipped, shipped=True)]
     if user_path is not None and Path(user_path).is_file():
         sources.append(_read(Path(user_path), shipped=False))
+    known = tuple(actors) if actors is not None else _placed_actors(sources[0].doc)
     for src in sources:
         _check_document(src)
     doc: dict[str, Any] = {}
@@ -457,6 +468,9 @@ def load_config(shipped_path: Path | str | None = None, user_path: Path | str | 
             src, key = _blame(sources, path)
             raise src.fail(key, f"process {name!r} has no actors list")
         for actor in table["actors"]:
+            if actor not in known:
+                src, key = _blame(sources, path + ("actors",))
+                raise src.fail(key, f"unknown actor {actor!r} (known: {', '.join(known)})")
             if actor in home:
                 other, other_path = home[actor]
                 src, key = _blame(sources, path + ("actors",), other_path + ("actors",))
@@ -471,7 +485,7 @@ def load_config(shipped_path: Path | str | None = None, user_path: Path | str | 
                                 f"backoff_initial_ms ({spec.backoff_initial_s * 1000:g}) "
                                 f"for process {name!r}")
         specs.append(spec)
-    missing = [a for a in KNOWN_ACTORS if a not in home and a not in OPTIONAL_ACTORS]
+    missing = [a for a in known if a not in home and a not in on_demand]
     if missing:
         src, key = _last_actors_key(sources, [path for path, _ in tables.values()])
         raise src.fail(key, f"no process hosts {', '.join(missing)}: every actor needs one")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from actors.actor_registry import ON_DEMAND, known_actors
 from rio.errors import ConfigError
 from rio.supervisor_config import (
-    KNOWN_ACTORS,
     RestartBudget,
     backoff_delay,
     find_key_line,
@@ -39,7 +39,7 @@ def test_the_shipped_defaults() -> None:
     config = load_config()
     assert [p.name for p in config.processes] == ["core", "agent", "fake", "ui"]
     core = config.process("core")
-    assert core.actors == ("documents", "conversations", "gate", "mcp")
+    assert core.actors == ("documents", "workspace", "runner", "conversations", "gate")
     assert core.restart == "always"
     assert (core.max_restarts, core.window_s) == (5, 60.0)
     assert (core.backoff_initial_s, core.backoff_max_s) == (0.1, 5.0)
@@ -61,10 +61,10 @@ def test_the_shipped_defaults() -> None:
 
 def test_the_isolated_placement_gives_each_actor_its_own_process() -> None:
     config = load_config(placement="isolated")
-    hosts = {actor: config.process_for(actor).name for actor in KNOWN_ACTORS}
-    assert hosts == {"documents": "documents", "conversations": "conversations",
-                     "gate": "gate", "mcp": "mcp", "agent_session": "agent", "fake_agent": "fake",
-                     "ui": "ui"}
+    hosts = {actor: config.process_for(actor).name for actor in known_actors()}
+    assert hosts == {"documents": "documents", "workspace": "workspace", "runner": "runner",
+                     "conversations": "conversations", "gate": "gate",
+                     "agent_session": "agent", "fake_agent": "fake", "ui": "ui"}
     assert all(len(p.actors) == 1 for p in config.processes)
     assert config.process("gate").restart == "always"
     assert config.placement == "isolated"
@@ -91,7 +91,8 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
     config = load_config(user_path=user)
     core = config.process("core")
     assert core.restart == "never"
-    assert core.actors == ("documents", "conversations", "gate", "mcp")  # kept from shipped
+    assert core.actors == ("documents", "workspace", "runner", "conversations",
+                           "gate")  # kept from shipped
     assert core.max_restarts == 2 and core.term_grace_s == 0.25
     assert config.process("agent").max_restarts == 2
     assert config.process("agent").stdin_grace_s == 1.0
@@ -101,17 +102,17 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
 def test_the_user_copy_can_move_an_actor_and_change_a_placement(tmp_path: Path) -> None:
     user = write(tmp_path, """
         [process.core]
-        actors = ["documents", "conversations", "gate"]
+        actors = ["documents", "workspace", "conversations", "gate"]
 
         [process.endpoint]
-        actors = ["mcp"]
+        actors = ["runner"]
         restart = "never"
 
         [placement.isolated.gate]
         max_restarts = 9
     """)
     config = load_config(user_path=user)
-    assert config.process_for("mcp").name == "endpoint"
+    assert config.process_for("runner").name == "endpoint"
     assert config.process("endpoint").restart == "never"
     isolated = load_config(user_path=user, placement="isolated")
     assert isolated.process("gate").max_restarts == 9
@@ -136,14 +137,14 @@ BAD = [
     ("[process.core]\nactors = []\n", 2, "non-empty list"),
     ("# mine\n[process.extra]\nwhen = \"desktop\"\nactors = [\"gate\"]\n", 4,
      "'gate' is in two processes"),
-    ("[process.core]\nactors = [\"documents\", \"conversations\", \"mcp\"]\n", 2,
-     "no process hosts gate"),
+    ("[process.core]\nactors = [\"documents\", \"workspace\", \"runner\", \"conversations\"]\n",
+     2, "no process hosts gate"),
     ("[process.extra]\nrestart = \"never\"\n", 1, "has no actors"),
     ("[process.agent]\nper = \"turn\"\n", 2, "per must be one of"),
     ("[processes.core]\nrestart = \"never\"\n", 1, "unknown table 'processes'"),
     ("process.core.restart = 3\n", 1, "restart must be one of"),
-    ("[placement.isolated.gate]\nactors = [\"gate\", \"mcp\"]\n", 2,
-     "'mcp' is in two processes"),
+    ("[placement.isolated.gate]\nactors = [\"gate\", \"runner\"]\n", 2,
+     "'runner' is in two processes"),
     ("[process.Core]\nactors = [\"ui\"]\n", 1, "bad process name"),
 ]
 
@@ -170,7 +171,7 @@ def test_a_bad_shipped_file_is_blamed_on_itself(tmp_path: Path) -> None:
         restart = "on-failure"
 
         [process.all]
-        actors = ["documents", "conversations", "gate", "mcp", "agent_session", "ui", "ui"]
+        actors = ["documents", "conversations", "gate", "agent_session", "ui", "ui"]
     """, name="default_supervisor.toml")
     with pytest.raises(ConfigError) as info:
         load_config(shipped_path=shipped)
@@ -189,7 +190,7 @@ def test_an_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
 def test_a_minimal_shipped_file_gets_built_in_defaults(tmp_path: Path) -> None:
     shipped = write(tmp_path, """
         [process.all]
-        actors = ["documents", "conversations", "gate", "mcp", "agent_session", "ui"]
+        actors = ["documents", "conversations", "gate", "agent_session", "ui"]
     """)
     spec = load_config(shipped_path=shipped).process("all")
     assert (spec.restart, spec.max_restarts, spec.per, spec.when) == ("on-failure", 5,
@@ -294,5 +295,31 @@ def test_a_placement_takes_its_actors_out_of_the_base_processes(tmp_path: Path) 
     """)
     config = load_config(user_path=user, placement="isolated")
     assert config.process_for("ui").name == "gate"
-    assert [p.name for p in config.processes] == ["agent", "fake", "documents",
-                                                  "conversations", "gate", "mcp"]  # no "ui"
+    assert [p.name for p in config.processes] == ["agent", "fake", "documents", "conversations",
+                                                  "gate", "workspace", "runner"]  # no "ui"
+
+
+# ------------------------------------------------------------------- one list of actors
+
+def test_the_shipped_file_places_every_actor_of_the_registry_and_no_other() -> None:
+    config = load_config(actors=known_actors(), on_demand=ON_DEMAND)
+    placed = {actor for p in config.processes for actor in p.actors}
+    assert placed == set(known_actors())
+
+
+def test_the_registry_has_a_factory_for_every_actor_a_host_starts() -> None:
+    from actors.actor_registry import OTHER_PROCESSES, factory_for
+    for name in known_actors():
+        if name not in OTHER_PROCESSES:
+            assert callable(factory_for(name)), name
+    assert factory_for("mcp") is None   # not built yet: not listed either
+
+
+def test_an_actor_the_registry_does_not_know_is_refused(tmp_path: Path) -> None:
+    user = write(tmp_path, """
+        [process.core]
+        actors = ["documents", "workspace", "runner", "conversations", "gate", "mcp"]
+    """)
+    with pytest.raises(ConfigError) as info:
+        load_config(user_path=user, actors=known_actors(), on_demand=ON_DEMAND)
+    assert "unknown actor 'mcp'" in info.value.message and "line 2:" in info.value.message
