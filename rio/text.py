@@ -277,6 +277,15 @@ class ChunkedText:
     def text(self) -> str:
         return "".join(self._chunks)
 
+    def copy(self) -> "ChunkedText":
+        """An independent copy sharing the (immutable) chunk strings: O(chunks), no text copied."""
+        twin = ChunkedText.__new__(ChunkedText)
+        twin._chunks = list(self._chunks)
+        twin._chunk_len = list(self._chunk_len)
+        twin._chunk_nl = list(self._chunk_nl)
+        twin._rebuild_trees()
+        return twin
+
     def char_at(self, offset: int) -> str:
         if not isinstance(offset, int) or not 0 <= offset < self._len:
             raise _bad_range(f"There is no character at {offset!r} (0..{self._len - 1}).")

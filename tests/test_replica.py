@@ -20,7 +20,7 @@ from rio.transform import Edit, apply_to_str
 def test_first_local_edit_is_sent_with_the_current_version():
     r = Replica("hello", 3, "ui")
     request = r.local_edit(5, 5, "!")
-    assert request == Request(5, 5, "!", 3, "ui")
+    assert request == Request(5, 5, "!", 3, "ui", "ui#1")
     assert r.text == "hello!" and r.pending == (Edit(5, 5, "!"),) and r.in_flight
 
 
@@ -34,7 +34,7 @@ def test_second_edit_waits_for_the_acknowledgement():
                        base_version=first.base_version)
     assert r.on_change(ack) == []
     second = r.take_request()
-    assert second == Request(3, 3, "d", 1, "ui")
+    assert second == Request(3, 3, "d", 1, "ui", "ui#2")
     r.on_change(core.replace(second.start, second.end, second.text, origin="ui",
                              base_version=second.base_version))
     assert r.text == core.text() == "abcd" and not r.pending
@@ -230,3 +230,221 @@ def test_replicas_converge_with_the_core(initial, actions):
         assert client.view == world.core.text()
         assert client.replica.version == world.core.version
         assert not client.replica.pending
+
+
+# --- across core crashes (ADR-0018) ---------------------------------------------------------
+
+
+def core_args(**kw):
+    base = {"origin": "core", "base_version": None, "label": None}
+    base.update(kw)
+    return base
+
+
+class CrashWorld:
+    """The World again, with the core as the real :class:`OpenBuffer` journaling into a
+    :class:`MemoryJournalStore`: a crash replays the journal (``kill``: everything written;
+    ``power``: only what was flushed) into a new epoch, like a restarted core. Clients lose
+    their links, keep typing offline, resend the request in flight under the same id and
+    rebase on the recovered text."""
+
+    def __init__(self, text: str, root) -> None:
+        from rio.buffer_state import BufferFactory
+        from rio.journal import MemoryJournalStore
+        self.factory = BufferFactory(root, root / "journal")
+        self.store = self.factory.journal_store = MemoryJournalStore()
+        self.core = self.factory.new("")
+        self.core.handle("buffer.replace", core_args(start=0, end=0, text=text))
+        self.core.flush_journal()
+        version = self.core.document.version
+        self.clients = {name: Client(Replica(text, version, name), text)
+                        for name in ("ui", "agent")}
+        self.offline: set[str] = set()
+        self.crashes = self.already_applied = self.stale = 0
+
+    def _run(self, op: str, args: dict, request: str | None = None) -> None:
+        _, events = self.core.handle(op, args, request)
+        for topic, data in events:
+            if topic == "buffer.changed":
+                for client in self.clients.values():
+                    client.down.append(data)
+
+    def local_edit(self, name: str, at: int, length: int, text: str) -> None:
+        client = self.clients[name]
+        start = at % (len(client.view) + 1)
+        end = min(len(client.view), start + length)
+        client.send(client.replica.local_edit(start, end, text))
+        client.view = apply_to_str(client.view, Edit(start, end, text))
+
+    def _args(self, r: Request) -> dict:
+        return core_args(start=r.start, end=r.end, text=r.text, base_version=r.base_version,
+                         origin=r.origin)
+
+    def deliver_up(self, name: str) -> None:
+        client = self.clients[name]
+        if client.up:
+            r = client.up.popleft()
+            self._run("buffer.replace", self._args(r), f"{name} {r.id}")
+
+    def deliver_down(self, name: str) -> None:
+        client = self.clients[name]
+        if client.down:
+            data = client.down.popleft()
+            if name in self.offline:
+                return          # the fetched text will hold it
+            for edit in client.replica.on_event(data):
+                client.view = apply_to_str(client.view, edit)
+            client.send(client.replica.take_request())
+
+    def duplicate(self, name: str) -> None:
+        """A copy of the request in flight (a resend after a timeout, a duplicated frame)."""
+        sent = self.clients[name].replica.sent
+        if sent is not None and name not in self.offline:
+            self.clients[name].up.append(sent)
+
+    def core_op(self, op: str, **kw) -> None:
+        try:
+            self._run(op, core_args(**kw))
+        except BufferError as err:
+            assert err.kind in ("buffer.nothing_to_undo", "buffer.nothing_to_redo")
+
+    def crash(self, kind: str) -> None:
+        if kind == "kill":      # the process dies; what it wrote is in the kernel
+            self.core.flush_journal()
+        self.store.crash()
+        report = self.factory.recover_all()
+        assert not report.failures and len(report.buffers) == 1
+        self.core = report.buffers[0]
+        self.crashes += 1
+        for name, client in self.clients.items():
+            client.up.clear()       # the hub answers them bus.actor_dead
+            client.replica.go_offline()
+            self.offline.add(name)
+
+    def resync(self, name: str) -> None:
+        if name not in self.offline:
+            return
+        client = self.clients[name]
+        applied = False
+        sent = client.replica.sent
+        if sent is not None:     # resend it under its id: dedupe first, then the epoch check
+            try:
+                result, events = self.core.handle("buffer.replace", self._args(sent),
+                                                  f"{name} {sent.id}")
+                assert result["already_applied"] and not events
+                applied = True
+                self.already_applied += 1
+            except BufferError as err:
+                assert err.kind == "buffer.stale_base"
+                self.stale += 1
+        for edit in client.replica.rebase(self.core.document.text(),
+                                          self.core.document.version, sent_applied=applied):
+            client.view = apply_to_str(client.view, edit)
+        client.down.clear()      # everything in it is in the text just fetched
+        self.offline.discard(name)
+        client.send(client.replica.take_request())
+
+    def settle(self) -> None:
+        for name in list(self.offline):
+            self.resync(name)
+        while any(c.up or c.down for c in self.clients.values()):
+            for name in self.clients:
+                self.deliver_up(name)
+                self.deliver_down(name)
+
+
+CRASH_ACTION = st.one_of(
+    ACTION,
+    st.tuples(st.just("crash"), st.sampled_from(["kill", "kill", "power"])),
+    st.tuples(st.just("resync"), NAMES),
+    st.tuples(st.just("dup"), NAMES),
+    st.tuples(st.just("flush")),
+)
+
+
+@pytest.mark.slow
+@given(st.text("ab\n", max_size=10), st.lists(CRASH_ACTION, max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_replicas_converge_across_core_crashes(tmp_path_factory, initial, actions):
+    world = CrashWorld(initial, tmp_path_factory.mktemp("crash"))
+    typed_offline = 0
+    for action in actions:
+        kind = action[0]
+        if kind == "edit":
+            typed_offline += action[1] in world.offline
+            world.local_edit(*action[1:])
+        elif kind == "up":
+            world.deliver_up(action[1])
+        elif kind == "down":
+            world.deliver_down(action[1])
+        elif kind in ("undo", "redo"):
+            world.core_op("buffer." + kind, origin="ui" if kind == "undo" else "agent")
+        elif kind == "batch":
+            size = len(world.core.document)
+            edits, taken = [], 0
+            for at, length, text in action[1]:
+                start = min(size, taken + at)
+                end = min(size, start + length)
+                edits.append([start, end, text])
+                taken = end
+            world.core_op("buffer.apply", edits=edits, label="Batch")
+        elif kind == "crash":
+            world.crash(action[1])
+        elif kind == "resync":
+            world.resync(action[1])
+        elif kind == "dup":
+            world.duplicate(action[1])
+        else:
+            world.core.flush_journal()
+        for client in world.clients.values():
+            assert client.view == client.replica.text
+    world.settle()
+    target(float(world.crashes + world.already_applied + typed_offline), label="crash work")
+    event("a resend was already applied" if world.already_applied else "no resend applied")
+    event("typed while offline" if typed_offline else "nothing typed offline")
+    text = world.core.document.text()
+    for client in world.clients.values():
+        assert client.replica.text == client.view == text
+        assert client.replica.version == world.core.document.version
+        assert not client.replica.pending
+
+
+def test_a_kill_loses_no_keystroke_typed_before_or_during_the_restart(tmp_path):
+    world = CrashWorld("abc", tmp_path)
+    world.local_edit("ui", 3, 0, "1")          # sent
+    world.deliver_up("ui")                     # applied and journaled; the ack never arrives
+    world.local_edit("ui", 4, 0, "2")          # waits behind it
+    world.crash("kill")
+    world.local_edit("ui", 5, 0, "3")          # typed while the core is away
+    assert world.clients["ui"].up == deque()   # nothing sent while offline
+    world.resync("ui")
+    assert world.already_applied == 1          # the resend was answered, not applied twice
+    world.settle()
+    assert world.core.document.text() == world.clients["ui"].view == "abc123"
+    assert world.core.document.version >> 32 == 1
+
+
+def test_offline_replica_sends_nothing_and_rebase_keeps_the_view_when_nothing_was_lost():
+    r = Replica("hello", 7, "ui")
+    sent = r.local_edit(5, 5, "!")
+    r.go_offline()
+    assert r.local_edit(6, 6, "?") is None and r.take_request() is None
+    assert r.sent == sent
+    # The core had applied the request in flight: the recovered text holds it.
+    assert r.rebase("hello!", 1 << 32 | 1, sent_applied=True) == []
+    assert r.text == "hello!?" and r.version == (1 << 32 | 1) and not r.offline
+    again = r.take_request()
+    assert again == Request(6, 6, "?", 1 << 32 | 1, "ui", "ui#2")
+
+
+def test_rebase_moves_unsent_edits_onto_a_text_that_changed():
+    r = Replica("one two", 3, "ui")
+    r.local_edit(0, 0, ">")          # in flight, then lost with the core
+    r.go_offline()
+    r.local_edit(8, 8, "!")          # typed while the core was away: ">one two!"
+    # The recovered text lacks ">" (never applied) and has a word someone else added.
+    edits = r.rebase("one big two", 9, sent_applied=False)
+    view = apply_to_str(">one two!", edits[0])
+    assert view == r.text == ">one big two!"
+    first = r.take_request()
+    assert (first.start, first.end, first.text, first.base_version) == (0, 0, ">", 9)
