@@ -249,3 +249,23 @@ def test_a_flood_of_output_is_drawn_in_order_and_linked_in_view(app):
     assert stub.pump(lambda: "link" in pane.output.text.tag_names("2.3"), 5)
     assert pane.output.link_at("2.3") == ("src/app.py", 1, 1)
     pane.runs["run-flood"]["state"] = "exited"
+
+
+def test_python_traceback_lines_are_links(app):
+    stub, pane, _ = app
+    pane.run_started({"run": "run-tb", "command": "python x", "cwd": "."})
+    trace = ('Traceback (most recent call last)\n'
+             '  File "src/app.py", line 3, in main\n'
+             '    return os.sep\n'
+             '\U0001F600 File "src/app.py", line 4\n')
+    pane._handle("run.output", {"run": "run-tb", "stream": "stderr", "text": trace})
+    assert stub.pump(lambda: not pane.drawing)
+    t = pane.output.text
+    row = next(r for r in range(1, 20) if 'line 3' in t.get(f"{r}.0", f"{r}.end"))
+    assert stub.pump(lambda: "link" in t.tag_names(f"{row}.4"), 5)
+    assert pane.output.link_at(f"{row}.4") == ("src/app.py", 3, None)
+    # After an emoji (two Tk columns) the link still covers exactly the reference.
+    ranges = [str(i) for i in t.tag_ranges("link")]
+    assert t.get(ranges[-2], ranges[-1]) == 'File "src/app.py", line 4'
+    assert pane.output.link_at(f"{row + 2}.4") == ("src/app.py", 4, None)
+    pane.runs["run-tb"]["state"] = "exited"

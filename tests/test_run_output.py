@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.run_output import FileRef, find_file_refs
+from rio.run_output import FileRef, find_file_refs, may_hold_file_refs
 
 
 def refs(line: str) -> list[tuple[str, int, int | None]]:
@@ -88,3 +88,15 @@ def test_refs_are_ordered_disjoint_spans_inside_the_text(text):
         assert ref.path and ref.path in text[ref.start:ref.end]
     for a, b in zip(found, found[1:]):
         assert a.end <= b.start
+
+
+@given(st.text(max_size=80))
+def test_the_cheap_precheck_never_hides_a_reference(line):
+    if find_file_refs(line):
+        assert may_hold_file_refs(line)
+
+
+def test_a_traceback_line_passes_the_precheck():
+    line = '  File "x.py", line 3'
+    assert may_hold_file_refs(line)
+    assert find_file_refs(line) == [FileRef(2, len(line), "x.py", 3, None)]

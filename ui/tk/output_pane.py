@@ -24,9 +24,10 @@ from typing import Any
 from rio.errors import RioError
 from rio.find_in_files import MAX_LINE_TEXT, Match
 from rio.protocol import thaw
-from rio.run_output import find_file_refs
+from rio.run_output import find_file_refs, may_hold_file_refs
 from rio.runner import strip_ansi
 from rio.search import SearchOptions
+from rio.utf16_columns import columns
 from ui.tk.output_model import SearchJob, TerminalLines, parse_globs, resolve_ref
 
 #: The Output tab keeps at most this many lines (Tk slows down on huge texts).
@@ -350,11 +351,13 @@ class OutputTab:
 
     def _refs(self, line: str, cwd: str) -> list[tuple[int, int, tuple[str, int, int | None]]]:
         out = []
-        if ":" in line or "(" in line:  # every recognised form has one of them
+        if may_hold_file_refs(line):
+            cols = columns(line)   # Tk counts an emoji as two columns (rio/utf16_columns.py)
             for ref in find_file_refs(line):
                 rel = self._resolve(ref.path, cwd)
                 if rel is not None:
-                    out.append((ref.start, ref.end, (rel, ref.line, ref.col)))
+                    out.append((cols.to_utf16(ref.start), cols.to_utf16(ref.end),
+                                (rel, ref.line, ref.col)))
         return out
 
     def _trim(self) -> None:
