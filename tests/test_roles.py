@@ -227,3 +227,9 @@ def test_a_new_role_applies_to_the_next_request(server):
             return "no longer authorised" in err.message
         return False
     assert wait_for(refused, 10)
+
+
+def test_system_ops_shows_each_ops_role():
+    described = {d["op"]: d["role"] for d in ops.describe()}
+    assert described["fs.read"] == "observer" and described["buffer.save"] == "editor"
+    assert described["run.start"] == "owner"
