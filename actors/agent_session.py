@@ -222,10 +222,12 @@ def build_provider(args: Mapping[str, Any], config: Any = None,
                    transport: Any = None) -> Provider:
     """The provider for a turn, from config.toml with the conversation's overrides; the key
     comes from the SecretStore (keyring, file, or the provider's environment variable)."""
-    from rio.agent_config import apply_overrides, load_agent_config
+    from rio.agent_config import apply_overrides, guard_endpoint, load_agent_config
     overrides = {k: args.get(k) for k in ("provider", "endpoint", "model")}
-    config = apply_overrides(config, overrides) if config is not None else \
-        load_agent_config(overrides=overrides)
+    configured = config if config is not None else load_agent_config()
+    config = apply_overrides(configured, overrides)
+    # A stored key never goes to an endpoint a client named (ADR-0019).
+    guard_endpoint(configured, config, _secret_store())
     factories = _provider_factories()
     factory = factories.get(config.provider)
     if factory is None:

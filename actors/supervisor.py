@@ -41,6 +41,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTING_PING_S = 0.05   # how often a process that has not answered yet is asked again
 
 
+#: States in which an on-demand process counts against its kind's max_live.
+_LIVE = ("starting", "running", "restarting", "stopping")
+
+
 @dataclass
 class Child:
     spec: ProcessSpec
@@ -343,6 +347,14 @@ class Supervisor:
             child = self.children.get(name)
             if child is not None and child.state in ("running", "starting", "restarting"):
                 return {"name": name, "pid": child.pid, "state": child.state}
+            live = sum(1 for n, c in self.children.items()
+                       if n.startswith(kind + ":") and c.state in _LIVE)
+            if live >= spec.max_live:
+                raise BusError("spawn_limit", f"{live} {kind} processes are running already, "
+                               f"the most supervisor.toml allows ([process.{kind}] max_live = "
+                               f"{spec.max_live})", "End a conversation you no longer need "
+                               "(its process stops), or raise max_live in your "
+                               "supervisor.toml", kind=kind, max_live=spec.max_live)
             spec = dataclasses.replace(spec, name=name)
             child = Child(spec, self._argv_for(spec))
             child.budget = spec.budget()

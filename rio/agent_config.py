@@ -42,7 +42,7 @@ from typing import Any
 
 import platformdirs
 
-from rio.errors import ConfigError
+from rio.errors import AgentError, ConfigError
 
 CONFIG_FILE = "config.toml"
 MODES = ("review", "auto_buffer", "allow_all")
@@ -84,6 +84,9 @@ class AgentConfig:
     max_requests_per_turn: int = 24
     max_tool_calls_per_turn: int = 64
     system_prompt_addition: str = ""
+    #: An agent process idle this long (no turn) is stopped; the next message starts it
+    #: again and the conversation goes on. 0 keeps it running until the instance stops.
+    idle_stop_s: float = 300.0
     providers: Mapping[str, ProviderSettings] = field(
         default_factory=lambda: dict(DEFAULT_PROVIDERS))
     path: Path | None = None
@@ -97,7 +100,7 @@ class AgentConfig:
 
 _AGENT_KEYS: dict[str, type | tuple[type, ...]] = {
     "provider": str, "mode": str, "max_requests_per_turn": int, "max_tool_calls_per_turn": int,
-    "system_prompt_addition": str}
+    "system_prompt_addition": str, "idle_stop_s": (int, float)}
 _PROVIDER_KEYS: dict[str, type | tuple[type, ...]] = {
     "endpoint": str, "model": str, "api_version": str, "max_tokens": int,
     "timeout_s": (int, float), "max_response_bytes": int}
@@ -180,6 +183,9 @@ def parse_agent_config(text: str, path: Path | None = None,
     agent = _check_table(data.get("agent", {}), "agent", _AGENT_KEYS, path, text)
     for key in ("max_requests_per_turn", "max_tool_calls_per_turn"):
         _positive(agent, key, "agent", path, text)
+    if agent.get("idle_stop_s", 0) < 0:
+        raise _invalid(path, text, "agent", "idle_stop_s",
+                       "idle_stop_s must be 0 (never) or a number of seconds")
     if agent.get("mode", "review") not in MODES:
         raise _invalid(path, text, "agent", "mode",
                        f"mode must be one of {', '.join(MODES)}, not {agent['mode']!r}")
@@ -213,6 +219,7 @@ def parse_agent_config(text: str, path: Path | None = None,
         max_requests_per_turn=agent.get("max_requests_per_turn", 24),
         max_tool_calls_per_turn=agent.get("max_tool_calls_per_turn", 64),
         system_prompt_addition=agent.get("system_prompt_addition", ""),
+        idle_stop_s=float(agent.get("idle_stop_s", 300.0)),
         providers=providers, path=path)
     return apply_overrides(config, overrides or {})
 
@@ -238,6 +245,37 @@ def apply_overrides(config: AgentConfig, overrides: Mapping[str, Any]) -> AgentC
         providers = {**config.providers, settings.name: replace(settings, **changes)}
         config = replace(config, providers=providers)
     return config
+
+
+def guard_endpoint(configured: AgentConfig, chosen: AgentConfig, secrets: Any) -> None:
+    """Refuse (``agent.endpoint_refused``) a conversation's own endpoint when the provider would
+    send it a stored API key (ADR-0019).
+
+    An endpoint from a request (``agent.new {endpoint}``, ``rio chat --endpoint``) may come from
+    any client, remote ones included; a provider that attaches the user's key would hand that
+    key to whatever host the client named. So a key-bearing provider talks only to the endpoint
+    of the server's own configuration (config.toml, ``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL``);
+    a provider with no key stored (a local Ollama) may be pointed anywhere.
+    """
+    settings = chosen.provider_settings()
+    if settings.endpoint_source != "override":
+        return
+    own = configured.provider_settings(chosen.provider).endpoint
+    if settings.endpoint.rstrip("/") == own.rstrip("/"):
+        return
+    try:
+        key, _source = secrets.get(chosen.provider)
+    except ConfigError:
+        key = True   # a key store that cannot be read may still hold a key: fail closed
+    if key is None:
+        return
+    raise AgentError("endpoint_refused",
+                     f"This conversation asks for the endpoint {settings.endpoint}, but Rio "
+                     f"sends your stored {chosen.provider} API key only to the endpoint in the "
+                     f"server's configuration ({own or 'none set'})",
+                     f"Set [providers.{chosen.provider}] endpoint in the server's config.toml "
+                     "(or its _BASE_URL variable) and start a conversation without an endpoint",
+                     provider=chosen.provider)
 
 
 def load_agent_config(config_directory: Path | None = None,

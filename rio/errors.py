@@ -26,7 +26,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     timeout, unreachable, no_route, actor_dead, closed, instance_exists,
     │     ambiguous_instance, path_too_long, unsafe_runtime_dir, prefix_taken, listen_failed,
     │     bad_listen_address, no_server_key(s), no_client_key, ambiguous_client_key,
-    │     remote_not_allowed, no_window
+    │     remote_not_allowed, no_window, spawn_limit
     ├── ConfigError            config.*     a configuration file or setting is wrong
     │     invalid, unknown_placement, invalid_instance_name, insecure_credentials,
     │     credentials_unreadable, empty_key, keyring_failed, bad_key_file, bad_public_key,
@@ -35,9 +35,9 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     forbidden
     ├── AgentError             agent.*      a model provider or agent failed
     │     not_configured, auth_rejected, rate_limited, server_error, network,
-    │     unexpected_response, request_rejected, insecure_endpoint, output_truncated,
-    │     provider_crashed, stopped, limit_reached, interrupted, busy, outside_turn,
-    │     session_died, session_timeout, session_unavailable, unknown_conversation,
+    │     unexpected_response, request_rejected, insecure_endpoint, endpoint_refused,
+    │     output_truncated, provider_crashed, stopped, limit_reached, interrupted, busy,
+    │     outside_turn, session_died, session_timeout, session_unavailable, unknown_conversation,
     │     unknown_turn, too_large
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
 

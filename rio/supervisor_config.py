@@ -49,6 +49,7 @@ _SETTINGS: dict[str, tuple[str, float]] = {
     "kill_grace_ms": (_INT, 0),
     "ping_interval_ms": (_INT, 1),
     "ping_misses": (_INT, 1),
+    "max_live": (_INT, 1),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "restart": RESTART_POLICIES, "per": PER_CHOICES, "when": WHEN_CHOICES}
@@ -90,6 +91,9 @@ class ProcessSpec:
     ping_misses: int
     per: str = "instance"
     when: str = "always"
+    #: on-demand kinds (per = "conversation"): at most this many of its processes alive at once;
+    #: system.spawn beyond it is refused (bus.spawn_limit), so no client can fork without end
+    max_live: int = 16
 
     def runs_when(self, *, desktop: bool) -> bool:
         return self.when == "always" or (self.when == "desktop") == desktop
@@ -396,13 +400,14 @@ def _spec(name: str, table: Mapping[str, Any], defaults: Mapping[str, Any]) -> P
         stdin_grace_s=seconds("stdin_grace_ms"), term_grace_s=seconds("term_grace_ms"),
         kill_grace_s=seconds("kill_grace_ms"), ping_interval_s=seconds("ping_interval_ms"),
         ping_misses=int(value["ping_misses"]), per=value.get("per", "instance"),
-        when=value.get("when", "always"))
+        when=value.get("when", "always"), max_live=int(value["max_live"]))
 
 
 _BUILTIN_DEFAULTS: dict[str, Any] = {  # what a file without [defaults] gets
     "restart": "on-failure", "max_restarts": 5, "restart_window_s": 60,
     "backoff_initial_ms": 100, "backoff_max_ms": 5000, "stdin_grace_ms": 1000,
     "term_grace_ms": 1000, "kill_grace_ms": 1000, "ping_interval_ms": 1000, "ping_misses": 3,
+    "max_live": 16,
 }
 
 
