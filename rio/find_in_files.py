@@ -55,6 +55,7 @@ class ProjectSearch:
         self.max_files = max_files
         self.files_searched = 0
         self.files_skipped = 0
+        self.skipped_paths: list[str] = []    # the first few, for the summary
         self.files_matched = 0
         self.results = 0
         self.truncated = False  # True when a cap stopped the search before the last file
@@ -68,7 +69,7 @@ class ProjectSearch:
                 return
             text = read_text(path)
             if text is None or "\x00" in text:  # NUL: binary that happened to decode
-                self.files_skipped += 1
+                self.skip(path)
                 continue
             self.files_searched += 1
             matched = False
@@ -80,6 +81,40 @@ class ProjectSearch:
                 self.results += 1
                 yield hit
             self.files_matched += matched
+
+    def skip(self, path: str) -> None:
+        """Count a file that could not be searched (binary, undecodable or unreadable)."""
+        self.files_skipped += 1
+        if len(self.skipped_paths) < 3:
+            self.skipped_paths.append(path)
+
+    def run_pieces(self, path: str, pieces: Iterable[str]) -> Iterator[Match | None]:
+        """Search one file read as successive pieces, each ending at a newline (the last may
+        not): a file too big to hold whole. Yields its matches, with line numbers and offsets
+        in the whole file, and ``None`` after each piece so a caller can stop on time even
+        where nothing matches. A match cannot span two pieces (each holds many lines)."""
+        if self._empty:
+            return
+        if self.files_searched >= self.max_files or self.results >= self.max_results:
+            self.truncated = True
+            return
+        self.files_searched += 1
+        matched = False
+        base, line = 0, 1
+        for piece in pieces:
+            for hit in self._search_text(path, piece):
+                if self.results >= self.max_results:
+                    self.truncated = True
+                    return
+                if not matched:
+                    matched = True
+                    self.files_matched += 1
+                self.results += 1
+                yield Match(path, hit.line + line - 1, hit.col, hit.line_text,
+                            hit.start + base, hit.end + base)
+            line += piece.count("\n")
+            base += len(piece)
+            yield None
 
     def _search_text(self, path: str, text: str) -> Iterator[Match]:
         line = 1

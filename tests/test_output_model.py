@@ -120,3 +120,35 @@ def test_a_search_without_matches_still_gives_the_window_back(project):
         steps += 1
     # One file per slice with a clock that expires at once: the loop came back every file.
     assert steps >= 30 and job.search.files_searched >= 30
+
+
+def test_files_over_8_mb_are_searched_streamed(tmp_path):
+    from ui.tk.output_model import SEARCH_MAX_FILE_BYTES
+    line = "2026-11-30 12:00:00 INFO request served needle=yes \u00e9\n"
+    count = SEARCH_MAX_FILE_BYTES // len(line.encode()) + 1000
+    (tmp_path / "big.log").write_text(line * count)
+    (tmp_path / "small.txt").write_text("needle\n")
+    (tmp_path / "dump.txt").write_bytes(b"\x00" * (SEARCH_MAX_FILE_BYTES + 10))
+    job = SearchJob.start(tmp_path, "needle", max_results=count + 10)
+    found = run_all(job)
+    big = [m for m in found if m.path == "big.log"]
+    assert len(big) == count
+    assert (big[-1].line, big[-1].col) == (count, line.index("needle") + 1)
+    assert big[-1].start == (count - 1) * len(line) + line.index("needle")
+    summary = job.summary()
+    assert summary.startswith(f"{count + 1} matches in 2 files (2 searched")
+    assert "1 skipped as binary or unreadable: dump.txt" in summary
+
+
+def test_streamed_pieces_give_the_same_matches_as_a_whole_read(tmp_path, monkeypatch):
+    from rio.find_in_files import ProjectSearch
+    from ui.tk import output_model
+    text = "".join(f"row {i} {'needle' if i % 3 else ''} \U0001F600\r\n" for i in range(500))
+    path = tmp_path / "x.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    pieces = list(output_model.stream_pieces(path, piece_bytes=97))
+    assert len(pieces) > 10 and "".join(pieces) == text
+    assert all(p.endswith("\n") for p in pieces[:-1])
+    whole = list(ProjectSearch("needle").run(["x.txt"], lambda _p: text))
+    streamed = [m for m in ProjectSearch("needle").run_pieces("x.txt", pieces) if m]
+    assert streamed == whole and len(whole) == 333

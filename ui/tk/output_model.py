@@ -9,6 +9,7 @@ threads needed, and cancelling is just not scheduling the next slice).
 
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import os
 import time
@@ -24,8 +25,15 @@ from rio.workspace import Workspace
 
 #: One slice of searching on the Tk thread: well inside a 16 ms frame.
 SLICE_S = 0.008
-#: Files larger than this are not searched from the desktop (the walk skips them).
+#: Files up to this size are read whole (as rio.files loads them); larger ones are streamed.
 SEARCH_MAX_FILE_BYTES = 8 * 1024 * 1024
+#: Files larger than this are not searched at all (the walk skips them silently).
+SEARCH_STREAM_MAX_BYTES = 4 * 1024 * 1024 * 1024
+#: How much of a streamed file is decoded and searched at a time (a few ms of regex work).
+STREAM_PIECE_BYTES = 256 * 1024
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
+         (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
 
 
 def parse_globs(text: str) -> tuple[str, ...]:
@@ -61,6 +69,42 @@ def workspace_reader(workspace: Workspace,
     return read
 
 
+def stream_pieces(path: Path, piece_bytes: int = STREAM_PIECE_BYTES) -> Iterator[str] | None:
+    """A big file as text pieces that end at a newline, decoded as it is read (memory stays at
+    about one piece), for :meth:`ProjectSearch.run_pieces`. None when it looks binary (a NUL in
+    its first 8 KiB) or cannot be opened. A BOM picks UTF-8/16/32; otherwise UTF-8, with
+    undecodable bytes replaced (U+FFFD) rather than the whole file skipped."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 -- closed by the generator below
+        head = f.read(8192)
+    except OSError:
+        return None
+    encoding = next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf-8")
+    if encoding == "utf-8" and b"\x00" in head:
+        f.close()
+        return None
+
+    def pieces() -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        held = ""
+        chunk = head
+        with f:
+            while chunk:
+                held += decoder.decode(chunk)
+                cut = held.rfind("\n") + 1
+                if cut:
+                    yield held[:cut]
+                    held = held[cut:]
+                try:
+                    chunk = f.read(piece_bytes)
+                except OSError:
+                    break
+            held += decoder.decode(b"", final=True)
+        if held:
+            yield held
+    return pieces()
+
+
 @dataclass
 class SearchJob:
     """A running Find in Files; call :meth:`step` until ``done``.
@@ -75,7 +119,9 @@ class SearchJob:
     read: Callable[[str], str | None]
     done: bool = False
     cancelled: bool = False
-    _file: Iterator[Match] | None = None
+    _file: Iterator[Match | None] | None = None
+    #: ``stream(rel)``: a big file's pieces (None: read it whole with ``read``).
+    stream: Callable[[str], Iterator[str] | None] | None = None
 
     @classmethod
     def start(cls, root: Path, pattern: str, options: SearchOptions = SearchOptions(), *,
@@ -86,9 +132,20 @@ class SearchJob:
         workspace = Workspace(root)
         search = ProjectSearch(pattern, options, max_results=max_results)
         workspace.resolve(folder, kind="dir")  # the walk is lazy: check the folder now
-        paths = glob_filter(workspace.walk_files(folder, max_file_bytes=SEARCH_MAX_FILE_BYTES),
+        paths = glob_filter(workspace.walk_files(folder, max_file_bytes=SEARCH_STREAM_MAX_BYTES),
                             globs)
-        return cls(search, paths, workspace_reader(workspace, overrides))
+
+        def stream(rel: str) -> Iterator[str] | None:
+            if overrides is not None and overrides(rel) is not None:
+                return None          # open in the editor: search its unsaved text
+            full = workspace.root / rel
+            try:
+                if full.stat().st_size <= SEARCH_MAX_FILE_BYTES:
+                    return None
+            except OSError:
+                return None
+            return stream_pieces(full)   # None (binary): ``read`` refuses it, so it is skipped
+        return cls(search, paths, workspace_reader(workspace, overrides), stream=stream)
 
     def step(self, budget_s: float = SLICE_S,
              clock: Callable[[], float] = time.monotonic) -> list[Match]:
@@ -101,9 +158,12 @@ class SearchJob:
                 if path is None:
                     self.done = True
                     break
-                self._file = self.search.run([path], self.read)
+                pieces = self.stream(path) if self.stream is not None else None
+                self._file = (self.search.run([path], self.read) if pieces is None
+                              else self.search.run_pieces(path, pieces))
             for m in self._file:
-                out.append(m)
+                if m is not None:
+                    out.append(m)
                 if clock() >= deadline:
                     return out  # the rest of this file comes in the next slice
             self._file = None
@@ -121,7 +181,11 @@ class SearchJob:
         what = f"{s.results} match{'es' if s.results != 1 else ''} in {s.files_matched} " \
                f"file{'s' if s.files_matched != 1 else ''}"
         tail = f" ({s.files_searched} searched"
-        tail += f", {s.files_skipped} skipped)" if s.files_skipped else ")"
+        if s.files_skipped:
+            names = ", ".join(s.skipped_paths)
+            more = ", …" if s.files_skipped > len(s.skipped_paths) else ""
+            tail += f"; {s.files_skipped} skipped as binary or unreadable: {names}{more}"
+        tail += ")"
         if self.cancelled:
             return f"Stopped: {what}{tail}."
         if s.truncated:
