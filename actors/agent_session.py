@@ -34,7 +34,7 @@ from actors.bus_thread import BusThread, RequestContext
 from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
-from rio.errors import AgentError, ProtocolError, RioError
+from rio.errors import AgentError, InternalError, ProtocolError, RioError
 from rio.protocol import Event
 from rio.providers.base import Message, Provider
 from rio.system_prompt import build_system_prompt
@@ -368,8 +368,8 @@ class AgentSession:
             provider = self.provider_builder(args, config, self.transport)
             mode = str((await began).get("mode") or "review")
         except Exception as exc:  # noqa: BLE001 -- the request is answered whatever failed
-            err = exc if isinstance(exc, RioError) else AgentError(
-                "internal", f"The agent could not start the turn: {exc}.",
+            err = exc if isinstance(exc, RioError) else InternalError(
+                "unexpected", f"The agent could not start the turn: {exc}.",
                 "Check config.toml's [agent] section, then send the message again.")
             self._starting = self._stop_early = False
             self._setup.set_result(None)
@@ -397,7 +397,7 @@ class AgentSession:
             result = turn.result("stopped")
         except Exception as exc:  # noqa: BLE001 -- a bug still ends the turn with an answer
             log.exception("turn %s crashed", turn_id)
-            err = AgentError("internal", f"The agent loop failed: {exc}.",
+            err = InternalError("unexpected", f"The agent loop failed: {exc}.",
                              "Send your message again; if it keeps failing, report it with "
                              "the agent log.")
             result = TurnResult("error", tuple(turn.new), error=err)

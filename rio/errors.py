@@ -11,13 +11,14 @@ The tree (the first dotted part is the family; the leaves in use)::
     RioError
     ├── ProtocolError          protocol.*   the frame or request itself is wrong
     │     malformed_frame, unsupported_version, unknown_op, bad_args, oversize_frame,
-    │     unknown_run
+    │     unknown_run, fault_injection_off
     ├── PathError              path.*       a path the workspace will not serve
     │     outside_root, not_found, not_a_file, not_a_directory, special_file, invalid,
     │     symlink_refused
     ├── FileError              file.*       a file that cannot be loaded or saved as asked
     │     binary, too_large, conflict, save_failed, read_failed, unencodable, exec_failed,
-    │     journal_unreadable, journal_needs_base, journal_closed, bad_journal_name
+    │     journal_unreadable, journal_needs_base, journal_closed, bad_journal_name,
+    │     journal_write_failed, journal_damaged
     ├── BufferError            buffer.*     an edit or request about an open document
     │     unknown_buffer, bad_range, stale_version, bad_version, out_of_sync, nothing_to_undo,
     │     nothing_to_redo, dirty, untitled, path_open, bad_format, bad_pattern, bad_replacement,
@@ -40,9 +41,13 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     outside_turn, session_died, session_timeout, session_unavailable, unknown_conversation,
     │     unknown_turn, too_large
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
+          unexpected, bad_error, unknown
 
 Errors cross the bus as ``{kind, message, next}`` maps (:meth:`RioError.to_wire`) and are
 rebuilt on the other side with :func:`error_from_wire`, so a client can ``except PathError``.
+The tree above is the one list of kinds: :data:`KINDS` is read from it, and the test suite checks
+every kind the code compares against or builds (tests/test_error_kinds.py), so a misspelt kind
+fails the suite instead of silently never matching. :func:`kind_of` checks one at run time.
 """
 
 from __future__ import annotations
@@ -142,3 +147,33 @@ def error_from_wire(wire: Any) -> RioError:
     details = wire.get("details") if isinstance(wire.get("details"), dict) else {}
     return cls(kind if "." in kind else f"{family}.unknown", str(wire.get("message", "")),
                str(wire.get("next") or cls.default_next), **details)
+
+
+def _kinds_from_tree(doc: str) -> frozenset[str]:
+    """``family.leaf`` for every leaf listed under a family in the tree of this docstring."""
+    kinds: set[str] = set()
+    family = ""
+    for line in doc.splitlines():
+        stripped = line.strip(" │├└─")
+        words = stripped.split()
+        if len(words) >= 2 and words[0].endswith("Error") and words[1].endswith(".*"):
+            family = words[1][:-2]
+            continue
+        if family and line.startswith(("    │     ", "          ")):
+            for leaf in (w.strip(",") for w in stripped.split()):
+                if leaf.endswith("(s)"):
+                    kinds.update({f"{family}.{leaf[:-3]}", f"{family}.{leaf[:-3]}s"})
+                elif leaf:
+                    kinds.add(f"{family}.{leaf}")
+    return frozenset(kinds)
+
+
+#: Every error kind Rio uses, read from the tree at the top of this module.
+KINDS: frozenset[str] = _kinds_from_tree(__doc__ or "")
+
+
+def kind_of(kind: str) -> str:
+    """``kind`` itself, checked against the tree: a misspelt kind raises at once."""
+    if kind not in KINDS:
+        raise ValueError(f"{kind!r} is not an error kind of rio/errors.py's tree")
+    return kind
