@@ -209,3 +209,25 @@ def test_icons_are_photoimages_with_transparency_and_cached(tk_root):
     assert dark is not img and dark.get(x, y) != (0, 0, 128)
     for name in icons.ICON_NAMES:
         assert icons.icon(name, root=tk_root).width() == 16
+
+
+def _luminance(widget: tk.Misc, colour: str) -> float:
+    def channel(c: int) -> float:
+        c = c / 65535
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = widget.winfo_rgb(colour)
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", sorted(THEMES))
+@pytest.mark.parametrize("widget", ["TCheckbutton", "TRadiobutton"])
+def test_a_ticked_box_and_a_selected_radio_button_stand_out(tk_root, name, widget):
+    # The "alt" parent draws the box in indicatorcolor and the mark in foreground.
+    apply_theme(tk_root, name)
+    style = ttk.Style(tk_root)
+    box = style.lookup(widget, "indicatorcolor", ("selected",))
+    mark = style.lookup(widget, "foreground", ("selected",))
+    hi, lo = sorted((_luminance(tk_root, box), _luminance(tk_root, mark)), reverse=True)
+    assert (hi + 0.05) / (lo + 0.05) >= 4.5, (box, mark)     # WCAG AA contrast

@@ -177,11 +177,13 @@ def _ttk_settings(t: Theme) -> dict[str, dict[str, object]]:
                       "map": {"fieldbackground": [("readonly", t.field_bg)]}},
         "TSpinbox": {"configure": {"fieldbackground": t.field_bg, "foreground": t.field_fg,
                                    "arrowcolor": t.text_fg}},
-        "TCheckbutton": {"configure": {"indicatorbackground": t.field_bg,
-                                       "indicatorforeground": t.field_fg},
-                         "map": {"indicatorbackground": [("disabled", t.face)]}},
-        "TRadiobutton": {"configure": {"indicatorbackground": t.field_bg,
-                                       "indicatorforeground": t.field_fg}},
+        # The "alt" parent draws the box with ``indicatorcolor`` and the tick or dot with
+        # ``foreground`` (it ignores indicatorbackground/-foreground): without these the dark
+        # theme drew a light mark in a white box, nearly invisible.
+        "TCheckbutton": {"configure": {"indicatorcolor": t.field_bg, "foreground": t.text_fg},
+                         "map": {"indicatorcolor": [("disabled", t.face), ("pressed", t.face)]}},
+        "TRadiobutton": {"configure": {"indicatorcolor": t.field_bg, "foreground": t.text_fg},
+                         "map": {"indicatorcolor": [("disabled", t.face), ("pressed", t.face)]}},
         "TFrame": {"configure": {"background": t.face}},
         "Sunken.TFrame": {"configure": {"relief": "sunken", "borderwidth": 2}},
         "Raised.TFrame": {"configure": {"relief": "raised", "borderwidth": 2}},
