@@ -119,3 +119,23 @@ def test_a_garbled_key_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError) as info:
         curve_keys.load_server_keys(tmp_path)
     assert info.value.kind == "config.bad_key_file"
+
+
+def test_rio_keys_gives_roles_and_lists_them(tmp_path, monkeypatch, capsys):
+    from rio import cli
+    monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
+    assert cli.main(["keys", "--client", "viewer", "--role", "observer"]) == 0
+    assert cli.main(["keys", "--client", "dev"]) == 0                      # editor by default
+    pair, _ = curve_keys.create_client_keys("boss", tmp_path / "elsewhere", authorise=False)
+    assert cli.main(["keys", "--authorize", "boss", pair.public.decode(), "--role",
+                     "owner"]) == 0
+    assert sorted(r for _n, r in curve_keys.authorized_roles().values()) == \
+        ["editor", "observer", "owner"]
+    assert cli.main(["keys", "--set-role", "viewer", "editor"]) == 0
+    capsys.readouterr()
+    assert cli.main(["keys", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "viewer" in listed and "observer" not in listed and "owner" in listed
+    assert cli.main(["keys", "--set-role", "ghost", "owner"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rio: config.unknown_client: ")
