@@ -114,6 +114,11 @@ class Replica:
         return self._sent
 
     @property
+    def core_text(self) -> str:
+        """The text as the core last confirmed it (``text`` without the pending edits)."""
+        return (self.buffer if self._confirmed is None else self._confirmed).text()
+
+    @property
     def sent(self) -> Request | None:
         """The request in flight, as it was sent (resend it under the same id)."""
         return self._sent if self._in_flight else None

@@ -458,7 +458,9 @@ class App(FileActions):
             self.conn.request("buffer.open", {"path": path}, got)
             return
         # Untitled and gone: give the user the text back as a new buffer.
-        text = ed.replica.text if ed.replica is not None else ""
+        # Rebased editors send their pending edits again onto it; others show it as it is.
+        text = ("" if ed.replica is None else
+                ed.replica.core_text if ed.can_rebase() else ed.replica.text)
 
         def made(reply: Reply) -> None:
             if reply.ok:

@@ -30,6 +30,8 @@ log = logging.getLogger("rio.ui.control")
 Respond = Callable[[Any], None]
 DEFER = object()
 
+#: ui.state reports the active widget's text up to this many characters (else null).
+WIDGET_TEXT_LIMIT = 64 * 1024
 #: ui.dialog names → the command that opens that dialog.
 DIALOG_COMMANDS = {
     "open": "file.open", "open_folder": "file.open_folder", "save_as": "file.save_as",
@@ -112,7 +114,12 @@ class ControlServer:
         status = {k: v.get() for k, v in app.status_vars.items()}
         status["message"] = app.message.get()
         status["cut"] = app.status_cells_cut()
+        widget_text = None   # what the active widget shows, for checks against the core
+        if active is not None and active.ready and active.window is None:
+            shown = str(active.orig("get", "1.0", "end-1c"))
+            widget_text = shown if len(shown) <= WIDGET_TEXT_LIMIT else None
         return {"tabs": tabs, "active": active.buffer_id if active else None,
+                "widget_text": widget_text,
                 "cursor": cursor, "selection": selection, "status": status,
                 "dialogs_open": [d.describe() for d in app.dialogs.values()],
                 "theme": app.theme.name, "settings": dict(app.settings),

@@ -34,6 +34,7 @@ from rio.utf16_columns import columns, utf16_length
 from ui.tk import bigfile
 from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
+from ui.tk.editor_resync import EditorResync
 from ui.tk.theme import Theme, style_text
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ CLOSERS = ")]}"
 NEWLINE = "\n"
 
 
-class EditorTab(EditorDecorations, ttk.Frame):
+class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
     """One open document. ``summary`` is the core's buffer summary."""
 
     def __init__(self, master: tk.Misc, app: "App", summary: dict[str, Any]):
@@ -69,6 +70,7 @@ class EditorTab(EditorDecorations, ttk.Frame):
         self._ui_job: str | None = None
         self._info_job: str | None = None
         self._pending_cursor: tuple[int, int, int] | None = None
+        self._recovering = False                 # offline: finding the core again (resync)
         self._bm_seq = 0
         self._build()
 
@@ -239,16 +241,14 @@ class EditorTab(EditorDecorations, ttk.Frame):
 
     # --- talking to the core ----------------------------------------------------------------------
     def _send(self, request: Any) -> None:
-        self.conn.request("buffer.replace", {
-            "buffer": self.buffer_id, "start": request.start, "end": request.end,
-            "text": request.text, "base_version": request.base_version,
-            "origin": request.origin}, self._on_replace_reply)
+        self.conn.request("buffer.replace", self.request_args(request), self._on_replace_reply,
+                          request_id=request.id)
 
     def _on_replace_reply(self, reply: Reply) -> None:
         if not reply.ok:
             err = error_from_wire(thaw(reply.error))
             log.warning("edit refused: %s", err.message)
-            if not err.kind.startswith(("bus.", "buffer.unknown_buffer")):
+            if not err.kind.startswith(("bus.", "buffer.unknown_buffer", "buffer.stale_base")):
                 self.app.show_error(err)
             if self.ready:
                 self.resync()
@@ -259,6 +259,8 @@ class EditorTab(EditorDecorations, ttk.Frame):
             return  # still loading: the load's version check catches up
         if int(data["version"]) <= self.replica.version:
             return  # already in the snapshot we loaded
+        if self.replica.offline:
+            return  # resyncing: the text it fetches holds this change
         # The cursor's offset now, before the change: in a big file's window the rows are
         # re-rendered around it, so it must not be read from rows the change has shifted.
         cur = self.offset("insert")
@@ -517,6 +519,9 @@ class EditorTab(EditorDecorations, ttk.Frame):
 
     def resync(self) -> None:
         """Start again from the core's text (a gap, a core restart, a divergence)."""
+        if self.can_rebase():
+            self.recover()   # keeps what was typed, the cursor and the scroll (ADR-0018)
+            return
         if self.replica is not None:
             line, col = self.cursor()
             self._pending_cursor = (line, col, self.top_line())
@@ -541,6 +546,11 @@ class EditorTab(EditorDecorations, ttk.Frame):
         """The core reopened this document under another buffer id (after a core restart)."""
         self.buffer_id = summary["buffer"]
         self.summary = dict(summary)
+        if self.can_rebase():   # typed while the core was away: keep it on the reopened text
+            self.replica.go_offline()
+            self._recovering = True
+            self._fetch_and_rebase(False)
+            return
         if self.replica is not None:
             line, col = self.cursor()
             self._pending_cursor = (line, col, self.top_line())
