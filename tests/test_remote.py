@@ -294,6 +294,20 @@ def test_rio_serve_listen_end_to_end_with_rio_keys(tmp_path):
                                  capture_output=True, text=True, timeout=30)
         assert refused.returncode == 2
         assert "bus.unreachable" in refused.stderr
+        # The laptop key is an editor (the default role): it edits, but runs nothing and
+        # cannot stop the server; the refusal is one line naming the role and the fix.
+        opened = subprocess.run(cli + ["call", "buffer.open", '{"path": "hello.txt"}', *remote],
+                                env=client_env, capture_output=True, text=True, timeout=30)
+        assert opened.returncode == 0, opened.stderr
+        for op, args in (("run.start", '{"command": "touch pwned"}'), ("system.stop", "{}")):
+            denied = subprocess.run(cli + ["call", op, args, *remote], env=client_env,
+                                    capture_output=True, text=True, timeout=30)
+            assert denied.returncode == 1, denied.stderr
+            err = denied.stderr.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith("rio: auth.forbidden: ")
+            assert "owner" in err[0] and "rio keys --set-role" in err[0]
+        assert not (root / "pwned").exists()
+        assert server.call("system.ping")["pong"]
     finally:
         server.stop()
 
