@@ -160,7 +160,8 @@ class ConversationsActor(pykka.ThreadingActor):
     def __init__(self, store: ConversationStore, bus: BusThread, *,
                  turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
                  default_provider: Callable[[], str | None] | None = None,
-                 known_providers: Callable[[], set[str]] | None = None):
+                 known_providers: Callable[[], set[str]] | None = None,
+                 idle_stop_s: float | None = None):
         super().__init__()
         self.store = store
         self.bus = bus
@@ -174,8 +175,15 @@ class ConversationsActor(pykka.ThreadingActor):
         self.healthy: set[str] = set()
         self.turns = WorkerPool("turn", 64)
         self.forwards = WorkerPool("forward", 4)
+        #: A session process with no turn this long is stopped (system.restart again=false,
+        #: reason idle); the next message spawns it again. 0: never (config idle_stop_s).
+        self.idle_stop_s = _configured_idle_stop() if idle_stop_s is None else idle_stop_s
+        self._idle_timers: dict[str, tuple[int, threading.Timer]] = {}
+        self._idle_generation = 0
 
     def on_stop(self) -> None:
+        for _, timer in self._idle_timers.values():
+            timer.cancel()
         self.turns.close()
         self.forwards.close()
 
@@ -189,6 +197,8 @@ class ConversationsActor(pykka.ThreadingActor):
                 self._finished(message[1], message[2])
             elif kind == "proposal_answered":
                 self._proposal_answered(message[1], message[2])
+            elif kind == "idle":
+                self._idle(message[1], message[2])
             return None
         ctx: RequestContext = message
         try:
@@ -283,6 +293,7 @@ class ConversationsActor(pykka.ThreadingActor):
 
     # --- turns -------------------------------------------------------------------------------
     def _start_turn(self, ctx: RequestContext, cid: str, text: str) -> None:
+        self._disarm_idle(cid)
         conv, record = self.store.begin_turn(cid, text)
         running = RunningTurn(cid, record.turn, text)
         self.running[cid] = running
@@ -341,13 +352,15 @@ class ConversationsActor(pykka.ThreadingActor):
                     return TurnOutcome("error", error=classify_bus_failure(err), from_core=True)
                 if not spawned:
                     try:
-                        self.bus.call("system.spawn", {"kind": "agent", "key": running.conversation},
-                                      timeout=FORWARD_TIMEOUT_S)
+                        got = self.bus.call("system.spawn", {"kind": "agent",
+                                                             "key": running.conversation},
+                                            timeout=FORWARD_TIMEOUT_S)
                     except RioError as spawn_err:
                         wire = spawn_err.to_wire()
                         wire.pop("details", None)
                         return TurnOutcome("error", error=wire, from_core=True)
-                    spawned = True
+                    # An idle stop still under way: wait for it to end, then spawn again.
+                    spawned = not (isinstance(got, Mapping) and got.get("state") == "stopping")
                     self._wait_ready(running, deadline)
                     continue
                 running.stop_requested.wait(delay)
@@ -381,7 +394,7 @@ class ConversationsActor(pykka.ThreadingActor):
             except RioError:
                 return
             proc = next((p for p in status.get("processes", ()) if p.get("name") == name), None)
-            if proc is None or proc.get("state") in ("failed", "stopped"):
+            if proc is None or proc.get("state") in ("failed", "stopped", "idle-stopped"):
                 return
             if proc.get("ready") and proc.get("state") == "running":
                 return  # ("ready" stays set while a dead one waits for its restart)
@@ -451,6 +464,41 @@ class ConversationsActor(pykka.ThreadingActor):
             self.running[cid] = successor
             if running.successor_outcome is not None:
                 self._finished(successor.turn, running.successor_outcome)
+        elif cid not in self.running:
+            self._arm_idle(cid)
+
+    # --- idle session processes --------------------------------------------------------------
+    def _arm_idle(self, cid: str) -> None:
+        """After a turn: stop the conversation's process if no turn starts for idle_stop_s."""
+        self._disarm_idle(cid)
+        if self.idle_stop_s <= 0:
+            return
+        self._idle_generation += 1
+        generation = self._idle_generation
+        timer = threading.Timer(self.idle_stop_s, lambda: self._tell(("idle", cid, generation)))
+        timer.daemon = True
+        self._idle_timers[cid] = (generation, timer)
+        timer.start()
+
+    def _disarm_idle(self, cid: str) -> None:
+        armed = self._idle_timers.pop(cid, None)
+        if armed is not None:
+            armed[1].cancel()
+
+    def _idle(self, cid: str, generation: int) -> None:
+        armed = self._idle_timers.get(cid)
+        if armed is None or armed[0] != generation or cid in self.running:
+            return      # a turn started meanwhile: the timer is stale
+        del self._idle_timers[cid]
+        self.healthy.discard(cid)      # the next turn checks readiness (and spawns)
+        args = {"process": f"agent:{cid}", "again": False, "reason": "idle"}
+
+        def forward() -> None:
+            try:
+                self.bus.call("system.restart", args, timeout=FORWARD_TIMEOUT_S)
+            except RioError as err:       # no such process (never spawned, or not ours)
+                log.info("idle stop of agent:%s: %s", cid, err.kind)
+        self.forwards.submit(forward)
 
     def _stop_orphan(self, cid: str) -> None:
         try:
@@ -513,6 +561,14 @@ def _configured_provider() -> str | None:
         return load_agent_config().provider
     except RioError:
         return None  # the session reports the broken config with the turn
+
+
+def _configured_idle_stop() -> float:
+    from rio.agent_config import AgentConfig, load_agent_config
+    try:
+        return load_agent_config().idle_stop_s
+    except RioError:
+        return AgentConfig().idle_stop_s
 
 
 def _installed_providers() -> set[str]:

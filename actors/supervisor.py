@@ -50,7 +50,7 @@ class Child:
     spec: ProcessSpec
     argv: list[str]
     spawned: Any = None
-    state: str = "starting"          # starting | running | restarting | stopped | failed
+    state: str = "starting"   # starting | running | restarting | stopping | stopped | idle-stopped | failed
     restarts: int = 0
     last_exit: str | None = None
     budget: RestartBudget | None = None
@@ -311,8 +311,8 @@ class Supervisor:
             if req.op == "system.spawn":
                 return Reply.success(req.id, self.spawn_on_demand(args))
             if req.op == "system.restart":
-                return Reply.success(req.id, self.request_restart(args["process"],
-                                                                  again=args["again"]))
+                return Reply.success(req.id, self.request_restart(
+                    args["process"], again=args["again"], reason=args.get("reason", "requested")))
         except RioError as err:
             return Reply.failure(req.id, err)
         if req.op == "system.fault":
@@ -345,7 +345,9 @@ class Supervisor:
         name = f"{kind}:{key}"
         with self.lock:
             child = self.children.get(name)
-            if child is not None and child.state in ("running", "starting", "restarting"):
+            if child is not None and child.state in ("running", "starting", "restarting",
+                                                     "stopping"):
+                # "stopping" (an idle stop under way): the caller asks again once it is done.
                 return {"name": name, "pid": child.pid, "state": child.state}
             live = sum(1 for n, c in self.children.items()
                        if n.startswith(kind + ":") and c.state in _LIVE)
@@ -362,7 +364,8 @@ class Supervisor:
             self._spawn(child)
             return {"name": name, "pid": child.pid, "state": child.state}
 
-    def request_restart(self, name: str, *, again: bool = True) -> dict[str, Any]:
+    def request_restart(self, name: str, *, again: bool = True,
+                        reason: str = "requested") -> dict[str, Any]:
         """``system.restart``: run the stop sequence on one process, then start it again (or
         leave it stopped when ``again`` is false: an on-demand agent whose conversation ended).
         The stop runs on a thread of its own so neither the hub nor the monitor loop waits for
@@ -385,16 +388,20 @@ class Supervisor:
             if self.hub is not None:
                 self.hub.drop_service(name)
             with self.lock:
-                child.last_exit = (f"{'restarted' if again else 'ended'} on request"
-                                   + (f" ({report.how})" if report is not None else ""))
+                idle = reason == "idle" and not again
+                child.last_exit = ("stopped while idle" if idle else
+                                   f"{'restarted' if again else 'ended'} on request") + \
+                    (f" ({report.how})" if report is not None else "")
                 child.budget.reset()
                 if again and not self.stop_requested.is_set():
                     child.state = "restarting"
                     child.restart_at = time.monotonic()
                 else:
-                    child.state = "stopped"
-                self._event(child, "restarting" if child.state == "restarting" else "stopped",
-                            reason="requested",
+                    # idle-stopped: an agent with no turn for a while; the next message
+                    # starts it again (system.spawn), the conversation lives in the core.
+                    child.state = "idle-stopped" if idle else "stopped"
+                self._event(child, "restarting" if child.state == "restarting" else
+                            child.state, reason=reason,
                             stop={"how": report.how, "elapsed_s": round(report.elapsed, 3),
                                   "survivors": report.survivors} if report else None)
 

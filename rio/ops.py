@@ -205,7 +205,10 @@ define("system.spawn", "Start an on-demand process (one per agent conversation).
        Arg("kind", str, check=non_empty), Arg("key", str, check=non_empty))
 define("system.restart", "Stop one process with the stop sequence and start it again.",
        Arg("process", str, check=non_empty, doc="a name from system.status"),
-       Arg("again", bool, False, True, doc="false: stop it and leave it stopped"))
+       Arg("again", bool, False, True, doc="false: stop it and leave it stopped"),
+       Arg("reason", str, False, "requested", check=one_of("requested", "idle"),
+           doc="idle: an agent process with no turn for idle_stop_s (state idle-stopped; the "
+               "next message starts it again)"))
 define("system.fault", "Inject a fault (only with `rio serve --fault-injection`).",
        Arg("fault", str, check=non_empty, doc="kill, stop, cont, save_fail, bus_drop ..."),
        Arg("target", str, False, None, doc="process name"),

@@ -128,3 +128,13 @@ def test_unreadable_file(tmp_path: Path) -> None:
 def test_config_dir_honours_rio_config_dir(tmp_path: Path) -> None:
     assert config_dir({"RIO_CONFIG_DIR": str(tmp_path)}) == tmp_path
     assert config_dir({}).name == "rio"
+
+
+def test_idle_stop_s_defaults_to_minutes_and_refuses_negative_values() -> None:
+    from rio.agent_config import parse_agent_config
+    from rio.errors import ConfigError
+    assert parse_agent_config("").idle_stop_s == 300.0
+    assert parse_agent_config("[agent]\nidle_stop_s = 0\n").idle_stop_s == 0.0
+    assert parse_agent_config("[agent]\nidle_stop_s = 2.5\n").idle_stop_s == 2.5
+    with pytest.raises(ConfigError):
+        parse_agent_config("[agent]\nidle_stop_s = -1\n")

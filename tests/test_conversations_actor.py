@@ -567,3 +567,61 @@ def test_worker_pool_reuses_idle_threads():
         time.sleep(0.01)   # let the worker count itself idle again
     assert done == list(range(20)) and len(pool._threads) == 1
     pool.close()
+
+
+# --- idle session processes are stopped, and come back on the next message (issue 9) ----------
+
+@pytest.fixture
+def idle_server(tmp_path, model_server):
+    from tests.support import rio_env
+    root = tmp_path / "proj"
+    root.mkdir()
+    env = rio_env(tmp_path)
+    env.update({"ANTHROPIC_BASE_URL": model_server.url, "ANTHROPIC_API_KEY": "test-key"})
+    relax_hang_detection(env)
+    (Path(env["RIO_CONFIG_DIR"]) / "config.toml").write_text("[agent]\nidle_stop_s = 1\n")
+    srv = RioServer(root, tmp_path, env=env).start()
+    yield srv
+    srv.stop()
+
+
+def agent_state(server: RioServer, cid: str) -> tuple[str | None, int | None]:
+    for p in server.call("system.status")["processes"]:
+        if p["name"] == f"agent:{cid}":
+            if p.get("pid"):
+                server.known_pids.add(p["pid"])
+            return p["state"], p.get("pid")
+    return None, None
+
+
+@pytest.mark.slow
+def test_e2e_an_idle_session_process_is_stopped_and_started_again(idle_server, model):
+    import psutil
+
+    from rio.cli import render_status
+    from tests.fakes.model_servers import anthropic_text
+    from tests.support import wait_for
+    client = Client(idle_server)
+    try:
+        cid = new_conversation(client)
+        model.push(anthropic_text("One."))
+        turn = client.call("agent.send", {"conversation": cid, "text": "first"})["turn"]
+        client.wait("agent.turn", turn=turn, state="done", timeout=30)
+        state, pid = agent_state(idle_server, cid)
+        assert state == "running" and pid
+        # No turn for idle_stop_s: the process goes, and `rio status` says why.
+        assert wait_for(lambda: agent_state(idle_server, cid)[0] == "idle-stopped", 20)
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        shown = "\n".join(render_status(idle_server.call("system.status")))
+        assert f"agent:{cid}" in shown and "idle-stopped" in shown
+        # The next message starts it again; the conversation goes on.
+        model.push(anthropic_text("Two."))
+        turn2 = client.call("agent.send", {"conversation": cid, "text": "second"})["turn"]
+        client.wait("agent.turn", turn=turn2, state="done", timeout=30)
+        assert client.wait("agent.message", turn=turn2)["text"] == "Two."
+        state, pid2 = agent_state(idle_server, cid)
+        assert pid2 not in (None, pid) and state in ("running", "idle-stopped")
+        sent = model.requests[-1].json["messages"]
+        assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    finally:
+        client.close()
