@@ -9,7 +9,7 @@ An inproc PUSH to the bus thread carries only the stop signal.
 Requests routed to this process are validated here (:func:`rio.ops.validate`), so actors only ever
 see checked arguments, and de-duplicated by ``(client, id)``: a duplicated frame is never run twice;
 if its reply was already sent, the same reply is sent again, and copies that arrive while the
-first is still running each get the reply when it comes (ADR-0009, ADR-0018).
+first is still running each get the reply when it comes (ADR-0009, ADR-0020).
 """
 
 from __future__ import annotations

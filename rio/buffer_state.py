@@ -29,10 +29,10 @@ log = logging.getLogger("rio.buffers")
 JOURNAL_BASE_TEXT_LIMIT = 16 * 1024 * 1024
 NEWLINES = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
 #: A version is ``epoch << EPOCH_BITS | count``: every recovery starts a new epoch, so a version
-#: handed out before a restart never names a text after it (ADR-0018).
+#: handed out before a restart never names a text after it (ADR-0020).
 EPOCH_BITS = 32
 #: How many recent request ids a buffer remembers (in memory and in its journal): a resend of
-#: one of them is answered instead of applied twice (ADR-0018).
+#: one of them is answered instead of applied twice (ADR-0020).
 REQUEST_MEMORY = 256
 #: The ops a resent request id must not apply twice.
 DEDUPED_OPS = frozenset({"buffer.replace", "buffer.apply", "buffer.undo", "buffer.redo"})
@@ -108,7 +108,7 @@ class OpenBuffer:
         self.epoch_start = document.version
         #: the version right after recovery (merge_undo never reaches back past it)
         self.first_version = document.version
-        #: recent request ids → their result, oldest first (ADR-0018)
+        #: recent request ids → their result, oldest first (ADR-0020)
         self.requests: OrderedDict[str, Any] = OrderedDict()
         self._request: str | None = None
         #: the journal failure while this buffer's edits cannot be journaled (ADR-0006 revised)
@@ -492,7 +492,7 @@ class BufferFactory:
         if path is not None and rec.text == base_text:
             self.journal_store.remove(name)   # nothing unsaved after all
             return None
-        # A new epoch: no version from before the crash names a text after it (ADR-0018).
+        # A new epoch: no version from before the crash names a text after it (ADR-0020).
         epoch = max(int(header.get("epoch") or 0), rec.version >> EPOCH_BITS) + 1
         doc = Document(base_text, version=epoch << EPOCH_BITS,
                        undo_text_limit=self.undo_text_limit)

@@ -404,7 +404,7 @@ class JournalWriter:
         """Record one applied change (anything with start, end, text and version).
 
         ``request`` names the request that this change completes (a fifth field), so a resend
-        of it after a restart is recognised instead of applied twice (ADR-0018).
+        of it after a restart is recognised instead of applied twice (ADR-0020).
         """
         self.append_many([change], request)
 

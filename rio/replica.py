@@ -17,7 +17,7 @@ change to everyone. This is central-server OT in the Jupiter style (ADR-0005):
   Each replica needs its own origin string.
 * Remote changes are transformed over the pending local edits (the change from the core wins
   ties: it landed first) and returned as the edits to apply to the local view.
-* **A core restart costs no keystroke** (ADR-0018). Each request has an id of its own. When the
+* **A core restart costs no keystroke** (ADR-0020). Each request has an id of its own. When the
   core goes away (:meth:`go_offline`) the replica keeps taking local edits and sends nothing;
   the request that was in flight is resent under the same id (:attr:`sent`): the core answers
   "already applied" if it is in the recovered text, or refuses its old base

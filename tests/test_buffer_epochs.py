@@ -1,4 +1,4 @@
-"""Versions and request ids across a core restart (ADR-0018), without processes.
+"""Versions and request ids across a core restart (ADR-0020), without processes.
 
 A "crash" here is what a killed core leaves behind: the journal folder as it is, read by a new
 :class:`BufferFactory` on the same project.

@@ -1,4 +1,4 @@
-"""Request ids and versions across a core restart (ADR-0018): a duplicate is answered, never
+"""Request ids and versions across a core restart (ADR-0020): a duplicate is answered, never
 applied twice, and an edit based on a version from before a recovery is refused."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Typing through a core restart in the real desktop under Xvfb (ADR-0018): the core is killed
+"""Typing through a core restart in the real desktop under Xvfb (ADR-0020): the core is killed
 with SIGKILL while the user types; nothing typed is lost and the cursor stays put."""
 
 from __future__ import annotations

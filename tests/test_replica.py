@@ -232,7 +232,7 @@ def test_replicas_converge_with_the_core(initial, actions):
         assert not client.replica.pending
 
 
-# --- across core crashes (ADR-0018) ---------------------------------------------------------
+# --- across core crashes (ADR-0020) ---------------------------------------------------------
 
 
 def core_args(**kw):

@@ -520,7 +520,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
     def resync(self) -> None:
         """Start again from the core's text (a gap, a core restart, a divergence)."""
         if self.can_rebase():
-            self.recover()   # keeps what was typed, the cursor and the scroll (ADR-0018)
+            self.recover()   # keeps what was typed, the cursor and the scroll (ADR-0020)
             return
         if self.replica is not None:
             line, col = self.cursor()

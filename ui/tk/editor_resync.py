@@ -1,4 +1,4 @@
-"""How an editor keeps its text when the core goes away or it misses changes (ADR-0018).
+"""How an editor keeps its text when the core goes away or it misses changes (ADR-0020).
 
 A mixin of :class:`ui.tk.editor.EditorTab`. The logic is :class:`rio.replica.Replica`'s
 (``go_offline``, ``sent``, ``rebase``); this only wires it to the bus and the widget:
