@@ -335,6 +335,8 @@ class Document:
 
         The buffer uses it to apply an edit, journal it, and take the edit back if the journal
         cannot be written: an edit is acknowledged only once it is journaled (ADR-0006).
+        It covers what edits do (replace, apply, undo, redo); ``merge_since`` is not journaled
+        and is not taken back.
         """
         if self._savepoint is not None:   # nested: part of the outer one
             yield

@@ -391,3 +391,123 @@ def test_random_interleaving_keeps_undo_redo_and_dirty_exact(ops):
     while doc.can_undo:
         doc.undo()
     assert doc.text() == "seed\ntext"
+
+
+# --- bounded undo text, all-or-nothing ops (Rio issue 8) ---------------------------------------
+
+
+def test_undo_history_is_bounded_by_its_text():
+    """400 paste/delete pairs of 1 MB grew a core to 881 MB: the history now holds at most the
+    bound (plus the newest step), whatever the number of steps."""
+    import tracemalloc
+    limit = 4 * 1024 * 1024
+    doc = Document("start", undo_text_limit=limit)
+    block = "x" * (256 * 1024)
+    tracemalloc.start()
+    try:
+        for _ in range(200):                      # 100 MB of text through the history
+            doc.replace(0, 0, block + "!")        # a new string each time, as a paste is
+            doc.replace(0, len(block) + 1, "")
+        current, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert doc.text() == "start"
+    assert doc.undo_chars <= limit
+    assert current < 3 * limit                    # was > 100 MB
+    undone = 0
+    while doc.can_undo:
+        doc.undo()
+        undone += 1
+    assert 2 <= undone < 400 and doc.text() in ("start", block + "!start")
+
+
+def test_the_newest_step_is_kept_even_past_the_bound():
+    doc = Document("", undo_text_limit=10)
+    doc.replace(0, 0, "small", label="one")
+    doc.replace(0, 0, "a much longer paste", label="two")
+    assert doc.undo_label == "two" and doc.undo_chars > 10
+    doc.undo()
+    assert doc.text() == "small" and not doc.can_undo     # "one" was forgotten
+
+
+def test_the_change_log_for_stale_edits_is_bounded_too():
+    doc = Document("", undo_text_limit=100)
+    for _ in range(50):
+        doc.replace(0, 0, "0123456789")
+    with pytest.raises(BufferError) as caught:
+        doc.changes_since(0)
+    assert caught.value.kind == "buffer.stale_version"
+    assert len(doc.changes_since(doc.version - 3)) == 3
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["type", "paste", "delete", "undo", "redo", "merge"]),
+                         st.integers(0, 30), st.booleans(), st.floats(0, 2)), max_size=40)
+
+
+def run_op(doc: Document, op, clock) -> None:
+    kind, at, _, pause = op
+    clock.advance(pause)
+    at = min(at, len(doc))
+    if kind == "type":
+        doc.replace(at, at, "w")
+    elif kind == "paste":
+        doc.replace(at, at, "pasted\n" * 3)
+    elif kind == "delete":
+        doc.replace(at, min(at + 4, len(doc)), "")
+    elif kind == "undo" and doc.can_undo:
+        doc.undo()
+    elif kind == "redo" and doc.can_redo:
+        doc.redo()
+    elif kind == "merge":
+        doc.merge_since(max(doc.version - 3, 0), "merged")
+
+
+def observable(doc: Document) -> tuple:
+    """Everything a client can see, including the whole undo and redo history."""
+    log = []
+    for back in range(1, 6):
+        try:
+            log.append([(c.start, c.end, c.text) for c in doc.changes_since(doc.version - back)])
+        except BufferError as err:          # older than the log keeps (or than version 0)
+            log.append(err.kind)
+    state = [doc.text(), doc.version, doc.dirty, doc.undo_label, doc.redo_label, doc.undo_chars,
+             log]
+    trail = []
+    while doc.can_undo:
+        doc.undo()
+        trail.append((doc.text(), doc.dirty))
+    while doc.can_redo:
+        doc.redo()
+        trail.append((doc.text(), doc.dirty))
+    return tuple(state), tuple(trail)
+
+
+@given(OPS)
+@settings(max_examples=300, deadline=None)
+def test_an_op_that_fails_inside_atomic_leaves_no_trace(ops):
+    """Twin documents get the same ops; in one, some ops are followed by a failure inside
+    ``atomic()`` (the journal could not take them), and the other never sees those ops. Both
+    must look the same in every way, undo and redo history included."""
+    class JournalFull(Exception):
+        pass
+
+    clock_a, clock_b = FakeClock(), FakeClock()
+    a = Document("some\ntext", clock=clock_a, undo_limit=6, undo_text_limit=60)
+    b = Document("some\ntext", clock=clock_b, undo_limit=6, undo_text_limit=60)
+    a.mark_saved()
+    b.mark_saved()
+    for i, op in enumerate(ops):
+        fails = op[2] and op[0] != "merge"    # merge_since is never journaled (not atomic)
+        if fails:
+            with pytest.raises(JournalFull), a.atomic():
+                run_op(a, op, clock_a)
+                raise JournalFull
+            clock_b.advance(op[3])
+        else:
+            with a.atomic():
+                run_op(a, op, clock_a)
+            run_op(b, op, clock_b)
+        if i % 7 == 3:
+            a.mark_saved()
+            b.mark_saved()
+    assert observable(a) == observable(b)
