@@ -333,16 +333,24 @@ class Tools:
         # unsaved, like any other edit the user reviews before saving (ADR-0016).
         info = await self.port.call("buffer.open", {"path": proposal.path})
         bid = info["buffer"]
-        got = await self.port.call("buffer.text", {"buffer": bid})
-        where = locate(got["text"], str(proposal.input["old_text"]))
-        if isinstance(where, Refusal):
-            return _refused(proposal.path, where, at_approval=True)
-        assert isinstance(where, Located)
-        version = int(got["version"])
-        await self.port.call("buffer.replace", {
-            "buffer": bid, "start": where.start, "end": where.end,
-            "text": str(proposal.input["new_text"]), "base_version": version,
-            "origin": self.origin, "label": "Agent edit"})
+        for attempt in (1, 2):
+            got = await self.port.call("buffer.text", {"buffer": bid})
+            where = locate(got["text"], str(proposal.input["old_text"]))
+            if isinstance(where, Refusal):
+                return _refused(proposal.path, where, at_approval=True)
+            assert isinstance(where, Located)
+            version = int(got["version"])
+            try:
+                await self.port.call("buffer.replace", {
+                    "buffer": bid, "start": where.start, "end": where.end,
+                    "text": str(proposal.input["new_text"]), "base_version": version,
+                    "origin": self.origin, "label": "Agent edit"})
+                break
+            except RioError as err:
+                # The core restarted between the read and the edit (ADR-0020): read the
+                # recovered text and locate the old text again, once.
+                if err.kind != "buffer.stale_base" or attempt == 2:
+                    raise
         self.changed.setdefault(bid, version)
         return ToolOutcome(f"Applied the edit to {proposal.path} (in the editor, unsaved; the "
                            "user saves).", True, f"{proposal.path}: edited")

@@ -146,6 +146,8 @@ class ChatClient:
         self.style = Style(color)
         self.inbox = _Inbox()
         conn.subscribe("agent.", self.inbox)
+        # A core restart: say so once; buffers come back under their ids (ADR-0020).
+        conn.subscribe("buffer.recovered", self.inbox)
         self._line_start = True
 
     # --- one turn ----------------------------------------------------------------------------
@@ -198,6 +200,9 @@ class ChatClient:
         pending, self.inbox.events = self.inbox.events, []
         any_ours = False
         for topic, data in pending:
+            if topic == "buffer.recovered":
+                self._recovered(data)
+                continue
             if data.get("conversation") != self.conversation or data.get("turn") != result.turn:
                 continue
             any_ours = True
@@ -332,12 +337,19 @@ class ChatClient:
                    f"editor and journal, not on disk yet; {how}.")
         return True
 
+    def _recovered(self, data: Mapping[str, Any]) -> None:
+        names = [str(b.get("path") or b.get("name") or b.get("buffer"))
+                 for b in data.get("buffers") or ()]
+        self._line(self.style("warn", "Rio's core restarted") + (
+            f"; unsaved changes were recovered: {', '.join(names)}." if names else "."))
+
     def _refresh_unsaved(self) -> None:
         for bid in list(self.unsaved):
             try:
                 info = self.conn.call("buffer.info", {"buffer": bid}, timeout=10.0)
-            except RioError:
-                del self.unsaved[bid]          # closed (saved or discarded elsewhere)
+            except RioError as err:
+                if not err.kind.startswith("bus."):   # a restarting core still holds it
+                    del self.unsaved[bid]          # closed (saved or discarded elsewhere)
                 continue
             if info.get("dirty"):
                 self.unsaved[bid] = str(info.get("path") or bid)
@@ -370,8 +382,10 @@ class ChatClient:
             try:
                 info = self.conn.call("buffer.info", {"buffer": bid}, timeout=10.0)
                 if not str(info.get("undo_label") or "").startswith("Agent"):
-                    self._line(f"not undone: the last change to {info.get('path')} is not the "
-                               "agent's any more")
+                    why = ("the core restarted since: the change is part of the recovered text "
+                           "(/diff shows it)" if info.get("recovered") else
+                           "the last change to it is not the agent's any more")
+                    self._line(f"not undone in {info.get('path') or bid}: {why}")
                     continue
                 self.conn.call("buffer.undo", {"buffer": bid, "origin": "cli"}, timeout=10.0)
                 self._line(f"undid the agent's change to {info.get('path') or bid}")
