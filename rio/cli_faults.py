@@ -9,7 +9,6 @@ Exit 0 when every invariant held and every fault was recovered from, 1 when one 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 SCENARIO_HELP = "kill, hang, stubborn, forking, supervisor, bus, save (default: all)"
@@ -39,8 +38,12 @@ def cmd_faults(args: argparse.Namespace) -> int:
     scenarios = tuple(args.scenario or SCENARIOS)
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown or args.runs < 1:
-        print(f"rio: unknown scenario {unknown[0]!r}.\n  Use one of: {', '.join(SCENARIOS)}."
-              if unknown else "rio: --runs must be at least 1.", file=sys.stderr)
+        from rio.cli import print_error
+        if unknown:
+            print_error("usage", f"unknown scenario {unknown[0]!r}",
+                        f"use one of: {', '.join(SCENARIOS)}")
+        else:
+            print_error("usage", "--runs must be at least 1", "pass --runs 1 or more")
         return 3
 
     def progress(line: str) -> None:
@@ -57,11 +60,15 @@ def cmd_faults(args: argparse.Namespace) -> int:
                   flush=True)
         report = harness.run()
     except RioError as err:
-        print(f"rio: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
+        from rio.cli import print_error
+        print_error(err.kind, err.message, err.next)
         return 2
     if args.json:
         print(report.to_json())
     else:
         print()
         print(render_table(report))
+    if report.aborted:
+        # The table is printed all the same; nothing ran at all: the instance is the problem.
+        return 1 if report.results else 2
     return 0 if report.ok else 1

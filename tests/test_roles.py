@@ -207,7 +207,7 @@ def test_a_forged_role_is_ignored(server):
 
 
 def test_a_new_role_applies_to_the_next_request(server):
-    client, served, base, *_ = server
+    client, _served, base, *_ = server
     conn = client("observer")
     forbidden(conn, *EDIT)
     curve_keys.set_role("observer", "editor", base)
