@@ -217,3 +217,39 @@ def test_the_window_ends_with_its_supervisor(desktop):
         except psutil.Error:
             pass
     desktop.proc = None
+
+
+@pytest.mark.timeout(120)
+def test_tree_message_and_menu_marks_follow_the_window(desktop, project):
+    (project / "src").mkdir()
+    (project / "src" / "deep.txt").write_text("deep\n")
+    s = desktop.wait_active_ready()
+    assert "View/Classic Theme" in s["menu_marks"] and "View/Dark Theme" not in s["menu_marks"]
+    desktop.call("ui.menu", {"path": "View/Dark Theme"})
+    s = desktop.wait_state(lambda s: s["theme"] == "dark")
+    assert "View/Dark Theme" in s["menu_marks"]
+    assert "View/Classic Theme" not in s["menu_marks"]
+    desktop.call("ui.menu", {"path": "View/Word Wrap"})
+    desktop.wait_state(lambda s: "View/Word Wrap" in s["menu_marks"])
+    # The project tree selects the active tab's file, opening its folder.
+    desktop.wait_state(lambda s: s["tree_selection"] == "hello.py")
+    desktop.call("ui.open", {"path": "src/deep.txt"})
+    desktop.wait_state(lambda s: s["tree_selection"] == "src/deep.txt")
+    # A status message belongs to the tab it was about.
+    desktop.call("ui.key", {"keysym": "equal", "state": "Control"})   # zoom: "Zoom: N pt"
+    desktop.wait_state(lambda s: s["status"]["message"].startswith("Zoom"))
+    desktop.call("ui.key", {"keysym": "Tab", "state": "Control"})     # back to hello.py
+    s = desktop.wait_state(lambda s: _active(s)["name"] == "hello.py")
+    assert s["tree_selection"] == "hello.py"
+    assert not s["status"]["message"].startswith("Zoom")
+
+
+@pytest.mark.timeout(90)
+def test_ui_dialog_opens_run_commands(desktop):
+    desktop.wait_active_ready()
+    desktop.call("ui.dialog", {"name": "run_commands"})
+    desktop.wait_state(lambda s: any(d["name"] == "run_commands" for d in s["dialogs_open"]))
+    desktop.call("ui.dialog_answer", {"name": "run_commands", "button": "OK",
+                                      "fields": {"run": "python hello.py"}})
+    desktop.wait_state(lambda s: not any(d["name"] == "run_commands"
+                                         for d in s["dialogs_open"]))

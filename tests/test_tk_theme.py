@@ -231,3 +231,32 @@ def test_a_ticked_box_and_a_selected_radio_button_stand_out(tk_root, name, widge
     mark = style.lookup(widget, "foreground", ("selected",))
     hi, lo = sorted((_luminance(tk_root, box), _luminance(tk_root, mark)), reverse=True)
     assert (hi + 0.05) / (lo + 0.05) >= 4.5, (box, mark)     # WCAG AA contrast
+
+
+@pytest.mark.gui
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(shutil.which("import") is None, reason="needs ImageMagick's import")
+def test_menu_shortcuts_keep_a_margin_from_the_right_edge(tk_root, tmp_path):
+    from ui.tk.app import _menu_accel
+    t = apply_theme(tk_root, "classic")
+    menu = tk.Menu(tk_root, tearoff=False)
+    for label, accel in [("Save", "Ctrl+S"), ("Save As...", "Ctrl+Shift+S")]:
+        menu.add_command(label=label, accelerator=_menu_accel(accel))
+    tk_root.update()
+    menu.post(10, 10)
+    tk_root.update()
+    shot = tmp_path / "menu.png"
+    subprocess.run(["import", "-window", str(menu.winfo_id()), str(shot)], check=True,
+                   timeout=20)
+    menu.unpost()
+    img = tk.PhotoImage(master=tk_root, file=str(shot))
+    face = tuple(c // 257 for c in tk_root.winfo_rgb(t.face))
+    width, height = img.width(), img.height()
+
+    def inked(x: int, y: int) -> bool:          # text (anti-aliased too), not background
+        return sum(abs(a - b) for a, b in zip(img.get(x, y), face)) > 120
+    # Inside the 2 px raised border, the last 6 px stay clear of text.
+    assert not [(x, y) for x in range(width - 8, width - 2) for y in range(2, height - 2)
+                if inked(x, y)]
+    assert any(inked(x, y) for x in range(width // 2, width - 8)
+               for y in range(2, height - 2))      # the shortcuts are there

@@ -42,6 +42,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {"font": "", "size": 0, "tab_width": 4, "use_
 TEXT_ONLY_IN_ENTRIES = {"edit.cut", "edit.copy", "edit.paste", "edit.select_all", "edit.undo",
                         "edit.redo"}
 MIN_ZOOM, MAX_ZOOM = 6, 40
+MENU_ACCEL_MARGIN = "   "     # after each menu accelerator (see _menu_accel)
 AUTOSAVE_MS = 2000
 
 
@@ -62,6 +63,8 @@ class App(FileActions):
         self.message = tk.StringVar(root, "Ready")
         self._bound_sequences: set[str] = set()
         self._toggle_vars: dict[str, tk.BooleanVar] = {}
+        self._choice_vars: dict[str, tk.StringVar] = {}
+        self._messages: dict[str, str] = {}      # the status message each tab last had
         self.quitting = False
         self.exit_code = 0
         self.theme = apply_theme(root, self.settings.get("theme", "classic"))
@@ -159,7 +162,8 @@ class App(FileActions):
         cmd = Command(name, label, menu or (old.menu if old else ""), accel,
                       icon if icon is not None else (old.icon if old else None),
                       group if group is not None else (old.group if old else 9),
-                      toggle if toggle is not None else (old.toggle if old else None), fn)
+                      toggle if toggle is not None else (old.toggle if old else None), fn,
+                      choice=old.choice if old else None)
         self.commands.add(cmd)
         if hasattr(self, "menubar"):
             # Coalesced: plug-ins register a dozen commands in a row, and each rebuild of
@@ -218,11 +222,17 @@ class App(FileActions):
                 elif cmd.toggle:
                     var = self._toggle_vars.setdefault(cmd.toggle, tk.BooleanVar(self.root))
                     m.add_checkbutton(label=cmd.text, underline=cmd.underline,
-                                      accelerator=cmd.accel, variable=var,
+                                      accelerator=_menu_accel(cmd.accel), variable=var,
+                                      command=lambda n=cmd.name: self.invoke(n))
+                elif cmd.choice:
+                    var = self._choice_vars.setdefault(cmd.choice[0], tk.StringVar(self.root))
+                    m.add_radiobutton(label=cmd.text, underline=cmd.underline,
+                                      accelerator=_menu_accel(cmd.accel), variable=var,
+                                      value=cmd.choice[1],
                                       command=lambda n=cmd.name: self.invoke(n))
                 else:
                     m.add_command(label=cmd.text, underline=cmd.underline,
-                                  accelerator=cmd.accel,
+                                  accelerator=_menu_accel(cmd.accel),
                                   command=lambda n=cmd.name: self.invoke(n))
         self._sync_toggles()
         self._bind_keys()
@@ -343,6 +353,10 @@ class App(FileActions):
             attempt("run commands", project)
         attempt("project tree", tree)
 
+        ed = self.active_editor()
+        if ed is not None:
+            self._reveal_in_tree(ed)    # the tab opened before the tree existed
+
     # --- tabs ------------------------------------------------------------------------------------
     def active_editor(self) -> EditorTab | None:
         try:
@@ -406,10 +420,13 @@ class App(FileActions):
 
     def _on_tab_changed(self) -> None:
         ed = self.active_editor()
+        # The message was about the tab that showed it: each tab shows its own again.
+        self.message.set(self._messages.get(ed.buffer_id, "") if ed is not None else "")
         if ed is not None:
             self.root.title(f"{ed.summary.get('name') or 'Untitled'} — Rio — "
                             f"{Path(self.project_root).name}")
             self.on_cursor(ed)
+            self._reveal_in_tree(ed)
         else:
             self.root.title(f"Rio — {Path(self.project_root).name}")
             for k in ("position", "selection", "encoding", "newline", "mode", "modified"):
@@ -477,6 +494,22 @@ class App(FileActions):
 
     def set_message(self, text: str) -> None:
         self.message.set(text)
+        ed = self.active_editor()
+        if ed is not None:
+            self._messages[ed.buffer_id] = text
+
+    def _reveal_in_tree(self, ed: EditorTab) -> None:
+        """Select the active document's file in the project tree (opening its folders)."""
+        tree = getattr(self, "project_tree", None)
+        path = ed.summary.get("path")
+        if tree is None or not path:
+            return
+        try:
+            rel = Path(path).resolve().relative_to(Path(self.project_root).resolve()).as_posix() \
+                if Path(path).is_absolute() else Path(path).as_posix()
+        except ValueError:
+            return                      # outside the project: nothing to show
+        tree.reveal(rel)
 
     def status_cells_cut(self) -> list[str]:
         """The fixed status-bar cells that do not fit whole in the window (none, normally)."""
@@ -667,6 +700,10 @@ class App(FileActions):
         for key, var in self._toggle_vars.items():
             if key in values and var.get() != values[key]:
                 var.set(values[key])
+        for key, choice in self._choice_vars.items():
+            current = str(self.theme.name if key == "theme" else self.settings.get(key, ""))
+            if choice.get() != current:
+                choice.set(current)
 
     def zoom(self, step: int) -> None:
         size = self._zoom_base if step == 0 else int(self.editor_font.cget("size")) + step
@@ -777,6 +814,12 @@ def _saved_preferences() -> dict[str, Any]:
     except Exception:  # noqa: BLE001 -- preferences must never stop the window
         log.exception("preferences")
         return {}
+
+
+def _menu_accel(accel: str) -> str:
+    """A menu's accelerator text. Tk on X11 draws it flush against the menu's right border;
+    trailing spaces give it the margin '90s menus had."""
+    return f"{accel}{MENU_ACCEL_MARGIN}" if accel else ""
 
 
 def _mn(label: str) -> tuple[str, int]:

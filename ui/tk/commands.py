@@ -29,7 +29,8 @@ Handler = Callable[[], object]
 class Command:
     """One action. ``menu`` is the top-level menu it sits in ("" for key-only commands);
     ``group`` orders the menu and puts a separator between groups; ``toggle`` names a boolean
-    setting shown as a check mark."""
+    setting shown as a check mark; ``choice`` is ``(setting, value)`` for one of several values
+    of a setting, shown as a radio mark on the current one."""
 
     name: str
     label: str                      # with the & mnemonic marker
@@ -39,6 +40,7 @@ class Command:
     group: int = 0
     toggle: str | None = None
     handler: Handler | None = field(default=None, compare=False)
+    choice: tuple[str, str] | None = None
 
     @property
     def text(self) -> str:
@@ -205,8 +207,9 @@ def _norm_label(label: str) -> str:
 
 
 def _c(name: str, label: str, menu: str, accel: str = "", icon: str | None = None,
-       group: int = 0, toggle: str | None = None) -> Command:
-    return Command(name, label, menu, accel, icon, group, toggle)
+       group: int = 0, toggle: str | None = None,
+       choice: tuple[str, str] | None = None) -> Command:
+    return Command(name, label, menu, accel, icon, group, toggle, choice=choice)
 
 
 #: The desktop's built-in commands. The app binds handlers by name; the plug-in modules (find, output, project tree) replace
@@ -250,8 +253,8 @@ DEFAULT_COMMANDS: tuple[Command, ...] = (
     _c("view.zoom_in", "Zoom &In", "View", "Ctrl+=", group=1),
     _c("view.zoom_out", "Zoom &Out", "View", "Ctrl+-", group=1),
     _c("view.zoom_reset", "&Reset Zoom", "View", "Ctrl+0", group=1),
-    _c("view.theme_classic", "&Classic Theme", "View", group=2),
-    _c("view.theme_dark", "&Dark Theme", "View", group=2),
+    _c("view.theme_classic", "&Classic Theme", "View", group=2, choice=("theme", "classic")),
+    _c("view.theme_dark", "&Dark Theme", "View", group=2, choice=("theme", "dark")),
     _c("view.next_tab", "Ne&xt Tab", "View", "Ctrl+Tab", group=3),
     _c("view.prev_tab", "Pre&vious Tab", "View", "Ctrl+Shift+Tab", group=3),
 

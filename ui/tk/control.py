@@ -37,7 +37,7 @@ DIALOG_COMMANDS = {
     "open": "file.open", "open_folder": "file.open_folder", "save_as": "file.save_as",
     "preferences": "edit.preferences", "about": "help.about", "shortcuts": "help.shortcuts",
     "find": "search.find", "replace": "search.replace", "goto": "search.goto_line",
-    "find_in_files": "search.find_in_files",
+    "find_in_files": "search.find_in_files", "run_commands": "project.set_commands",
 }
 
 
@@ -124,6 +124,8 @@ class ControlServer:
                 "dialogs_open": [d.describe() for d in app.dialogs.values()],
                 "theme": app.theme.name, "settings": dict(app.settings),
                 "bookmarks": active.bookmark_lines() if active and active.ready else [],
+                "tree_selection": _tree_selection(app),
+                "menu_marks": _menu_marks(app),
                 "window": {"geometry": app.root.winfo_geometry(),
                            "title": app.root.title()}}
 
@@ -289,3 +291,28 @@ def _wrapper_geometry(title: str) -> tuple[int, int, int, int] | None:
     if len(vals) == 4:
         return vals["x"], vals["y"], vals["w"], vals["h"]
     return None
+
+def _tree_selection(app: "App") -> str | None:
+    tree = getattr(app, "project_tree", None)
+    return tree.selected() if tree is not None else None
+
+
+def _menu_marks(app: "App") -> list[str]:
+    """``Menu/Item`` of every check or radio item the menus show marked, read from the Tk
+    menus themselves."""
+    out = []
+    bar = app.menubar
+    for i in range(int(bar.index("end") or -1) + 1):
+        if bar.type(i) != "cascade":
+            continue
+        menu = app.root.nametowidget(bar.entrycget(i, "menu"))
+        for j in range(int(menu.index("end") or -1) + 1):
+            kind = menu.type(j)
+            if kind not in ("checkbutton", "radiobutton"):
+                continue
+            value = menu.getvar(menu.entrycget(j, "variable"))
+            on = menu.entrycget(j, "onvalue" if kind == "checkbutton" else "value")
+            if str(value) == str(on) or (kind == "checkbutton" and value in (True, 1)
+                                         and str(on) == "1"):
+                out.append(f"{bar.entrycget(i, 'label')}/{menu.entrycget(j, 'label')}")
+    return out

@@ -219,6 +219,26 @@ class ProjectTree:
             self.tree.focus(path)
             self.tree.see(path)
 
+    def reveal(self, path: str) -> None:
+        """Select ``path`` (project-relative), listing and opening its folders first: the
+        tree follows the active tab."""
+        parts = path.split("/")
+        folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+        def step(i: int) -> None:
+            if i == len(folders):
+                self.select(path)
+            elif self.tree.exists(folders[i]):
+                self.expand(folders[i], lambda: step(i + 1))
+        if self.pending:            # the root listing is still on its way: try again then
+            self.tree.after(50, lambda: self.reveal(path))
+            return
+        step(0)
+
+    def selected(self) -> str | None:
+        sel = self.tree.selection()
+        return str(sel[0]) if sel else None
+
     def focus(self) -> None:
         """Keyboard focus into the tree, on the selected item (or the first)."""
         self.tree.focus_set()
