@@ -26,11 +26,11 @@ from typing import Any, Callable, Mapping
 import msgpack
 import zmq
 
-from actors.bus import BusConnection, Endpoints, as_error, result_of
+from actors.bus import BusConnection, Endpoints, as_error, encode_reply, result_of
 from actors.hub import configure
 from rio import ops
 from rio.errors import BusError, RioError
-from rio.protocol import Event, Reply, Request, decode, encode, peek_id
+from rio.protocol import Event, Reply, Request, decode, encode_checked, peek_id
 
 log = logging.getLogger("rio.bus")
 
@@ -115,7 +115,7 @@ class BusThread:
 
     # --- any thread -----------------------------------------------------------------------------
     def send_reply(self, client: bytes, reply: Reply) -> None:
-        payload = encode(reply)
+        payload = encode_reply(reply)   # a result too big to travel becomes that error
         copies = self._remember(client, payload)
         if threading.current_thread() is self._thread:
             sock = self.conn.dealer
@@ -133,7 +133,7 @@ class BusThread:
         if threading.current_thread() is self._thread:
             self.conn.publish(topic, data)
         else:
-            self._link().send(encode(Event(topic, dict(data))))
+            self._link().send(encode_checked(Event(topic, dict(data))))
 
     def call(self, op: str, args: Mapping[str, Any] | None = None, *,
              timeout: float = 10.0) -> Any:
@@ -143,7 +143,7 @@ class BusThread:
             return self.conn.call(op, args, timeout=timeout)
         sock = self._link()
         rid = f"{self.name}-{uuid.uuid4().hex[:12]}"
-        sock.send(encode(Request(rid, op, dict(args or {}))))
+        sock.send(encode_checked(Request(rid, op, dict(args or {}))))
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -231,7 +231,11 @@ class BusThread:
                 events = dict(poller.poll(200))
                 if pull in events and self._drain_outbox(pull):
                     break
-                conn.drain()
+                try:
+                    conn.drain()
+                except Exception:  # noqa: BLE001 -- the bus thread never dies of one frame
+                    log.exception("%s: bus thread: handling a frame failed (continuing)",
+                                  self.name)
         finally:
             try:
                 if self.handlers:
@@ -283,8 +287,10 @@ class BusThread:
             if handler is None:
                 raise BusError("no_route", f"{self.name} does not serve {request.op}.",
                                "Check `rio status`.")
-        except RioError as err:
-            self.conn.reply(client, Reply.failure(request.id, err))
+        except Exception as err:  # noqa: BLE001 -- a RioError, or a bug: answered either way
+            if not isinstance(err, RioError):
+                log.exception("%s: checking %s failed", self.name, request.op)
+            self.conn.reply(client, Reply.failure(request.id, as_error(err)))
             return
         with self._lock:
             self._inflight[key] = 0

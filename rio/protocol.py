@@ -217,8 +217,23 @@ def request_id_of(wire: Any) -> str:
 def peek_id(raw: bytes) -> str:
     try:
         return request_id_of(msgpack.unpackb(raw, raw=False))
-    except Exception:  # noqa: BLE001 -- any decode failure just means "no id"
+    except Exception:  # noqa: BLE001 -- any decode failure just means "no id" ...
+        return _streamed_id(raw)
+
+
+def _streamed_id(raw: bytes) -> str:
+    """... unless the id comes before what broke the frame (a request nested too deep for
+    msgpack's unpacker): read the top-level map key by key and stop at ``id``."""
+    try:
+        unpacker = msgpack.Unpacker(raw=False, max_buffer_size=max(len(raw), 1))
+        unpacker.feed(raw)
+        for _ in range(unpacker.read_map_header()):
+            if unpacker.unpack() == "id":
+                return request_id_of({"id": unpacker.unpack()})
+            unpacker.skip()
+    except Exception:  # noqa: BLE001 -- no id to be had
         return ""
+    return ""
 
 
 def from_wire(wire: Any) -> Frame:

@@ -20,6 +20,14 @@ from rio.protocol import MAX_DEPTH, PROTOCOL_VERSION
 
 _ids = itertools.count(1)
 
+
+class Raw(bytes):
+    """Frame bytes whose repr stays short in hypothesis' reports (a deep frame is kilobytes)."""
+
+    def __repr__(self) -> str:
+        text = bytes.__repr__(self)
+        return text if len(text) <= 120 else f"{text[:100]}...<{len(self)} bytes>"
+
 scalars = (st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1)
            | st.floats(allow_nan=True) | st.text(max_size=12) | st.binary(max_size=12))
 #: map keys of every type msgpack's decoder lets through (strict_map_key: str and bytes) and
@@ -63,8 +71,8 @@ def wrong_typed_args(draw) -> tuple[str, str | None, dict]:
 
 def request_bytes(op: str, args: Any, rid: str | None = None) -> tuple[str, bytes]:
     rid = rid or f"fz-{next(_ids)}"
-    return rid, msgpack.packb({"v": PROTOCOL_VERSION, "t": "req", "id": rid, "op": op,
-                               "args": args}, use_bin_type=True)
+    return rid, Raw(msgpack.packb({"v": PROTOCOL_VERSION, "t": "req", "id": rid, "op": op,
+                                   "args": args}, use_bin_type=True))
 
 
 def deep_request(depth: int, kind: str, rid: str | None = None,
@@ -79,7 +87,7 @@ def deep_request(depth: int, kind: str, rid: str | None = None,
         body = b"\x81\xa1a" * depth + b"\x01"
     else:
         body = b"\x81\xa1a" + b"\x91" * (depth - 1) + b"\x01"
-    return rid, head + body
+    return rid, Raw(head + body)
 
 
 def nest(depth: int, key: Any = "a") -> Any:
@@ -106,5 +114,5 @@ def hostile_frame(draw) -> tuple[str | None, bytes, str]:
         rid, raw = request_bytes(op, draw(st.sampled_from([inner, {"x": [inner]},
                                                             {"y": {"z": inner}}])))
     else:
-        rid, raw = None, draw(st.binary(min_size=0, max_size=64))
+        rid, raw = None, Raw(draw(st.binary(min_size=0, max_size=64)))
     return rid, raw, kind

@@ -70,6 +70,10 @@ def test_int_map_keys_are_refused_not_crashing():
 def test_peek_id_of_broken_frames():
     assert peek_id(msgpack.packb({"id": "abc", "v": 9})) == "abc"
     assert peek_id(b"garbage\xc1") == ""
+    # too deep for msgpack's unpacker, but the id comes first: the error reply still carries it
+    from tests.frame_strategies import deep_request
+    assert peek_id(deep_request(5000, "list", "deep-id")[1]) == "deep-id"
+    assert peek_id(b"\x81\xa1a" * 5000) == ""
 
 
 @settings(max_examples=400, deadline=None)
