@@ -1,13 +1,19 @@
-"""Make the user guide's screenshots from the running app: `python tools/screenshots.py`.
+"""Make the user guide's screenshots from the running app.
+
+    python tools/screenshots.py --out DIR     # write the PNGs into DIR
+    python tools/screenshots.py --docs        # retake docs/screenshots/*.png (tracked files)
+    python tools/screenshots.py               # into a new temporary folder (printed)
 
 Starts its own Xvfb, a demo project in a temporary folder and a real desktop instance (`rio
 PATH`) with private runtime/state/config folders, drives the window through the ``ui.*`` ops as
-a user would, and writes docs/screenshots/*.png. Nothing is faked: every picture is the real
-window. Needs Xvfb and ImageMagick (`import`); fonts from fonts-terminus-otb and fonts-dejavu-core.
+a user would, and writes the pictures. It never overwrites the tracked pictures unless told to
+with ``--docs``. Nothing is faked: every picture is the real window. Needs Xvfb and ImageMagick
+(`import`); fonts from fonts-terminus-otb and fonts-dejavu-core.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -19,7 +25,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "docs" / "screenshots"
+DOCS_SHOTS = REPO / "docs" / "screenshots"
 sys.path.insert(0, str(REPO))
 
 FORECAST = '''"""Forecasts from the station log: the numbers behind the morning report."""
@@ -82,7 +88,8 @@ def start_xvfb() -> tuple[subprocess.Popen, str]:
 
 
 class Desktop:
-    def __init__(self, project: Path, base: Path, display: str):
+    def __init__(self, project: Path, base: Path, display: str, out: Path):
+        self.out = out
         self.name = f"shots{os.getpid()}"
         self.env = {**os.environ, "DISPLAY": display, "PYTHONPATH": str(REPO),
                     "RIO_RUNTIME_DIR": str(Path("/tmp") / f"rio-shots-{os.getpid()}"),
@@ -143,9 +150,9 @@ class Desktop:
         return box["s"]
 
     def shot(self, name: str) -> Path:
-        path = OUT / name
+        path = self.out / name
         self.call("ui.screenshot", {"path": str(path), "delay_ms": 400})
-        print(f"wrote {path.relative_to(REPO)}")
+        print(f"wrote {path}")
         return path
 
     def stop(self) -> None:
@@ -162,11 +169,29 @@ class Desktop:
             self.proc.wait(5)
 
 
-def main() -> int:
+def output_folder(argv: list[str] | None = None) -> Path:
+    """Where the pictures go: ``--out DIR``, ``--docs`` (the tracked ones), else a new
+    temporary folder — never the tracked pictures by default."""
+    parser = argparse.ArgumentParser(description="Take the user guide's screenshots.")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, help="folder to write the PNGs into")
+    where.add_argument("--docs", action="store_true",
+                       help=f"overwrite the user guide's pictures in {DOCS_SHOTS}")
+    args = parser.parse_args(argv)
+    if args.docs:
+        return DOCS_SHOTS
+    if args.out is not None:
+        return args.out.resolve()
+    return Path(tempfile.mkdtemp(prefix="rio-screenshots-"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = output_folder(argv)
     for tool in ("Xvfb", "import"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is needed (Debian: apt-get install xvfb imagemagick)")
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"writing screenshots into {out}")
     xvfb, display = start_xvfb()
     base = Path(tempfile.mkdtemp(prefix="rio-shots-"))
     project = base / "station"
@@ -178,7 +203,7 @@ def main() -> int:
     (project / "tests" / "test_forecast.py").write_text(
         "from forecast import Reading, feels_like\n\n\ndef test_calm_is_air_temperature():\n"
         "    assert feels_like(Reading(7, 3.0, 2.0)) == 3.0\n")
-    desk = Desktop(project, base, display)
+    desk = Desktop(project, base, display, out)
     try:
         desk.start(str(project / "report.py"), str(project / "forecast.py"))
         desk.wait_ready()
