@@ -20,7 +20,7 @@ from rio.errors import BufferError, FileError, RioError
 from rio.files import (DEFAULT_MAX_BYTES, FileFormat, Fingerprint, OsFilePort, disk_changed,
                        load_file, save_file)
 from rio.journal import (JournalStore, JournalWriter, OsJournalStore, Recovered, damaged_name,
-                         recover)
+                         journal_write_failed, recover)
 from rio.workspace import Workspace
 
 log = logging.getLogger("rio.buffers")
@@ -487,7 +487,11 @@ class BufferFactory:
                 base_text = ""        # deleted since: the recovered text is all we have
         if rec.dropped_tail:
             kept = damaged_name(name)
-            self.journal_store.replace_atomically(kept, data)   # the evidence, before anything
+            try:   # the evidence first: the new journal below replaces the damaged one
+                self.journal_store.replace_atomically(kept, data)
+            except OSError as exc:   # kept as it is, and tried again at the next start
+                raise journal_write_failed(self.journal_store.location(kept), exc,
+                                           header.get("path") or name) from exc
             failures.append(damage_report(name, header, rec, self.journal_store.location(kept)))
         if path is not None and rec.text == base_text:
             self.journal_store.remove(name)   # nothing unsaved after all

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from contextlib import contextmanager
 from itertools import islice
 from dataclasses import dataclass, field, replace as dc_replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from rio.errors import BufferError
 from rio.text import ChunkedText
@@ -329,30 +328,26 @@ class Document:
 
     # --- all or nothing -----------------------------------------------------------------------
 
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        """Everything done inside happens entirely, or (on an exception) not at all.
+    def atomic(self) -> "_Atomic":
+        """``with doc.atomic():`` everything inside happens entirely, or (on an exception) not
+        at all.
 
         The buffer uses it to apply an edit, journal it, and take the edit back if the journal
         cannot be written: an edit is acknowledged only once it is journaled (ADR-0006).
         It covers what edits do (replace, apply, undo, redo); ``merge_since`` is not journaled
-        and is not taken back.
+        and is not taken back. (A class, not @contextmanager: it runs on every keystroke.)
         """
+        return _Atomic(self)
+
+    def _begin(self) -> bool:
         if self._savepoint is not None:   # nested: part of the outer one
-            yield
-            return
-        redo_top = self._redo[-1] if self._redo else None
-        sp = _Savepoint(self.version, len(self._undo), self._undo[-1] if self._undo else None,
-                        self._redo, len(self._redo), redo_top, self._next_state,
-                        self._base_state, self._group_open, self._undo_chars, self._log_chars)
-        self._savepoint = sp
-        try:
-            yield
-        except BaseException:
-            self._rollback(sp)
-            raise
-        finally:
-            self._savepoint = None
+            return False
+        undo, redo = self._undo, self._redo
+        self._savepoint = _Savepoint(self.version, len(undo), undo[-1] if undo else None, redo,
+                                     len(redo), redo[-1] if redo else None, self._next_state,
+                                     self._base_state, self._group_open, self._undo_chars,
+                                     self._log_chars)
+        return True
 
     def _rollback(self, sp: _Savepoint) -> None:
         for change in reversed(sp.applied):
@@ -462,3 +457,24 @@ class Document:
         return (f"Document(version={self.version}, len={len(self.buffer)}, "
                 f"undo={len(self._undo)}, redo={len(self._redo)}, dirty={self.dirty})")
 
+
+
+class _Atomic:
+    """The context manager of :meth:`Document.atomic`."""
+
+    __slots__ = ("doc", "outer")
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.outer = False
+
+    def __enter__(self) -> None:
+        self.outer = self.doc._begin()
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if not self.outer:
+            return
+        sp = self.doc._savepoint
+        self.doc._savepoint = None
+        if kind is not None and sp is not None:
+            self.doc._rollback(sp)
