@@ -37,6 +37,7 @@ from actors.fault_instances import (SETTLE_S, AttachedInstance, OwnInstance, car
                                     read_chain)
 from actors.fault_workload import TRANSIENT, RECOVER_TIMEOUT_S, Client, Typist
 from rio.errors import BusError, ConfigError, ProtocolError, RioError
+from rio.fault_pacing import Budget, Pacer, plan_line
 from rio.fault_report import FaultResult, ProcInfo, Report, orphans, summarize
 
 SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save")
@@ -61,6 +62,7 @@ class Options:
 class Target:
     name: str
     pid: int
+    budget: Budget | None = None
 
 
 class Harness:
@@ -77,6 +79,12 @@ class Harness:
         self.fault_injection = True
         self.results: list[FaultResult] = []
         self._planted: subprocess.Popen[bytes] | None = None
+        #: Kills and hangs stay inside each target's restart budget (rio/fault_pacing.py).
+        self.pacer = Pacer()
+        self.budgets: dict[str, Budget | None] = {}
+        #: The error that ended the run early (the table is printed all the same).
+        self.aborted: RioError | None = None
+        self._scratch_file = None
 
     # --- set-up ---------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -122,6 +130,7 @@ class Harness:
         path = self.instance.root / rel
         if not path.exists():
             path.write_text("".join(f"line {i}\n" for i in range(20)))
+            self._scratch_file = path        # ours: removed at the end, whatever happens
         self.typist = Typist(self, rel)
         self.typist.open()
         try:
@@ -129,6 +138,27 @@ class Harness:
         except ProtocolError:
             self.fault_injection = False
         self._remember_children()
+        self._plan()
+
+    def _plan(self) -> None:
+        """Say up front how many faults each process gets and what its budget allows."""
+        self.budgets = {t.name: t.budget for t in self._targets()}
+        chosen = set(self.options.scenarios)
+        each = self.options.runs * (("kill" in chosen) + ("hang" in chosen))
+        if each:
+            self.options.progress(plan_line(self.budgets, each, self.pacer.margin))
+
+    def _pace(self, target: Target) -> None:
+        """Wait until one more fault on ``target`` fits its restart budget."""
+        wait = self.pacer.wait_before(target.name, target.budget, time.monotonic())
+        if wait <= 0:
+            return
+        self.options.progress(f"pacing: waiting {wait:.0f} s for {target.name}'s restart "
+                              "budget")
+        until = time.monotonic() + wait
+        while time.monotonic() < until:
+            self.client.pump()            # keep up with the fake agents' events meanwhile
+            time.sleep(min(0.2, max(0.0, until - time.monotonic())))
 
     def _retry_bus(self, fn: Callable[[], Any]) -> Any:
         deadline = time.monotonic() + RECOVER_TIMEOUT_S
@@ -210,9 +240,16 @@ class Harness:
         return False, None
 
     def _targets(self) -> list[Target]:
-        return [Target(n, p["pid"]) for n, p in self.status().items()
-                if p.get("pid") and p["state"] == "running" and "ui" not in p["actors"]
-                and (":" not in n or n.startswith("fake:"))]
+        """Processes to kill or hang: not the window, not a user's agent sessions, and not
+        one the supervisor would never restart (restart = "never")."""
+        found = []
+        for n, p in self.status().items():
+            budget = Budget.from_status(p.get("budget"))
+            if (p.get("pid") and p["state"] == "running" and "ui" not in p["actors"]
+                    and (":" not in n or n.startswith("fake:"))
+                    and (budget is None or budget.policy != "never")):
+                found.append(Target(n, p["pid"], budget))
+        return found
 
     def _workload(self, edits: int) -> None:
         assert self.typist is not None
@@ -226,6 +263,7 @@ class Harness:
             self._workload(self.rng.randint(1, 4))
             if self.rng.random() < 0.3:
                 self.typist.save()  # type: ignore[union-attr]
+            self._pace(target)
             time.sleep(self.rng.uniform(0, 0.05))   # a random moment
             started = time.monotonic()
             try:
@@ -234,6 +272,7 @@ class Harness:
                 continue
             self._workload(2)   # typing goes on (edits to a dead core wait and retry)
             ok, took = self._wait_back(target.name, target.pid, started)
+            self.pacer.record(target.name, time.monotonic())
             self._check(scenario, label, target.name, ok, took)
 
     def scenario_kill(self) -> None:
@@ -258,11 +297,14 @@ class Harness:
     def scenario_forking(self) -> None:
         name = "fake:stubborn-forking-2"
         self._restart("forking", name, "stop forking")
-        old = self.status()[name]["pid"]
+        proc = self.status()[name]
+        old = proc["pid"]
         self._workload(1)
+        self._pace(Target(name, old, Budget.from_status(proc.get("budget"))))
         started = time.monotonic()
         os.kill(old, signal.SIGKILL)   # no stop sequence at all: only the sweep finds them
         ok, took = self._wait_back(name, old, started)
+        self.pacer.record(name, time.monotonic())
         self._check("forking", "kill -9 forking", name, ok, took)
 
     def scenario_supervisor(self) -> None:
@@ -331,22 +373,33 @@ class Harness:
         shutdown_orphans = 0
         failed = True
         try:
-            self.start()
-            hook = os.environ.get(TEST_HOOK_ENV)
-            if hook == "lose_edit":
-                assert self.typist is not None
-                self.typist.acked.append("<never-sent>")   # the checker must catch this
-            elif hook == "orphan":
-                self._plant_orphan()
-            for scenario in self.options.scenarios:
-                skipped = self._skip_reason(scenario)
-                first = len(self.results)
-                if not skipped:
-                    for _ in range(self.options.runs):
-                        getattr(self, f"scenario_{scenario}")()
-                summaries.append(summarize(scenario, 0 if skipped else self.options.runs,
-                                           self.results[first:], skipped))
-            failed = any(r.broken for r in self.results)
+            try:
+                self.start()
+                hook = os.environ.get(TEST_HOOK_ENV)
+                if hook == "lose_edit":
+                    assert self.typist is not None
+                    self.typist.acked.append("<never-sent>")   # the checker must catch this
+                elif hook == "orphan":
+                    self._plant_orphan()
+                for scenario in self.options.scenarios:
+                    skipped = self._skip_reason(scenario)
+                    first = len(self.results)
+                    try:
+                        if not skipped:
+                            for _ in range(self.options.runs):
+                                getattr(self, f"scenario_{scenario}")()
+                    finally:
+                        summaries.append(summarize(scenario, 0 if skipped else
+                                                   self.options.runs, self.results[first:],
+                                                   skipped))
+            except RioError as err:
+                # The run cannot go on (the instance gave up on a process, or went away):
+                # the table of what ran is still printed, and everything is cleaned up.
+                self.aborted = err
+                done = {s.scenario for s in summaries}
+                summaries += [summarize(s, 0, (), "not run: the run was aborted")
+                              for s in self.options.scenarios if s not in done]
+            failed = self.aborted is not None or any(r.broken for r in self.results)
         finally:
             if self._planted is not None:
                 self._planted.kill()
@@ -355,6 +408,8 @@ class Harness:
                 shutdown_orphans = self.instance.stop(self.client.conn if self.client else None)
             else:
                 self._tidy_attached()
+            if self._scratch_file is not None:
+                self._scratch_file.unlink(missing_ok=True)
             if self.client is not None:
                 self.client.close()
             # A scratch instance that broke is kept (logs, journal, project) for inspection.
@@ -362,10 +417,13 @@ class Harness:
             if kept:
                 self.options.progress(f"kept the scratch instance's files in {kept}")
                 sys.stderr.write(f"rio faults: the scratch instance's files are in {kept}\n")
+        aborted = "" if self.aborted is None else \
+            f"{self.aborted.kind}: {self.aborted.message} — {self.aborted.next}"
         return Report(self.instance.name, self.seed, tuple(summaries), tuple(self.results),
                       shutdown_orphans, time.monotonic() - began,
                       {"deltas_seen": self.client.deltas if self.client else 0,
-                       "edits_acked": len(self.typist.acked) if self.typist else 0})
+                       "edits_acked": len(self.typist.acked) if self.typist else 0},
+                      aborted=aborted)
 
     def _plant_orphan(self) -> None:
         """Test hook: a process that claims to belong to a supervisor child that does not
@@ -387,13 +445,21 @@ class Harness:
         return ""
 
     def _tidy_attached(self) -> None:
-        """Leave a user's instance as we found it: no scratch buffer, file or fake agent."""
-        try:
-            if self.typist is not None and self.typist.bid:
-                self.client.call("buffer.close", {"buffer": self.typist.bid, "discard": True})
-                self.typist.path.unlink(missing_ok=True)
-            for key in FAKES:
-                self.client.call("system.restart", {"process": f"fake:{key}", "again": False})
-        except RioError:
-            pass
+        """Leave a user's instance as we found it: no scratch buffer, file or fake agent.
+        Each step on its own: a core that is down must not keep the fakes running."""
+        if self.client is None:
+            return
+        steps: list[tuple[str, dict]] = []
+        if self.typist is not None and self.typist.bid:
+            steps.append(("buffer.close", {"buffer": self.typist.bid, "discard": True}))
+        steps += [("system.restart", {"process": f"fake:{key}", "again": False})
+                  for key in FAKES]
+        for op, args in steps:
+            try:
+                self.client.call(op, args, timeout=10)
+            except RioError as err:
+                self.options.progress(f"cleanup: {op} {args.get('process', '')} failed "
+                                      f"({err.kind})")
+        if self.typist is not None:
+            self.typist.path.unlink(missing_ok=True)
 

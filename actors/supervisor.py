@@ -329,10 +329,16 @@ class Supervisor:
                         rss = psutil.Process(child.pid).memory_info().rss
                     except psutil.Error:
                         rss = None
+                budget = child.budget
                 procs.append({"name": child.spec.name, "pid": child.pid, "state": child.state,
                               "actors": list(child.spec.actors), "restarts": child.restarts,
                               "last_exit": child.last_exit, "rss": rss,
-                              "ready": child.ready, "log": str(child.log_path)})
+                              "ready": child.ready, "log": str(child.log_path),
+                              # what `rio faults` paces its kills by (docs/faults.md)
+                              "budget": None if budget is None else {
+                                  "policy": budget.policy, "max_restarts": budget.max_restarts,
+                                  "window_s": budget.window_s,
+                                  "used": budget.restarts_in_window(time.monotonic())}})
         return {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
                 "uptime_s": time.time() - self.started, "processes": procs,
                 "rss": psutil.Process().memory_info().rss}

@@ -84,10 +84,13 @@ class Report:
     shutdown_orphans: int = 0
     elapsed_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Why the run ended early ("kind: message — next"), or "" when it ran to the end.
+    aborted: str = ""
 
     @property
     def ok(self) -> bool:
-        return all(s.ok for s in self.summaries) and not self.shutdown_orphans
+        return all(s.ok for s in self.summaries) and not self.shutdown_orphans \
+            and not self.aborted
 
     def totals(self) -> dict[str, Any]:
         return {"faults": sum(s.faults for s in self.summaries),
@@ -101,6 +104,7 @@ class Report:
         return json.dumps({"instance": self.instance, "seed": self.seed, "ok": self.ok,
                            "elapsed_s": round(self.elapsed_s, 3), "totals": self.totals(),
                            "shutdown_orphans": self.shutdown_orphans,
+                           "aborted": self.aborted,
                            "scenarios": [asdict(s) | {"ok": s.ok} for s in self.summaries],
                            "faults": [asdict(r) for r in self.results], **self.extra},
                           indent=1)
@@ -129,9 +133,16 @@ def render_table(report: Report) -> str:
     if report.shutdown_orphans:
         lines.append(f"{report.shutdown_orphans} process(es) outlived the harness's own "
                      "instance when it stopped.")
-    lines.append("all invariants held" if report.ok else
-                 "INVARIANT BROKEN: see the rows above (lost edits, orphans, corrupt files or "
-                 "faults not recovered)")
+    if report.aborted:
+        lines.append(f"ABORTED: {report.aborted}")
+    if report.ok:
+        lines.append("all invariants held")
+    elif report.aborted and all(s.ok for s in report.summaries) \
+            and not report.shutdown_orphans:
+        lines.append("the run was aborted: the rows above are what ran, and held")
+    else:
+        lines.append("INVARIANT BROKEN: see the rows above (lost edits, orphans, corrupt files "
+                     "or faults not recovered)")
     return "\n".join(lines)
 
 

@@ -132,3 +132,74 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert code == 3 and "meteor" in err
     code, _, err = faults(tmp_path, "--instance", "nobody-here")
     assert code == 2 and "nobody-here" in err
+
+
+# --- against a running instance: its restart budget, a table always, a clean project (issue 9) --
+
+def tight_budget_server(tmp_path: Path) -> RioServer:
+    """An instance whose processes may restart twice in 6 s: three quick kills of one process
+    would make the supervisor give up on it."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "mine.txt").write_text("the user's file\n")
+    env = rio_env(tmp_path)
+    config = Path(env["RIO_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "supervisor.toml").write_text(
+        "[defaults]\nmax_restarts = 2\nrestart_window_s = 6\nping_misses = 30\n")
+    return RioServer(root, tmp_path, env=env, extra_args=["--fault-injection"]).start()
+
+
+def left_as_found(srv: RioServer) -> None:
+    assert sorted(p.name for p in srv.root.iterdir()) == ["mine.txt"]
+    running = [p["name"] for p in srv.call("system.status")["processes"]
+               if p["state"] == "running"]
+    assert running == ["core"]
+
+
+@pytest.mark.slow
+def test_kills_are_paced_inside_the_instances_restart_budget(tmp_path: Path) -> None:
+    srv = tight_budget_server(tmp_path)
+    try:
+        env = dict(srv.env, TMPDIR=str(tmp_path))
+        proc = subprocess.run([sys.executable, "-m", "rio.cli", "faults", "--seed", "7",
+                               "--instance", srv.name, "--scenario", "kill", "--runs", "3"],
+                              env=env, capture_output=True, text=True, timeout=220,
+                              cwd=str(REPO))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        out = proc.stdout
+        assert "core: 2 restarts in 6 s, 1 faults per window" in out
+        assert "pacing: waiting" in out and "all invariants held" in out
+        core = next(p for p in srv.call("system.status")["processes"] if p["name"] == "core")
+        assert core["state"] == "running" and core["restarts"] == 3
+        left_as_found(srv)
+    finally:
+        srv.stop()
+
+
+@pytest.mark.slow
+def test_an_aborted_run_prints_its_table_and_cleans_up(tmp_path: Path, monkeypatch,
+                                                       capsys) -> None:
+    from actors import fault_harness
+    from rio.errors import BusError
+    from rio.fault_report import render_table
+    srv = tight_budget_server(tmp_path)
+    try:
+        for key, value in srv.env.items():
+            monkeypatch.setenv(key, value)
+
+        def core_gave_up(self) -> None:
+            raise BusError("no_route", "Nothing serves buffer.* ops right now.",
+                           "Check `rio status`.")
+        monkeypatch.setattr(fault_harness.Harness, "scenario_hang", core_gave_up)
+        harness = fault_harness.Harness(fault_harness.Options(
+            instance=srv.name, scenarios=("bus", "hang", "kill"), runs=1, seed=3))
+        report = harness.run()
+        assert report.aborted.startswith("bus.no_route") and not report.ok
+        assert [s.scenario for s in report.summaries] == ["bus", "hang", "kill"]
+        assert report.summaries[0].faults > 0 and "aborted" in report.summaries[2].skipped
+        table = render_table(report)
+        assert "bus" in table and "ABORTED: bus.no_route" in table
+        left_as_found(srv)          # no scratch file, no fake agent left running
+    finally:
+        srv.stop()
