@@ -201,3 +201,21 @@ def test_clipboard_cut_copy_paste_go_through_the_core(desktop):
     desktop.wait_text(bid, "")
     desktop.call("ui.key", {"keysym": "v", "state": "Control"})
     desktop.wait_text(bid, SOURCE + SOURCE)
+
+
+@pytest.mark.timeout(90)
+def test_emoji_typed_and_erased_in_the_window_are_saved_as_shown(desktop, project):
+    bid = _active(desktop.wait_active_ready())["buffer"]
+    desktop.call("ui.type", {"text": "# \U0001F600\U0001F389 ok"})
+    for _ in range(3):
+        desktop.call("ui.key", {"keysym": "BackSpace"})
+    desktop.call("ui.key", {"keysym": "Left"})                 # over 🎉 in one step
+    desktop.call("ui.type", {"text": "\u6f22"})
+    desktop.call("ui.key", {"keysym": "End"})
+    desktop.call("ui.type", {"text": "!\n"})
+    expected = "# \U0001F600\u6f22\U0001F389def f(x):!\n" + SOURCE[len("def f(x):"):]
+    desktop.wait_text(bid, expected)
+    s = desktop.wait_state(lambda s: s["widget_text"] == expected)
+    assert s["cursor"] == {"line": 2, "col": 0}
+    desktop.call("ui.menu", {"path": "File/Save"})
+    assert wait_for(lambda: (project / "f.py").read_text(encoding="utf-8") == expected, 10)
