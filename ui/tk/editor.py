@@ -15,6 +15,10 @@ every key typed before it.
 
 Big documents use a window of rows (ui/tk/bigfile.py): offsets then map through
 :class:`LineWindow` instead of the replica's line index, and highlighting is off.
+
+Tk 8.6 columns count UTF-16 units (an emoji is two), the core's offsets count code points:
+:meth:`EditorTab.offset` and :meth:`EditorTab.index` convert with rio/utf16_columns.py, and
+nothing else may turn a Tk index into an offset (ADR-0022).
 """
 
 from __future__ import annotations
