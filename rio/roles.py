@@ -47,7 +47,7 @@ _OWNER = (
     "system.spawn", "system.stop", "system.restart", "system.fault",
     "host.ping", "host.stop", "bus.register", "bus.unregister",
     "ui.state", "ui.type", "ui.key", "ui.menu", "ui.open", "ui.dialog", "ui.dialog_answer",
-    "ui.screenshot", "ui.quit", "ui.raise",
+    "ui.screenshot", "ui.quit", "ui.raise", "ui.agent",
 )
 
 #: op → the least role that may call it. Listed out, one op per entry, so a review sees every

@@ -284,6 +284,8 @@ class App(FileActions):
                            command=lambda n=cmd.name: self.invoke(n), name=f"tb_{cmd.icon}")
             b.pack(side="left", padx=1)
             Tooltip(b, cmd.tooltip, self)
+        for hook in getattr(self, "toolbar_hooks", ()):
+            hook()   # e.g. the agent panel's AI button at the right end (ui/tk/agent_panel.py)
 
     def _bind_handlers(self) -> None:
         h: dict[str, Callable[[], object]] = {
@@ -353,6 +355,10 @@ class App(FileActions):
             attempt("run commands", project)
         attempt("project tree", tree)
 
+        def agent() -> object:
+            from ui.tk import agent_panel
+            return agent_panel.install(self)
+        self.agent_panel = attempt("agent panel", agent)
         ed = self.active_editor()
         if ed is not None:
             self._reveal_in_tree(ed)    # the tab opened before the tree existed

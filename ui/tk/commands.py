@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-#: The menu bar, left to right ("Agent" arrives with the agent panel).
+#: The menu bar, left to right (the Agent menu is filled by ui/tk/agent_panel.py; a menu with
+#: no commands is not shown).
 MENUS: tuple[tuple[str, str], ...] = (
     ("File", "&File"), ("Edit", "&Edit"), ("Search", "&Search"), ("View", "&View"),
-    ("Project", "&Project"), ("Help", "&Help"),
+    ("Project", "&Project"), ("Agent", "&Agent"), ("Help", "&Help"),
 )
 
 Handler = Callable[[], object]

@@ -51,6 +51,7 @@ class ControlServer:
             "ui.menu": self.menu, "ui.open": self.open, "ui.dialog": self.dialog,
             "ui.dialog_answer": self.dialog_answer, "ui.screenshot": self.screenshot,
             "ui.quit": self.quit, "ui.raise": self.raise_window,
+            "ui.agent": self.agent,
         }
 
     def register(self) -> None:
@@ -124,6 +125,8 @@ class ControlServer:
                 "dialogs_open": [d.describe() for d in app.dialogs.values()],
                 "theme": app.theme.name, "settings": dict(app.settings),
                 "bookmarks": active.bookmark_lines() if active and active.ready else [],
+                "agent": app.agent_panel.describe()
+                if getattr(app, "agent_panel", None) is not None else None,
                 "tree_selection": _tree_selection(app),
                 "menu_marks": _menu_marks(app),
                 "window": {"geometry": app.root.winfo_geometry(),
@@ -259,6 +262,15 @@ class ControlServer:
         did)."""
         self.app.raise_window()
         return {"raised": True, "pid": os.getpid()}
+
+    def agent(self, args: dict[str, Any], respond: Respond) -> Any:
+        """The agent panel (ui/tk/agent_panel.py): open, close, send, approve … as a user would."""
+        panel = getattr(self.app, "agent_panel", None)
+        if panel is None:
+            raise ProtocolError("bad_args", "The agent panel is not available in this window.",
+                                "Wait until ui.state shows an agent part, then try again.")
+        result = panel.control(args, respond)   # None: it answers later, through respond
+        return DEFER if result is None else result
 
     def quit(self, args: dict[str, Any], respond: Respond) -> Any:
         respond({"quitting": True})

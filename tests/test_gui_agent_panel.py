@@ -1,0 +1,196 @@
+"""The agent panel in the real desktop under Xvfb, against the loopback Anthropic server.
+
+The window (`rio PATH`), the core, and the real agent session process run for real; only the
+model is scripted (tests/fakes/model_servers.py, a fake key, never the internet). The panel is
+driven through ``ui.agent`` and read through ``ui.state``'s ``agent`` part; what an approval
+did is checked in the CORE (``buffer.text``, ``buffer.info``), not in the widget.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from desktop_support import RioDesktop
+from support import wait_for
+from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(180)]
+
+NOTES = "alpha\nbeta\n"
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def model(model_server):
+    with model_server.state.lock:
+        model_server.state.script.clear()
+    return model_server
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory, model_server, display):
+    base = tmp_path_factory.mktemp("agent-panel")
+    root = base / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text(NOTES)
+    (root / "other.txt").write_text("one\n")
+    d = RioDesktop(root, base, display, files=(str(root / "other.txt"),))
+    d.env.update({"ANTHROPIC_BASE_URL": model_server.url, "ANTHROPIC_API_KEY": "test-key"})
+    folder = Path(d.env["RIO_CONFIG_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    # A loaded machine can miss 3 pings of 1 s; a session killed as "hung" is not the point.
+    (folder / "supervisor.toml").write_text("[defaults]\nping_misses = 30\n")
+    d.start()
+    d.wait_state(lambda s: s.get("agent") is not None, 30)
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def fresh(desktop, model):
+    """A new, empty conversation shown in the open panel; notes.txt back to its text."""
+    for b in desktop.call("buffer.list"):
+        if b.get("path", "").endswith("notes.txt"):
+            desktop.call("buffer.close", {"buffer": b["buffer"], "discard": True})
+    desktop.call("ui.agent", {"action": "open"})
+    cid = desktop.call("ui.agent", {"action": "new"})["conversation"]
+    desktop.wait_state(lambda s: s["agent"]["conversation"] == cid)
+    return cid
+
+
+def agent(desktop, predicate, timeout: float = 30.0) -> dict:
+    return desktop.wait_state(lambda s: predicate(s["agent"]), timeout)["agent"]
+
+
+def notes_buffer(desktop) -> str | None:
+    return next((b["buffer"] for b in desktop.call("buffer.list")
+                 if b.get("path", "").endswith("notes.txt")), None)
+
+
+def propose(model, old: str, new: str, call: str) -> None:
+    model.push(anthropic_tool_use(call, "propose_edit", {
+        "path": "notes.txt", "old_text": old, "new_text": new}, text="Editing notes."),
+        anthropic_text("Done."))
+
+
+def test_a_streamed_answer_renders_and_the_status_bar_follows(desktop, fresh, model):
+    model.push(anthropic_text("# Plan\n", "Hello **from** ", "the `fake` model.\n",
+                              "- one\n- two\n"))
+    sent = desktop.call("ui.agent", {"action": "send", "text": "hello"})
+    assert sent["conversation"] == fresh and sent["turn"].startswith(fresh)
+    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2)
+    assert a["messages"][0] == {"role": "user", "text": "hello"}
+    assert a["messages"][1]["role"] == "assistant"
+    assert a["messages"][1]["text"] == "# Plan\nHello **from** the `fake` model.\n- one\n- two\n"
+    s = desktop.state()
+    assert s["status"]["agent"] == "Agent idle"
+    assert a["open"] is True and a["side"] == "right"
+    # the key never reaches the window's state
+    assert "test-key" not in repr(s)
+
+
+def test_an_approved_proposal_lands_in_the_buffer_as_one_undo_step(desktop, fresh, model):
+    propose(model, "beta", "gamma", "toolu_a1")
+    desktop.call("ui.agent", {"action": "send", "text": "rename beta to gamma"})
+    a = agent(desktop, lambda a: a["pending"])
+    assert a["state"] == "waiting" and a["pending"][0]["path"] == "notes.txt"
+    assert desktop.state()["status"]["agent"] == "Waiting (1)"
+    answer = desktop.call("ui.agent", {"action": "approve"})
+    assert answer["applied"] is True
+    a = agent(desktop, lambda a: a["state"] == "idle" and a["undo"] == "available")
+    bid = notes_buffer(desktop)
+    assert desktop.text(bid) == "alpha\ngamma\n"
+    assert (desktop.root / "notes.txt").read_text() == NOTES      # unsaved until saved
+    assert desktop.call("buffer.info", {"buffer": bid})["undo_label"] == \
+        "Agent: rename beta to gamma"
+    # The changed document got a tab, marked, without taking the focus.
+    s = desktop.state()
+    assert bid in [t["buffer"] for t in s["tabs"]] and bid in a["marked"]
+    # The panel's Undo is the turn's one undo step.
+    undone = desktop.call("ui.agent", {"action": "undo"})
+    assert undone["undone"] == [bid]
+    desktop.wait_text(bid, NOTES)
+    assert agent(desktop, lambda a: a["undo"] == "undone")
+
+
+def test_a_rejected_proposal_leaves_the_file_untouched(desktop, fresh, model):
+    propose(model, "alpha", "omega", "toolu_r1")
+    desktop.call("ui.agent", {"action": "send", "text": "rename alpha"})
+    agent(desktop, lambda a: a["pending"])
+    answer = desktop.call("ui.agent", {"action": "reject"})
+    assert answer["applied"] is False
+    agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] == "Done.")
+    bid = notes_buffer(desktop)
+    assert bid is None or (desktop.text(bid) == NOTES and
+                           not desktop.call("buffer.info", {"buffer": bid})["dirty"])
+    sent = model.requests[-1].json["messages"][-1]["content"][0]
+    assert sent["type"] == "tool_result" and "reject" in str(sent["content"]).lower()
+
+
+def test_stop_ends_a_running_turn(desktop, fresh, model):
+    model.push(anthropic_text("Thinking ", "very ", "slowly").slow(0.2, hold_open=True))
+    desktop.call("ui.agent", {"action": "send", "text": "take your time"})
+    agent(desktop, lambda a: a["state"] == "thinking" and len(a["messages"]) == 2)
+    assert desktop.state()["status"]["agent"] == "Thinking…"
+    stopped = desktop.call("ui.agent", {"action": "stop"})
+    assert stopped["stopped"] is True
+    a = agent(desktop, lambda a: a["state"] == "idle")
+    assert a["messages"][1]["text"].startswith("Thinking")
+    assert model.disconnected.wait(10)
+
+
+def test_a_proposal_made_elsewhere_shows_up_in_the_open_desktop(desktop, fresh, model):
+    """`rio call agent.send` on another conversation: its question appears in the panel."""
+    propose(model, "beta", "delta", "toolu_e1")
+    other = desktop.call("agent.new", {})["conversation"]
+    desktop.call("agent.send", {"conversation": other, "text": "from a script"})
+    a = agent(desktop, lambda a: a["conversation"] == other and a["pending"])
+    assert a["pending"][0]["path"] == "notes.txt"
+    assert {"role": "user", "text": "from a script"} in a["messages"]
+    desktop.call("ui.agent", {"action": "approve"})
+    agent(desktop, lambda a: a["state"] == "idle" and not a["pending"])
+    desktop.wait_text(notes_buffer(desktop), "alpha\ndelta\n")
+
+
+def test_kill_9_of_the_agent_process_mid_turn_is_one_line_and_the_next_message_works(
+        desktop, fresh, model):
+    model.push(anthropic_text("Part ", "of ", "it").slow(0.2, hold_open=True))
+    desktop.call("ui.agent", {"action": "send", "text": "long one"})
+    agent(desktop, lambda a: a["state"] == "thinking" and len(a["messages"]) == 2)
+    name = f"agent:{fresh}"
+    procs = {p["name"]: p for p in desktop.call("system.status")["processes"]}
+    os.kill(procs[name]["pid"], signal.SIGKILL)
+    a = agent(desktop, lambda a: a["state"] == "error")
+    errors = [m for m in a["messages"] if m["role"] == "error"]
+    assert len(errors) == 1 and "\n" not in errors[0]["text"]
+    assert desktop.state()["status"]["agent"] == "Agent error"
+    # The window never froze: it answers at once, and the next message works.
+    model.push(anthropic_text("Back again."))
+    desktop.call("ui.agent", {"action": "send", "text": "again"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] ==
+              "Back again.", 60)
+    assert wait_for(lambda: any(p["name"] == name and p.get("pid") != procs[name]["pid"]
+                                for p in desktop.call("system.status")["processes"]), 10)
+
+
+def test_docking_left_and_closing(desktop, fresh):
+    a = desktop.call("ui.agent", {"action": "open", "side": "left"})
+    assert a["open"] and a["side"] == "left"
+    a = desktop.call("ui.agent", {"action": "close"})
+    assert not a["open"]
+    a = desktop.call("ui.agent", {"action": "open", "side": "right"})
+    assert a["open"] and a["side"] == "right"
+    # Ctrl+Shift+A toggles it from the keyboard.
+    desktop.call("ui.key", {"keysym": "A", "state": "Control-Shift"})
+    agent(desktop, lambda a: not a["open"])
+    desktop.call("ui.key", {"keysym": "A", "state": "Control-Shift"})
+    agent(desktop, lambda a: a["open"])

@@ -1,0 +1,541 @@
+"""The agent panel's state, display-free: conversations built from the core's ``agent.*`` events.
+
+The panel (ui/tk/agent_panel.py) is a *view* of the core's conversations: it renders the same
+events the terminal client renders (ui/term/chat.py) and sends the same ops. Everything that
+can be decided without Tk lives here and is tested without a display
+(tests/test_agent_model.py):
+
+* :class:`Conversation` turns events into a list of :class:`Block` s (a user message, the
+  assistant's streamed text, a tool card, a proposal card, an error line, a turn's end) and
+  says what changed, so the view appends a delta to the end instead of redrawing the history;
+* :class:`AgentModel` keeps every conversation of the project seen so far and the live state
+  the status bar shows (idle, thinking, waiting for you, error);
+* :class:`MarkdownStream` cuts streamed text into finished lines styled as light Markdown
+  (headings, lists, fenced code, inline code, bold) plus the unfinished tail;
+* :func:`blocks_from_history` rebuilds the blocks of a conversation from ``agent.history``;
+* :class:`PanelPrefs` are the panel's preferences (shown, side, width), the user's — kept in
+  the same ``ui.json`` as the other preferences, never in project data.
+
+Which provider (or, later, which ACP agent) is behind a conversation does not matter here: the
+events are the same.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+#: What the status bar shows for each state (its cell is 12 characters wide).
+STATE_LABELS = {"idle": "Agent idle", "thinking": "Thinking…", "waiting": "Waiting",
+                "error": "Agent error", "off": "No agent"}
+#: run_command output on a tool card: its last lines, the earlier ones folded away.
+SHOWN_OUTPUT_LINES = 6
+
+
+# --- light Markdown ----------------------------------------------------------------------------
+
+Span = tuple[str, tuple[str, ...]]
+_INLINE = re.compile(r"(`[^`\n]+`|\*\*[^*\n]+\*\*)")
+_HEADING = re.compile(r"^(#{1,3})\s+(.*)$")
+_BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
+_NUMBER = re.compile(r"^(\s*)(\d{1,3}[.)])\s+(.*)$")
+
+
+def inline_spans(text: str, base: tuple[str, ...] = ()) -> list[Span]:
+    """``a `b` **c**`` → plain, ``md_code`` and ``md_bold`` spans (markers dropped)."""
+    out: list[Span] = []
+    for piece in _INLINE.split(text):
+        if not piece:
+            continue
+        if piece.startswith("`") and piece.endswith("`") and len(piece) > 2:
+            out.append((piece[1:-1], base + ("md_code",)))
+        elif piece.startswith("**") and piece.endswith("**") and len(piece) > 4:
+            out.append((piece[2:-2], base + ("md_bold",)))
+        else:
+            out.append((piece, base))
+    return out
+
+
+def markdown_line(line: str, in_code: bool) -> tuple[list[Span], bool]:
+    """One finished line → its spans, and whether a fenced code block is open after it."""
+    if line.lstrip().startswith("```"):
+        return [], not in_code                     # the fence itself is not shown
+    if in_code:
+        return [(line, ("md_pre",))], True
+    m = _HEADING.match(line)
+    if m:
+        return inline_spans(m.group(2), (f"md_h{len(m.group(1))}",)), False
+    m = _BULLET.match(line)
+    if m:
+        indent = "  " * (len(m.group(1)) // 2)
+        return [(f"{indent}  • ", ("md_list",))] + inline_spans(m.group(2), ("md_list",)), False
+    m = _NUMBER.match(line)
+    if m:
+        indent = "  " * (len(m.group(1)) // 2)
+        return [(f"{indent}  {m.group(2)} ", ("md_list",))] + \
+            inline_spans(m.group(3), ("md_list",)), False
+    return inline_spans(line), False
+
+
+class MarkdownStream:
+    """Streamed text → finished, styled lines and the unfinished tail, incrementally.
+
+    :meth:`feed` returns ``(lines, tail)``: ``lines`` are the spans of each line the new text
+    finished (each drawn once and never again), ``tail`` the raw text of the line still being
+    written (drawn plain, replaced when it finishes). Only the current line is ever redrawn.
+    """
+
+    def __init__(self) -> None:
+        self.tail = ""
+        self.in_code = False
+
+    def feed(self, text: str) -> tuple[list[list[Span]], str]:
+        self.tail += text
+        lines: list[list[Span]] = []
+        while "\n" in self.tail:
+            line, self.tail = self.tail.split("\n", 1)
+            spans, self.in_code = markdown_line(line, self.in_code)
+            if spans or not line.lstrip().startswith("```"):
+                lines.append(spans)
+        return lines, self.tail
+
+    def tail_tags(self) -> tuple[str, ...]:
+        return ("md_pre",) if self.in_code else ()
+
+
+def render_markdown(text: str) -> list[list[Span]]:
+    """A whole text at once (a message from the history): every line's spans."""
+    stream = MarkdownStream()
+    lines, tail = stream.feed(text)
+    if tail:
+        lines.append(markdown_line(tail, stream.in_code)[0])
+    return lines
+
+
+# --- tool cards --------------------------------------------------------------------------------
+
+def short_input(value: Any, limit: int = 80) -> str:
+    """A tool's input on one line: ``path=src/a.py`` rather than a JSON blob."""
+    if isinstance(value, Mapping):
+        parts = []
+        for k, v in value.items():
+            shown = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            shown = " ".join(str(shown).split())
+            parts.append(f"{k}={shown[:40] + '…' if len(shown) > 40 else shown}")
+        text = " ".join(parts)
+    else:
+        text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def fold_output(output: str, lines: int = SHOWN_OUTPUT_LINES) -> list[str]:
+    """A command's output as the model got it: its last ``lines`` lines, the rest folded."""
+    rows = output.rstrip("\n").splitlines()
+    if rows and (rows[0].startswith("exit code") or "(exit code" in rows[0]):
+        rows = rows[1:]                     # the summary line says it already
+    if not rows:
+        return ["(no output)"]
+    if len(rows) > lines:
+        rows = [f"… {len(rows) - lines} earlier lines folded …"] + rows[-lines:]
+    return rows
+
+
+def diff_line_tag(line: str) -> str:
+    """The colour class of one unified-diff line, as a classic diff viewer shows it."""
+    if line.startswith(("+++", "---")):
+        return "diff_file"
+    if line.startswith("+"):
+        return "diff_add"
+    if line.startswith("-"):
+        return "diff_del"
+    if line.startswith("@@"):
+        return "diff_hunk"
+    return "diff_ctx"
+
+
+# --- conversations -----------------------------------------------------------------------------
+
+@dataclass
+class Block:
+    """One piece of the conversation as the panel shows it.
+
+    ``kind``: ``user`` | ``assistant`` | ``tool`` | ``proposal`` | ``error`` | ``note`` |
+    ``turn_end``. ``data`` holds the event fields the view needs (tool name/input/result,
+    proposal id/path/diff/decision, error kind/message/next, a turn's buffers)."""
+
+    kind: str
+    turn: str | None = None
+    text: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+#: A change for the view: ("block", index) a new block; ("text", index, delta) text appended
+#: to a block (always the last one); ("update", index) a block's data changed.
+Change = tuple
+
+
+class Conversation:
+    def __init__(self, cid: str, *, title: str = "", provider: str = ""):
+        self.id = cid
+        self.title = title
+        self.provider = provider
+        self.blocks: list[Block] = []
+        self.turn: str | None = None            # the running turn
+        self.pending: dict[str, int] = {}       # proposal id → block index, while it waits
+        self.error: dict[str, Any] | None = None
+        self.loaded = False                     # history fetched (or started here)
+        self._tools: dict[str, int] = {}        # call id → block index
+        self._errored: set[str] = set()         # turns whose error is already shown
+
+    # --- state -------------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if self.pending:
+            return "waiting"
+        if self.turn is not None:
+            return "thinking"
+        if self.error is not None:
+            return "error"
+        return "idle"
+
+    def messages(self) -> list[dict[str, str]]:
+        """``[{role, text}]`` as ``ui.state`` reports them: the user's and the agent's text,
+        errors as ``role: error``."""
+        out = []
+        for b in self.blocks:
+            if b.kind in ("user", "assistant"):
+                out.append({"role": b.kind, "text": b.text})
+            elif b.kind == "error":
+                out.append({"role": "error", "text": b.text})
+        return out
+
+    def pending_list(self) -> list[dict[str, Any]]:
+        return [{"proposal": pid, "path": self.blocks[i].data.get("path"),
+                 "turn": self.blocks[i].turn, "kind": self.blocks[i].data.get("kind")}
+                for pid, i in self.pending.items()]
+
+    def last_turn_end(self) -> Block | None:
+        for b in reversed(self.blocks):
+            if b.kind == "turn_end":
+                return b
+            if b.kind == "user":
+                return None
+        return None
+
+    # --- events ------------------------------------------------------------------------------
+    def _add(self, block: Block) -> list[Change]:
+        self.blocks.append(block)
+        return [("block", len(self.blocks) - 1)]
+
+    def apply(self, topic: str, data: Mapping[str, Any]) -> list[Change]:
+        turn = data.get("turn")
+        if topic == "agent.turn":
+            return self._on_turn(data)
+        if topic == "agent.delta":
+            text = str(data.get("text") or "")
+            if not text:
+                return []
+            self.turn = self.turn or turn
+            last = self.blocks[-1] if self.blocks else None
+            if last is not None and last.kind == "assistant" and last.turn == turn:
+                last.text += text
+                return [("text", len(self.blocks) - 1, text)]
+            return self._add(Block("assistant", turn, text))
+        if topic == "agent.tool":
+            self.turn = self.turn or turn
+            block = Block("tool", turn, str(data.get("name") or ""),
+                          {"name": data.get("name"), "input": data.get("input") or {},
+                           "status": "running"})
+            changes = self._add(block)
+            self._tools[str(data.get("call"))] = len(self.blocks) - 1
+            return changes
+        if topic == "agent.tool_result":
+            call = str(data.get("call"))
+            changes: list[Change] = []
+            for pid, at in list(self.pending.items()):
+                # Answered elsewhere (rio chat, rio call): the tool's result says how.
+                if self.blocks[at].data.get("call") == call:
+                    changes += self.decided(pid, "applied" if data.get("ok") else "not applied",
+                                            "" if data.get("ok") else str(data.get("summary")))
+            i = self._tools.get(call)
+            result = {"status": "ok" if data.get("ok") else "failed",
+                      "summary": str(data.get("summary") or ""),
+                      "truncated": bool(data.get("truncated")),
+                      "output": data.get("output")}
+            if i is None:
+                block = Block("tool", turn, str(data.get("name") or ""),
+                              {"name": data.get("name"), "input": {}, **result})
+                return changes + self._add(block)
+            self.blocks[i].data.update(result)
+            return changes + [("update", i)]
+        if topic == "agent.propose":
+            self.turn = self.turn or turn
+            pid = str(data.get("proposal"))
+            block = Block("proposal", turn, str(data.get("path") or ""),
+                          {"proposal": pid, "path": data.get("path"),
+                           "kind": data.get("kind") or "edit", "diff": data.get("diff") or "",
+                           "command": data.get("command"), "cwd": data.get("cwd"),
+                           "danger": data.get("danger"), "decision": None,
+                           "call": str(data.get("call"))})
+            changes = self._add(block)
+            self.pending[pid] = len(self.blocks) - 1
+            return changes
+        if topic == "agent.message":
+            # The turn's whole text, once it ended: shown only when no delta showed it.
+            if any(b.kind == "assistant" and b.turn == turn for b in self.blocks):
+                return []
+            text = str(data.get("text") or "")
+            return self._add(Block("assistant", turn, text)) if text else []
+        if topic == "agent.error":
+            return self._error(turn, data)
+        return []
+
+    def _error(self, turn: Any, data: Mapping[str, Any]) -> list[Change]:
+        key = str(turn)
+        err = {"kind": data.get("kind"), "message": data.get("message"),
+               "next": data.get("next")}
+        self.error = err
+        if key in self._errored:
+            return []
+        self._errored.add(key)
+        text = f"{err['message']} — {err['next']}" if err.get("next") else str(err["message"])
+        return self._add(Block("error", turn, text, dict(err)))
+
+    def note_error(self, kind: str, message: str, next_: str = "") -> list[Change]:
+        """A failure of the panel's own request (agent.busy, not_configured …): one line."""
+        err = {"kind": kind, "message": message, "next": next_}
+        text = f"{message} — {next_}" if next_ else message
+        return self._add(Block("error", self.turn, text, err))
+
+    def _on_turn(self, data: Mapping[str, Any]) -> list[Change]:
+        turn = data.get("turn")
+        state = data.get("state")
+        if state == "started":
+            changes: list[Change] = []
+            if self.turn is not None and self.turn != turn:
+                changes += self._close_pending("interrupted")
+            self.turn = turn
+            self.error = None
+            self.loaded = True
+            return changes + self._add(Block("user", turn, str(data.get("text") or "")))
+        if state not in ("done", "stopped", "error"):
+            return []
+        changes = self._close_pending("closed" if state != "stopped" else "stopped")
+        if self.turn == turn:
+            self.turn = None
+        if state == "error" and data.get("error"):
+            changes += self._error(turn, data["error"])
+        elif state == "stopped":
+            changes += self._add(Block("note", turn, "Stopped."))
+        buffers = [str(b) for b in data.get("buffers") or ()]
+        if buffers:
+            changes += self._add(Block("turn_end", turn, "", {
+                "state": state, "buffers": buffers, "names": {}, "undo": "available",
+                "saved": False}))
+        return changes
+
+    def _close_pending(self, why: str) -> list[Change]:
+        changes = []
+        for pid, i in list(self.pending.items()):
+            if self.blocks[i].data.get("decision") is None:
+                self.blocks[i].data["decision"] = why
+            changes.append(("update", i))
+        self.pending.clear()
+        return changes
+
+    def decided(self, proposal: str, decision: str, reason: str = "") -> list[Change]:
+        """The user answered a proposal (here or elsewhere): it waits no more."""
+        i = self.pending.pop(str(proposal), None)
+        if i is None:
+            i = next((n for n, b in enumerate(self.blocks) if b.kind == "proposal"
+                      and b.data.get("proposal") == str(proposal)), None)
+            if i is None:
+                return []
+        self.blocks[i].data["decision"] = decision
+        if reason:
+            self.blocks[i].data["reason"] = reason
+        return [("update", i)]
+
+    def buffer_changed(self, buffer: str, origin: str) -> list[Change]:
+        """Another change to a buffer the last turn changed: its undo step is not the latest
+        any more, so the panel's Undo is withdrawn (Edit → Undo still reaches it)."""
+        end = self.last_turn_end()
+        if end is None or buffer not in end.data["buffers"] or end.data["undo"] != "available":
+            return []
+        end.data["undo"] = "superseded"
+        return [("update", self.blocks.index(end))]
+
+
+def blocks_from_history(history: Mapping[str, Any]) -> list[Block]:
+    """``agent.history`` → the blocks the panel shows (finished turns: no pending proposals)."""
+    blocks: list[Block] = []
+    turns = list(history.get("turns") or ())
+    tools: dict[str, Block] = {}
+    n_user = 0
+    for message in history.get("messages") or ():
+        role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        texts = [c.get("text", "") for c in content or () if c.get("type") == "text"]
+        results = [c for c in content or () if c.get("type") == "tool_result"]
+        turn = turns[n_user - 1]["turn"] if 0 < n_user <= len(turns) else None
+        if role == "user" and texts and not results:
+            turn = turns[n_user]["turn"] if n_user < len(turns) else None
+            n_user += 1
+            blocks.append(Block("user", turn, "".join(texts)))
+            continue
+        for r in results:
+            block = tools.get(str(r.get("tool_use_id")))
+            if block is not None:
+                body = r.get("content")
+                if isinstance(body, list):
+                    body = "".join(c.get("text", "") for c in body if isinstance(c, dict))
+                first = str(body or "").strip().splitlines()[:1]
+                block.data.update({"status": "failed" if r.get("is_error") else "ok",
+                                   "summary": first[0][:120] if first else ""})
+        if role == "assistant":
+            for c in content or ():
+                if c.get("type") == "text" and c.get("text"):
+                    blocks.append(Block("assistant", turn, c["text"]))
+                elif c.get("type") == "tool_use":
+                    block = Block("tool", turn, str(c.get("name")), {
+                        "name": c.get("name"), "input": c.get("input") or {},
+                        "status": "ok", "summary": ""})
+                    tools[str(c.get("id"))] = block
+                    blocks.append(block)
+    # Errors of finished turns go after that turn's last block.
+    for t in turns:
+        err = t.get("error")
+        if t.get("status") == "error" and isinstance(err, Mapping):
+            text = f"{err.get('message')} — {err.get('next')}" if err.get("next") \
+                else str(err.get("message"))
+            at = max((i for i, b in enumerate(blocks) if b.turn == t.get("turn")),
+                     default=len(blocks) - 1) + 1
+            blocks.insert(at, Block("error", t.get("turn"), text, dict(err)))
+    return blocks
+
+
+class AgentModel:
+    """Every conversation of the project seen so far, and which one the panel shows."""
+
+    def __init__(self) -> None:
+        self.conversations: dict[str, Conversation] = {}
+        self.current: str | None = None
+        self.listing: list[dict[str, Any]] = []   # agent.list, most recent first
+
+    def get(self, cid: str) -> Conversation:
+        conv = self.conversations.get(cid)
+        if conv is None:
+            known = next((c for c in self.listing if c.get("conversation") == cid), {})
+            conv = Conversation(cid, title=str(known.get("title") or ""),
+                                provider=str(known.get("provider") or ""))
+            self.conversations[cid] = conv
+        return conv
+
+    @property
+    def shown(self) -> Conversation | None:
+        return self.conversations.get(self.current) if self.current else None
+
+    def apply(self, topic: str, data: Mapping[str, Any]) -> tuple[Conversation | None,
+                                                                list[Change]]:
+        cid = data.get("conversation")
+        if not cid:
+            return None, []
+        conv = self.get(str(cid))
+        return conv, conv.apply(topic, data)
+
+    def set_listing(self, listing: Iterable[Mapping[str, Any]]) -> None:
+        self.listing = [dict(c) for c in listing]
+        for c in self.listing:
+            conv = self.conversations.get(str(c.get("conversation")))
+            if conv is not None:
+                conv.title = conv.title or str(c.get("title") or "")
+                conv.provider = conv.provider or str(c.get("provider") or "")
+
+    @property
+    def state(self) -> str:
+        """The status bar's state: a question waiting anywhere first, then work, then the shown
+        conversation's error."""
+        states = {c.state for c in self.conversations.values()}
+        if "waiting" in states:
+            return "waiting"
+        if "thinking" in states:
+            return "thinking"
+        shown = self.shown
+        if shown is not None and shown.state == "error":
+            return "error"
+        return "idle"
+
+    def waiting_count(self) -> int:
+        return sum(len(c.pending) for c in self.conversations.values())
+
+    def waiting_elsewhere(self) -> Conversation | None:
+        """A conversation (not the shown one) where a proposal waits — the panel switches to
+        it when the shown one has nothing waiting, so nothing happens out of sight."""
+        for c in self.conversations.values():
+            if c.pending and c.id != self.current:
+                return c
+        return None
+
+    def status_text(self) -> str:
+        state = self.state
+        if state == "waiting":
+            return f"Waiting ({self.waiting_count()})"
+        return STATE_LABELS[state]
+
+
+# --- preferences -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PanelPrefs:
+    """The panel's preferences, stored with the others in ``ui.json`` as ``agent_*`` keys."""
+
+    show_ai: bool = True          # off hides every AI element
+    show_button: bool = True      # the AI button at the toolbar's right end
+    side: str = "right"           # "right" | "left"
+    width: int = 380
+    open: bool = False            # the panel was open when the window last closed
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PanelPrefs":
+        d = cls()
+        out: dict[str, Any] = {}
+        for f in fields(cls):
+            value = data.get(f"agent_{f.name}", getattr(d, f.name))
+            default = getattr(d, f.name)
+            if type(value) is not type(default):
+                value = default
+            out[f.name] = value
+        if out["side"] not in ("left", "right"):
+            out["side"] = d.side
+        out["width"] = max(220, min(1200, out["width"]))
+        return cls(**out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {f"agent_{k}": v for k, v in asdict(self).items()}
+
+
+def load_panel_prefs(path: Path) -> PanelPrefs:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return PanelPrefs()
+    return PanelPrefs.from_json(data if isinstance(data, dict) else {})
+
+
+def save_panel_prefs(path: Path, prefs: PanelPrefs) -> None:
+    """Merge the ``agent_*`` keys into the preferences file (other keys kept), atomically."""
+    from rio.atomic import write_json
+    try:
+        existing = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(existing, dict):
+            existing = {}
+    except (OSError, ValueError):
+        existing = {}
+    existing.update(prefs.to_json())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, existing, sort_keys=True)

@@ -1,0 +1,368 @@
+"""The agent panel's widgets: the conversation text, tool cards, proposal (diff) cards, the
+end-of-turn card, and the input box. Display only — what to show comes from the model
+(ui/tk/agent_model.py) and every action goes back to the controller (ui/tk/agent_panel.py).
+
+The conversation is one read-only ``tk.Text``. Streamed text is appended at its end: only the
+line still being written is redrawn (``tail`` mark), never the history. Tool cards are lines
+with a grey face; proposal cards and the end-of-turn card are small 3-D frames embedded in the
+text, with real buttons. Each block carries a tag ``b<index>`` so a card can be redrawn where
+it is when its state changes.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from tkinter import ttk
+from typing import Any
+
+from ui.tk.agent_model import (Block, Conversation, MarkdownStream, diff_line_tag, fold_output,
+                               markdown_line, render_markdown, short_input)
+
+#: The most diff lines a card shows before it scrolls.
+DIFF_ROWS = 14
+
+
+def _colours(theme: Any) -> dict[str, str]:
+    dark = getattr(theme, "name", "classic") == "dark"
+    return {"add_bg": "#003a00" if dark else "#d8ffd8", "add_fg": "#80ff80" if dark else "#006000",
+            "del_bg": "#3a0000" if dark else "#ffd8d8", "del_fg": "#ff8080" if dark else "#a00000",
+            "hunk_fg": "#80c0ff" if dark else "#000080", "file_fg": theme.disabled_fg,
+            "error": "#ff6060" if dark else "#c00000", "note": theme.disabled_fg}
+
+
+class ConversationView:
+    """The conversation's text widget and the cards in it."""
+
+    def __init__(self, panel: Any, parent: tk.Misc):
+        self.panel = panel
+        app = panel.app
+        t = app.theme
+        self.colours = _colours(t)
+        body = ttk.Frame(parent, style="Sunken.TFrame")
+        body.pack(side="top", fill="both", expand=True)
+        ui_font = (app.ui_font_family(), 9)
+        self.text = tk.Text(body, wrap="word", undo=False, cursor="arrow", font=ui_font,
+                            bg=t.field_bg, fg=t.field_fg, borderwidth=0, relief="flat",
+                            padx=6, pady=4, insertwidth=0, spacing1=1, spacing3=1,
+                            selectbackground=t.selection_bg, selectforeground=t.selection_fg)
+        scroll = ttk.Scrollbar(body, orient="vertical", command=self.text.yview)
+        self.text.configure(yscrollcommand=scroll.set)
+        scroll.pack(side="right", fill="y")
+        self.text.pack(side="left", fill="both", expand=True)
+        # Read-only, but selectable and copyable.
+        self.text.bind("<Key>", lambda e: None if (e.state & 0x4) else "break")
+        self._style_tags()
+        self.conv: Conversation | None = None
+        self.stream: MarkdownStream | None = None
+        self.cards: dict[int, "Card"] = {}
+        self.rendered = 0
+
+    def _style_tags(self) -> None:
+        app = self.panel.app
+        t = app.theme
+        c = self.colours
+        family = app.ui_font_family()
+        mono = app.editor_font_tuple()
+        tx = self.text
+        tx.tag_configure("who", font=(family, 9, "bold"), foreground=t.title_active_bg
+                         if t.name == "classic" else t.link, spacing1=6)
+        tx.tag_configure("user", lmargin1=4, lmargin2=4)
+        tx.tag_configure("md_h1", font=(family, 12, "bold"), spacing1=4)
+        tx.tag_configure("md_h2", font=(family, 11, "bold"), spacing1=3)
+        tx.tag_configure("md_h3", font=(family, 10, "bold"), spacing1=2)
+        tx.tag_configure("md_bold", font=(family, 9, "bold"))
+        tx.tag_configure("md_list", lmargin1=6, lmargin2=22)
+        tx.tag_configure("md_code", font=mono, background=t.gutter_bg)
+        tx.tag_configure("md_pre", font=mono, background=t.gutter_bg, lmargin1=10, lmargin2=10,
+                         wrap="none", spacing1=0, spacing3=0)
+        tx.tag_configure("card", background=t.face, lmargin1=4, lmargin2=18, spacing1=2,
+                         font=(family, 8))
+        tx.tag_configure("card_out", background=t.face, font=(mono[0], max(7, mono[1] - 1)),
+                         lmargin1=18, lmargin2=18, wrap="none", spacing1=0, spacing3=0)
+        tx.tag_configure("ok", foreground="#008000" if t.name == "classic" else "#40d040")
+        tx.tag_configure("failed", foreground=c["error"])
+        tx.tag_configure("error", foreground=c["error"], font=(family, 9, "bold"))
+        tx.tag_configure("note", foreground=c["note"], font=(family, 9, "italic"))
+
+    # --- whole conversations -----------------------------------------------------------------
+    def show(self, conv: Conversation | None) -> None:
+        """Draw a conversation from its blocks (switching, or a history loaded)."""
+        for card in self.cards.values():
+            card.destroy()
+        self.cards.clear()
+        self.text.delete("1.0", "end")
+        self.conv = conv
+        self.stream = None
+        self.rendered = 0
+        if conv is None:
+            self.text.insert("end", "No conversation yet. Type a message below and press "
+                             "Enter; the agent answers here.", ("note",))
+            return
+        last = len(conv.blocks) - 1
+        for i, block in enumerate(conv.blocks):
+            # A running turn's text goes on streaming: its block is drawn as a stream.
+            live = i == last and block.kind == "assistant" and block.turn == conv.turn
+            self._draw(i, whole=not live)
+        self.text.see("end")
+
+    # --- changes -----------------------------------------------------------------------------
+    def apply(self, changes: list[tuple]) -> None:
+        if self.conv is None:
+            return
+        at_end = self.text.yview()[1] >= 0.98
+        for change in changes:
+            kind, i = change[0], change[1]
+            if kind == "block":
+                if i == self.rendered:
+                    self._draw(i)
+            elif kind == "text":
+                if i == self.rendered - 1 and self.stream is not None:
+                    self._stream(change[2])
+                elif i == self.rendered:
+                    self._draw(i)
+            elif kind == "update" and i < self.rendered:
+                self._redraw(i)
+        if at_end:
+            self.text.see("end")
+
+    def _open_line(self) -> None:
+        """Start the next block on a fresh line."""
+        if self.text.index("end-1c") != "1.0" and self.text.get("end-2c") != "\n":
+            self.text.insert("end", "\n")
+
+    def _finish_stream(self) -> None:
+        if self.stream is None:
+            return
+        tail = self.stream.tail
+        if tail:
+            # The unfinished last line, styled now that nothing more comes.
+            self.text.delete("tail", "end-1c")
+            spans, _ = markdown_line(tail, self.stream.in_code)
+            tag = f"b{self.rendered - 1}"
+            for text, tags in spans:
+                self.text.insert("end", text, tags + (tag,))
+        self.stream = None
+
+    def _draw(self, i: int, whole: bool = False) -> None:
+        assert self.conv is not None
+        self._finish_stream()
+        block = self.conv.blocks[i]
+        self.rendered = i + 1
+        self._open_line()
+        tag = f"b{i}"
+        tx = self.text
+        if block.kind == "user":
+            tx.insert("end", "You\n", ("who", tag))
+            tx.insert("end", block.text + "\n", ("user", tag))
+        elif block.kind == "assistant":
+            prev = self.conv.blocks[i - 1] if i else None
+            if prev is None or prev.kind == "user" or prev.turn != block.turn:
+                tx.insert("end", "Agent\n", ("who", tag))
+            if whole:
+                for spans in render_markdown(block.text):
+                    for text, tags in spans:
+                        tx.insert("end", text, tags + (tag,))
+                    tx.insert("end", "\n", (tag,))
+            else:
+                self.stream = MarkdownStream()
+                tx.mark_set("tail", "end-1c")
+                tx.mark_gravity("tail", "left")
+                self._stream(block.text)
+        elif block.kind == "tool":
+            self._tool(i, block)
+        elif block.kind in ("proposal", "turn_end"):
+            card = ProposalCard(self, i, block) if block.kind == "proposal" \
+                else TurnEndCard(self, i, block)
+            self.cards[i] = card
+            tx.window_create("end", window=card.frame, padx=2, pady=3)
+            tx.insert("end", "\n", (tag,))
+        elif block.kind == "error":
+            kind = block.data.get("kind")
+            tx.insert("end", f"✗ {block.text}" + (f" ({kind})" if kind else "") + "\n",
+                      ("error", tag))
+        else:
+            tx.insert("end", block.text + "\n", ("note", tag))
+
+    def _stream(self, delta: str) -> None:
+        """Append a delta: finished lines styled once, the unfinished one redrawn plain."""
+        assert self.stream is not None
+        tag = f"b{self.rendered - 1}"
+        lines, tail = self.stream.feed(delta)
+        tx = self.text
+        tx.delete("tail", "end-1c")
+        for spans in lines:
+            for text, tags in spans:
+                tx.insert("end", text, tags + (tag,))
+            tx.insert("end", "\n", (tag,))
+        tx.mark_set("tail", "end-1c")
+        if tail:
+            tx.insert("end", tail, self.stream.tail_tags() + (tag,))
+
+    def _tool(self, i: int, block: Block, at: str = "end") -> None:
+        d = block.data
+        tag = f"b{i}"
+        status = d.get("status")
+        mark, mtag = {"ok": ("✓", "ok"), "failed": ("✗", "failed")}.get(status, ("…", "card"))
+        line = f"⚙ {d.get('name')} {short_input(d.get('input') or {}, 60)}  "
+        self.text.insert(at, line, ("card", tag))
+        summary = " ".join(str(d.get("summary") or "").split())[:100]
+        more = " (truncated)" if d.get("truncated") else ""
+        self.text.insert(at, f"{mark} {summary}{more}\n", ("card", mtag, tag))
+        if d.get("output"):
+            rows = fold_output(str(d["output"]))
+            self.text.insert(at, "\n".join(rows) + "\n", ("card_out", tag))
+
+    def _redraw(self, i: int) -> None:
+        assert self.conv is not None
+        card = self.cards.get(i)
+        if card is not None:
+            card.refresh()
+            return
+        block = self.conv.blocks[i]
+        if block.kind != "tool":
+            return
+        ranges = self.text.tag_ranges(f"b{i}")
+        if not ranges:
+            return
+        start = self.text.index(ranges[0])
+        self.text.delete(ranges[0], ranges[-1])
+        self.text.mark_set("redraw", start)
+        self.text.mark_gravity("redraw", "right")
+        self._tool_at(i, block, "redraw")
+
+    def _tool_at(self, i: int, block: Block, mark: str) -> None:
+        # Inserting at a right-gravity mark keeps the pieces in order.
+        self._tool(i, block, at=mark)
+
+    def restyle(self) -> None:
+        t = self.panel.app.theme
+        self.colours = _colours(t)
+        self.text.configure(bg=t.field_bg, fg=t.field_fg)
+        self._style_tags()
+        for card in self.cards.values():
+            card.refresh()
+
+
+class Card:
+    def __init__(self, view: ConversationView, index: int, block: Block):
+        self.view = view
+        self.index = index
+        self.block = block
+        self.frame = ttk.Frame(view.text, style="Raised.TFrame", padding=(4, 3))
+
+    def refresh(self) -> None:
+        pass
+
+    def destroy(self) -> None:
+        self.frame.destroy()
+
+
+class ProposalCard(Card):
+    """A proposal: what and where, the coloured unified diff, Approve / Reject / Always."""
+
+    def __init__(self, view: ConversationView, index: int, block: Block):
+        super().__init__(view, index, block)
+        panel = view.panel
+        d = block.data
+        app = panel.app
+        head = ttk.Frame(self.frame)
+        head.pack(side="top", fill="x")
+        kind = d.get("kind")
+        title = {"command": "Run a command", "create": "New file"}.get(kind, "Edit")
+        ttk.Label(head, text=f"{title}:", font=(app.ui_font_family(), 9, "bold")) \
+            .pack(side="left")
+        if d.get("path") and kind != "command":
+            link = ttk.Label(head, text=str(d["path"]), foreground=app.theme.link,
+                             cursor="hand2", font=(app.ui_font_family(), 9, "underline"))
+            link.pack(side="left", padx=(4, 0))
+            link.bind("<Button-1>", lambda e: panel.open_file(str(d["path"])))
+        if d.get("danger"):
+            danger = d["danger"]
+            why = danger.get("reason") or danger.get("rule") if isinstance(danger, dict) \
+                else danger
+            ttk.Label(self.frame, text=f"! Dangerous: {why}", foreground=view.colours["error"]) \
+                .pack(side="top", anchor="w")
+        body = d.get("diff") or ""
+        if kind == "command":
+            body = f"$ {d.get('command')}\n  (in {d.get('cwd') or '.'})"
+        rows = body.splitlines() or [""]
+        mono = app.editor_font_tuple()
+        width = max(40, min(90, max(len(r) for r in rows) + 1))
+        box = ttk.Frame(self.frame, style="Sunken.TFrame")
+        box.pack(side="top", fill="x", pady=(3, 3))
+        diff = tk.Text(box, height=min(DIFF_ROWS, len(rows)), width=width, wrap="none",
+                       font=(mono[0], max(7, mono[1] - 1)), bg=app.theme.field_bg,
+                       fg=app.theme.field_fg, borderwidth=0, insertwidth=0, cursor="arrow")
+        c = view.colours
+        diff.tag_configure("diff_add", background=c["add_bg"], foreground=c["add_fg"])
+        diff.tag_configure("diff_del", background=c["del_bg"], foreground=c["del_fg"])
+        diff.tag_configure("diff_hunk", foreground=c["hunk_fg"])
+        diff.tag_configure("diff_file", foreground=c["file_fg"])
+        for n, row in enumerate(rows):
+            diff.insert("end", row + ("\n" if n < len(rows) - 1 else ""),
+                        (diff_line_tag(row) if kind != "command" else "diff_ctx",))
+        diff.configure(state="disabled")
+        if len(rows) > DIFF_ROWS:
+            sb = ttk.Scrollbar(box, orient="vertical", command=diff.yview)
+            diff.configure(yscrollcommand=sb.set)
+            sb.pack(side="right", fill="y")
+        diff.pack(side="left", fill="x", expand=True)
+        self.diff = diff
+        self.buttons = ttk.Frame(self.frame)
+        self.buttons.pack(side="top", fill="x")
+        self.refresh()
+
+    def refresh(self) -> None:
+        for w in self.buttons.winfo_children():
+            w.destroy()
+        d = self.block.data
+        decision = d.get("decision")
+        panel = self.view.panel
+        pid = str(d.get("proposal"))
+        if decision is None:
+            for label, what in (("Approve", "approve"), ("Reject", "reject"),
+                                ("Always", "always")):
+                b = ttk.Button(self.buttons, text=label, width=8,
+                               command=lambda w=what: panel.answer(pid, w),
+                               name=f"btn_{what}")
+                b.pack(side="left", padx=(0, 4))
+            return
+        text = {"answering": "Answering…", "applied": "Approved: applied.", "always": "Approved (always allowed now).",
+                "rejected": "Rejected.", "interrupted": "Closed: a new message interrupted it.",
+                "stopped": "Closed: the turn was stopped.",
+                "closed": "Closed: the turn ended."}.get(decision, f"{decision}.")
+        if d.get("reason"):
+            text += f" {d['reason']}"
+        ttk.Label(self.buttons, text=text, foreground=self.view.colours["note"]) \
+            .pack(side="left")
+
+
+class TurnEndCard(Card):
+    """After a turn that changed buffers: which ones are unsaved, Save all, Undo."""
+
+    def __init__(self, view: ConversationView, index: int, block: Block):
+        super().__init__(view, index, block)
+        self.label = ttk.Label(self.frame, text="", wraplength=320, justify="left")
+        self.label.pack(side="top", anchor="w")
+        self.buttons = ttk.Frame(self.frame)
+        self.buttons.pack(side="top", fill="x", pady=(3, 0))
+        panel = view.panel
+        self.save = ttk.Button(self.buttons, text="Save all", width=9, name="btn_save_all",
+                               command=lambda: panel.save_turn(self.block))
+        self.save.pack(side="left", padx=(0, 4))
+        self.undo = ttk.Button(self.buttons, text="Undo", width=8, name="btn_undo",
+                               command=lambda: panel.undo_turn(self.block))
+        self.undo.pack(side="left")
+        self.refresh()
+
+    def refresh(self) -> None:
+        d = self.block.data
+        names = [d["names"].get(b, b) for b in d["buffers"]]
+        if d.get("saved"):
+            self.label.configure(text="Saved: " + ", ".join(names))
+        else:
+            self.label.configure(text="Changed, not saved yet: " + ", ".join(names))
+        self.save.configure(state="disabled" if d.get("saved") else "normal")
+        undo = d.get("undo")
+        self.undo.configure(state="normal" if undo == "available" else "disabled",
+                            text={"undone": "Undone"}.get(undo, "Undo"))
