@@ -66,6 +66,14 @@ def _start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
     return proc, f":{number.decode()}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _remove_runtime_dirs() -> Iterator[None]:
+    """Tests leave no ``/tmp/rio-t-*`` runtime folder behind (tests/support.py rio_env)."""
+    yield
+    from tests.support import remove_runtime_dirs
+    remove_runtime_dirs()
+
+
 @pytest.fixture(scope="session")
 def display() -> Iterator[str]:
     """An X display name usable for the whole session; our own Xvfb when none is usable."""

@@ -22,9 +22,22 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 
 
+#: The short runtime folders rio_env handed out; tests/conftest.py removes them when the
+#: session ends (instances living in module fixtures still use theirs until then).
+RUNTIME_DIRS: list[Path] = []
+
+
+def remove_runtime_dirs() -> None:
+    """Remove every runtime folder this session made (``/tmp/rio-t-*``)."""
+    import shutil
+    while RUNTIME_DIRS:
+        shutil.rmtree(RUNTIME_DIRS.pop(), ignore_errors=True)
+
+
 def rio_env(base: Path) -> dict[str, str]:
     env = dict(os.environ)
     runtime = Path("/tmp") / f"rio-t-{uuid.uuid4().hex[:8]}"   # short: ipc paths ≤ 107 bytes
+    RUNTIME_DIRS.append(runtime)
     env.update({"RIO_RUNTIME_DIR": str(runtime), "RIO_STATE_DIR": str(base / "state"),
                 "RIO_CONFIG_DIR": str(base / "config"), "PYTHONPATH": str(REPO),
                 "RIO_LOG_LEVEL": env.get("RIO_LOG_LEVEL", "WARNING")})

@@ -112,12 +112,12 @@ def _window(root: tk.Tk, theme_name: str = "classic") -> dict[str, tk.Misc]:
     return {"text": text, "listbox": listbox, "canvas": canvas, "menu": filemenu}
 
 
-def _screenshot(root: tk.Tk, name: str) -> Path | None:
-    """Save the screen to /tmp for a human to look at (not committed, not compared)."""
+def _screenshot(root: tk.Tk, out: Path) -> Path | None:
+    """Save the screen to ``out`` (the test's tmp folder) for a human to look at (not
+    committed, not compared)."""
     if shutil.which("import") is None:
         return None
     root.update()
-    out = Path(f"/tmp/rio-theme-{name}.png")
     subprocess.run(["import", "-window", "root", str(out)], check=True, timeout=30,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return out
@@ -126,7 +126,7 @@ def _screenshot(root: tk.Tk, name: str) -> Path | None:
 @pytest.mark.gui
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", ["classic", "dark"])
-def test_apply_theme_styles_ttk_and_classic_widgets(tk_root, name):
+def test_apply_theme_styles_ttk_and_classic_widgets(tk_root, name, tmp_path):
     t = apply_theme(tk_root, name)
     widgets = _window(tk_root, name)
     style = ttk.Style(tk_root)
@@ -144,7 +144,7 @@ def test_apply_theme_styles_ttk_and_classic_widgets(tk_root, name):
     assert text.get(*text.tag_ranges("syn.comment")) == "# greet"
     comment_fg = widgets["text"].tag_cget("syn.comment", "foreground")
     assert str(comment_fg) == t.syntax["comment"].foreground
-    shot = _screenshot(tk_root, name)
+    shot = _screenshot(tk_root, tmp_path / f"rio-theme-{name}.png")
     if shot is not None:
         assert shot.stat().st_size > 1000
 

@@ -1,0 +1,33 @@
+"""The test suite cleans up after itself: no runtime folders or fixed-name files left in the
+temp folder (issue 9)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests import support
+from tests.support import REPO
+
+
+def test_runtime_folders_handed_out_are_removed(tmp_path):
+    env = support.rio_env(tmp_path)
+    runtime = Path(env["RIO_RUNTIME_DIR"])
+    (runtime / "inst").mkdir(parents=True)
+    (runtime / "inst" / "instance.json").write_text("{}")
+    assert runtime in support.RUNTIME_DIRS
+    support.remove_runtime_dirs()
+    assert not runtime.exists() and not support.RUNTIME_DIRS
+
+
+def test_no_test_writes_fixed_names_into_the_temp_folder():
+    """Files go under tmp_path; a fixed /tmp name is left behind and shared between runs."""
+    fixed = re.compile(r"""(?:Path|open)\(\s*f?["']/tmp/""")
+    offenders = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        if path.name == Path(__file__).name:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if fixed.search(line) and ".exists()" not in line:   # looking is fine
+                offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
