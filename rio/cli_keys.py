@@ -53,6 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_keys(args: argparse.Namespace) -> int:
     folder = curve_keys.curve_dir()
     if args.client:
+        if not curve_keys.server_paths(folder)[1].exists():
+            return _client_here(args.client, args.role)
         pair, secret_file = curve_keys.create_client_keys(args.client, role=args.role)
         print(f"Created client {args.client!r} and authorised it on this machine's server "
               f"as an {args.role}.")
@@ -101,6 +103,20 @@ def cmd_keys(args: argparse.Namespace) -> int:
         print("No client is authorised yet: add one with `rio keys --client NAME`.")
     print("Start the server with: rio serve --listen tcp://0.0.0.0:7311  (events use port+1)")
     print(f"Server public key: {pair.public.decode()}")
+    return 0
+
+
+def _client_here(name: str, role: str) -> int:
+    """``rio keys --client`` on a machine with no server keys: most likely the client itself.
+    The keypair is made and listed as authorised here (for a server started here later), and
+    we say plainly that no server has it yet and how to authorise it on the real one."""
+    pair, secret_file = curve_keys.create_client_keys(name, role=role)
+    print(f"Created the client keypair {name!r}; its secret key is {secret_file}.")
+    print("This machine has no Rio server keys (`rio keys` creates them), so no server "
+          "accepts this key yet. If the server is another machine, authorise it there:")
+    print(f"  rio keys --authorize {name} {pair.public.decode()} --role {role}")
+    print("Then connect with `rio status --connect tcp://SERVER:7311 --server-key KEY` (or "
+          "RIO_SERVER_KEY), KEY being what `rio keys` prints on the server.")
     return 0
 
 

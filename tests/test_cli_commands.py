@@ -171,3 +171,21 @@ def test_client_keys_make_every_folder_they_create_private(tmp_path):
         os.umask(old)
     for folder in (base, base / "clients"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_keys_client_on_a_machine_without_a_server_says_how_to_authorise(tmp_path, capsys,
+                                                                         monkeypatch):
+    import stat
+    from rio import curve_keys
+    monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path / "config"))
+    assert cli.main(["keys", "--client", "laptop"]) == 0
+    out = capsys.readouterr().out
+    assert "this machine's server" not in out and "no server accepts this key yet" in out
+    assert "rio keys --authorize laptop " in out
+    curve = curve_keys.curve_dir()
+    assert stat.S_IMODE(curve.stat().st_mode) == 0o700
+    # On the server (its keys exist) the same command authorises the key there.
+    curve_keys.create_server_keys()
+    assert cli.main(["keys", "--client", "phone"]) == 0
+    assert "authorised it on this machine's server" in capsys.readouterr().out
+    assert "phone" in curve_keys.authorized()
