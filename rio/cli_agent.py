@@ -360,8 +360,14 @@ def cmd_key_status(args: argparse.Namespace) -> int:
             names = sorted(discover_providers()) or ["anthropic", "openai"]
         except Exception:  # noqa: BLE001
             names = ["anthropic", "openai"]
+    from rio.failures import key_env_var
     for name in names:
         print(store.status(name))
+        if os.environ.get(key_env_var(name), "").strip():
+            # What `rio chat` against a running instance would otherwise contradict.
+            print(f"  ({key_env_var(name)} is this shell's: a Rio started from here uses it, "
+                  "one already running does not see it — `rio key set "
+                  f"{name}` stores the key for every instance.)")
     return EXIT_OK
 
 

@@ -583,3 +583,62 @@ def test_e2e_run_command_output_is_shown(real, model):
     done = run_chat(real, "--approve", "yes", "run it", input="")
     assert done.returncode == 0, done.stderr
     assert "│ third-line" in done.stdout and "exit code 0" in done.stdout
+
+
+# --- the key a running Rio cannot see (issue 9) -------------------------------------------------
+
+class _Store:
+    def __init__(self, stored: bool):
+        self.stored = stored
+
+    def get(self, provider):
+        from rio.secrets import Secret
+        return (Secret("sk-stored-000000"), "keyring") if self.stored else (None, None)
+
+
+def test_the_prompt_says_when_no_key_is_set(tmp_path, monkeypatch):
+    from rio.cli_agent import key_notice
+    monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
+    none = key_notice("anthropic", None, True, env={}, store=_Store(False))
+    assert none and "No API key is set for anthropic" in none and "rio key set anthropic" in none
+    assert key_notice("anthropic", None, False, env={}, store=_Store(True)) is None
+    # The variable reaches an instance `rio chat` starts, not one that was running already.
+    env = {"ANTHROPIC_API_KEY": "sk-shell-000000"}
+    assert key_notice("anthropic", None, True, env=env, store=_Store(False)) is None
+    running = key_notice("anthropic", None, False, env=env, store=_Store(False))
+    assert running and "cannot see this shell's environment" in running
+    assert "sk-shell" not in running
+    # A local OpenAI-compatible server needs no key at all.
+    assert key_notice("openai", "http://127.0.0.1:11434/v1", False, env={},
+                      store=_Store(False)) is None
+
+
+@pytest.mark.slow
+def test_e2e_a_key_only_in_this_shell_is_explained_against_a_running_instance(tmp_path):
+    base = tmp_path
+    root = base / "proj"
+    root.mkdir()
+    srv = RioServer(root, base).start()        # started without any key
+    try:
+        env = dict(srv.env, ANTHROPIC_API_KEY="sk-only-in-this-shell-1234")
+        done = subprocess.run([sys.executable, "-m", "rio.cli", "chat", "--root", str(root),
+                               "hello"], env=env, capture_output=True, text=True, timeout=90,
+                              cwd=str(root), stdin=subprocess.DEVNULL)
+        assert done.returncode == 1, done.stderr
+        assert "agent.not_configured" in done.stderr
+        assert "ANTHROPIC_API_KEY is set in this shell" in done.stderr
+        assert "rio key set anthropic" in done.stderr and "rio stop" in done.stderr
+        assert "sk-only-in-this-shell" not in done.stdout + done.stderr
+    finally:
+        srv.stop()
+
+
+def test_key_status_says_a_shell_variable_is_not_seen_by_a_running_instance(tmp_path):
+    env = rio_env(tmp_path)
+    env["ANTHROPIC_API_KEY"] = "sk-shell-variable-9876"
+    done = subprocess.run([sys.executable, "-m", "rio.cli", "key", "status", "anthropic"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "ANTHROPIC_API_KEY" in done.stdout and "one already running does not see it" in \
+        done.stdout
+    assert "sk-shell-variable" not in done.stdout
