@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-import os
-import time
 import tkinter as tk
 from tkinter import ttk
 from typing import Any, Callable
 
 from rio.errors import ProtocolError, RioError, error_from_wire
 from rio.protocol import Reply, thaw
+from ui.tk import agent_actions as actions
+from ui.tk.agent_marks import TabMarks
 from ui.tk.agent_model import (STATE_LABELS, AgentModel, Block, Conversation, PanelPrefs,
                                load_panel_prefs, save_panel_prefs)
 from ui.tk.agent_view import ConversationView
@@ -37,10 +37,6 @@ from ui.tk.icons import icon
 log = logging.getLogger("rio.ui.agent")
 
 Respond = Callable[[Any], None]
-#: What :meth:`AgentPanel.control` returns when it answers later through ``respond``.
-DEFER = None
-#: A mark set this recently is not cleared by a tab switch (adding the first tab selects it).
-MARK_GRACE_S = 1.0
 
 
 def provider_names() -> tuple[str, list[str]]:
@@ -80,13 +76,12 @@ class AgentPanel:
         self.view: ConversationView | None = None
         self.input: tk.Text | None = None
         self.is_open = False
-        self.marked: dict[str, float] = {}     # buffer → when the agent changed it
         self._list_job: str | None = None
         self._state_shown = ""
         conn = self.conn
         conn.subscribe("agent.", self._on_event)
-        conn.subscribe("buffer.", self._on_buffer)
-        app.notebook.bind("<<NotebookTabChanged>>", lambda e: self._on_tab_changed(), add="+")
+        self.marks = TabMarks(self)
+        conn.subscribe("buffer.", self.marks.on_buffer)
         self._hook_status()
         self._refresh_status()
         self.refresh_list()
@@ -256,7 +251,7 @@ class AgentPanel:
             self._sync_header()
             if then is not None:
                 then()
-        self._request("agent.list", {}, got, lambda err: None)
+        self.request("agent.list", {}, got, lambda err: None)
 
     def _adopt_latest(self) -> None:
         """Opening the panel shows the most recent conversation (resumable), if any."""
@@ -289,7 +284,7 @@ class AgentPanel:
             if self.model.current == cid and self.view is not None:
                 self.view.show(conv)
             self._sync_header()
-        self._request("agent.history", {"conversation": cid}, got,
+        self.request("agent.history", {"conversation": cid}, got,
                       lambda err: self._panel_error(conv, err))
 
     def new_conversation(self, then: Callable[[Conversation], None] | None = None,
@@ -314,7 +309,7 @@ class AgentPanel:
             self._panel_error(self.model.shown, err)
             if fail is not None:
                 fail(err)
-        self._request("agent.new", args, made, failed)
+        self.request("agent.new", args, made, failed)
 
     # --- sending, answering, stopping --------------------------------------------------------
     def _on_enter(self, _e: tk.Event) -> str:
@@ -342,7 +337,7 @@ class AgentPanel:
                 self._panel_error(conv, err)
                 if respond is not None:
                     respond(err)
-            self._request("agent.send", {"conversation": conv.id, "text": text}, sent, failed)
+            self.request("agent.send", {"conversation": conv.id, "text": text}, sent, failed)
 
         conv = self.model.shown
         if conv is None:
@@ -370,22 +365,22 @@ class AgentPanel:
             return
         conv, pid = found
         block = conv.blocks[conv.pending[pid]]
-        self._apply(conv, conv.decided(pid, "answering"))
+        self.apply_changes(conv, conv.decided(pid, "answering"))
 
         def done(result: Any) -> None:
             applied = bool(result.get("applied"))
             label = "rejected" if decision == "reject" else \
                 ("always" if decision == "always" else "applied") if applied else "not applied"
-            self._apply(conv, conv.decided(pid, label, str(result.get("reason") or "")))
+            self.apply_changes(conv, conv.decided(pid, label, str(result.get("reason") or "")))
             if respond is not None:
                 respond({"proposal": pid, "decision": decision, "applied": applied,
                          "reason": result.get("reason")})
 
         def failed(err: RioError) -> None:
-            self._apply(conv, conv.decided(pid, "closed", err.message))
+            self.apply_changes(conv, conv.decided(pid, "closed", err.message))
             if respond is not None:
                 respond(err)
-        self._request("agent.approve", {"turn": block.turn, "proposal": pid,
+        self.request("agent.approve", {"turn": block.turn, "proposal": pid,
                                         "decision": decision}, done, failed)
 
     def stop(self, respond: Respond | None = None) -> None:
@@ -394,70 +389,24 @@ class AgentPanel:
             if respond is not None:
                 respond({"stopped": False})
             return
-        self._request("agent.stop", {"conversation": conv.id},
+        self.request("agent.stop", {"conversation": conv.id},
                       lambda r: respond(r) if respond else None,
                       lambda err: respond(err) if respond else self._panel_error(conv, err))
 
     # --- after a turn: save, undo --------------------------------------------------------------
-    def _turn_end_of(self, conv: Conversation | None) -> Block | None:
-        return conv.last_turn_end() if conv is not None else None
-
-    def save_turn(self, block: Block, respond: Respond | None = None) -> None:
-        buffers = list(block.data["buffers"])
-        left = {"n": len(buffers), "failed": []}
-
-        def one_done() -> None:
-            left["n"] -= 1
-            if left["n"] == 0:
-                block.data["saved"] = not left["failed"]
-                self._refresh_block(block)
-                if respond is not None:
-                    respond({"saved": [b for b in buffers if b not in left["failed"]],
-                             "failed": left["failed"]})
-
-        for bid in buffers:
-            def fail(err: RioError, bid: str = bid) -> None:
-                left["failed"].append(bid)
-                self.app.show_error(err)
-                one_done()
-            self._request("buffer.save", {"buffer": bid}, lambda _s: one_done(), fail)
+    def save_turn(self, block: Block | None, respond: Respond | None = None) -> None:
+        actions.save_turn(self, block, respond)
 
     def undo_turn(self, block: Block | None, respond: Respond | None = None) -> None:
-        """The turn's single undo step ("Agent: …") in each buffer it changed, while it is
-        still the latest change there (rio chat's /undo, the same check)."""
-        if block is None or block.data.get("undo") != "available":
-            if respond is not None:
-                respond(ProtocolError("bad_args", "There is no agent turn to undo.",
-                                      "Undo is offered while the turn's change is the latest."))
-            return
-        block.data["undo"] = "undoing"
-        self._refresh_block(block)
-        buffers = list(block.data["buffers"])
-        report: dict[str, list[str]] = {"undone": [], "skipped": []}
+        actions.undo_turn(self, block, respond)
 
-        def finished() -> None:
-            if len(report["undone"]) + len(report["skipped"]) == len(buffers):
-                block.data["undo"] = "undone"
-                self._refresh_block(block)
-                if respond is not None:
-                    respond(report)
+    def last_turn_end(self) -> Block | None:
+        return actions.turn_end_of(self.model.shown)
 
-        for bid in buffers:
-            def info(summary: Any, bid: str = bid) -> None:
-                if not str(summary.get("undo_label") or "").startswith("Agent"):
-                    report["skipped"].append(bid)
-                    finished()
-                    return
-                self._request("buffer.undo", {"buffer": bid, "origin": f"ui:{os.getpid()}"},
-                              lambda _r: (report["undone"].append(bid), finished()),
-                              lambda err: (report["skipped"].append(bid), finished()))
-            self._request("buffer.info", {"buffer": bid}, info,
-                          lambda err, bid=bid: (report["skipped"].append(bid), finished()))
-
-    def _refresh_block(self, block: Block) -> None:
+    def refresh_block(self, block: Block) -> None:
         for conv in self.model.conversations.values():
             if block in conv.blocks:
-                self._apply(conv, [("update", conv.blocks.index(block))])
+                self.apply_changes(conv, [("update", conv.blocks.index(block))])
                 return
 
     # --- events ------------------------------------------------------------------------------
@@ -477,12 +426,12 @@ class AgentPanel:
             # show it, so nothing happens out of sight.
             self.show_conversation(conv.id)
         else:
-            self._apply(conv, changes)
+            self.apply_changes(conv, changes)
         for change in changes:
             if change[0] == "block" and conv.blocks[change[1]].kind == "turn_end":
                 self._name_buffers(conv, conv.blocks[change[1]])
 
-    def _apply(self, conv: Conversation, changes: list[tuple]) -> None:
+    def apply_changes(self, conv: Conversation, changes: list[tuple]) -> None:
         if conv.id == self.model.current and self.view is not None:
             self.view.apply(changes)
         self._sync_header()
@@ -492,8 +441,8 @@ class AgentPanel:
         for bid in block.data["buffers"]:
             def got(summary: Any, bid: str = bid) -> None:
                 block.data["names"][bid] = str(summary.get("path") or summary.get("name") or bid)
-                self._apply(conv, [("update", conv.blocks.index(block))])
-            self._request("buffer.info", {"buffer": bid}, got, lambda err: None)
+                self.apply_changes(conv, [("update", conv.blocks.index(block))])
+            self.request("buffer.info", {"buffer": bid}, got, lambda err: None)
 
     def _schedule_list(self) -> None:
         if self._list_job is None:
@@ -501,67 +450,6 @@ class AgentPanel:
                 self._list_job = None
                 self.refresh_list()
             self._list_job = self.app.root.after(200, run)
-
-    def _on_buffer(self, event: Any) -> None:
-        topic = event.topic
-        if topic not in ("buffer.changed", "buffer.saved", "buffer.closed"):
-            return
-        data = thaw(event.data)
-        bid = str(data.get("buffer") or "")
-        if topic == "buffer.changed":
-            origin = str(data.get("origin") or "")
-            if origin.startswith("agent:"):
-                self._mark(bid)
-                return
-            for conv in self.model.conversations.values():
-                changes = conv.buffer_changed(bid, origin)
-                if changes:
-                    self._apply(conv, changes)
-        elif topic == "buffer.saved" and not (data.get("dirty")):
-            self._unmark(bid)
-        elif topic == "buffer.closed":
-            self.marked.pop(bid, None)
-
-    # --- tab marks ---------------------------------------------------------------------------
-    def _mark(self, bid: str) -> None:
-        first = bid not in self.marked
-        self.marked[bid] = time.monotonic()
-        ed = self.app.editors.get(bid)
-        if ed is not None:
-            self._set_tab_image(ed, True)
-            return
-        if not first:
-            return
-
-        def got(summary: Any) -> None:
-            ed = self.app.add_tab(summary, select=False)
-            self._set_tab_image(ed, bid in self.marked)
-        self._request("buffer.info", {"buffer": bid}, got, lambda err: None)
-
-    def _unmark(self, bid: str) -> None:
-        if self.marked.pop(bid, None) is None:
-            return
-        ed = self.app.editors.get(bid)
-        if ed is not None:
-            self._set_tab_image(ed, False)
-
-    def _set_tab_image(self, ed: Any, on: bool) -> None:
-        try:
-            if on:
-                self.app.notebook.tab(ed, image=icon("agent", self.app.theme.name, self.app.root),
-                                      compound="left")
-            else:
-                self.app.notebook.tab(ed, image="")
-        except tk.TclError:
-            pass
-
-    def _on_tab_changed(self) -> None:
-        ed = self.app.active_editor()
-        if ed is None:
-            return
-        when = self.marked.get(ed.buffer_id)
-        if when is not None and time.monotonic() - when > MARK_GRACE_S:
-            self._unmark(ed.buffer_id)
 
     # --- status --------------------------------------------------------------------------------
     def _refresh_status(self) -> None:
@@ -574,10 +462,10 @@ class AgentPanel:
         if conv is None:
             self.app.set_message(f"{err.message} {err.next}")
             return
-        self._apply(conv, conv.note_error(err.kind, err.message, err.next))
+        self.apply_changes(conv, conv.note_error(err.kind, err.message, err.next))
 
     # --- helpers -------------------------------------------------------------------------------
-    def _request(self, op: str, args: dict[str, Any], ok: Callable[[Any], object],
+    def request(self, op: str, args: dict[str, Any], ok: Callable[[Any], object],
                  fail: Callable[[RioError], object], timeout: float = 30) -> None:
         def done(reply: Reply) -> None:
             if reply.ok:
@@ -591,49 +479,10 @@ class AgentPanel:
 
     # --- ui.agent / ui.state -------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        conv = self.model.shown
-        return {"open": self.is_open, "side": self.prefs.side,
-                "conversation": conv.id if conv else None,
-                "provider": conv.provider if conv else None,
-                "state": conv.state if conv else "idle", "status": self.model.status_text(),
-                "messages": conv.messages() if conv else [],
-                "pending": conv.pending_list() if conv else [],
-                "waiting": self.model.waiting_count(),
-                "marked": sorted(self.marked),
-                "undo": (self._turn_end_of(conv).data["undo"]
-                         if self._turn_end_of(conv) else None)}
+        return actions.describe(self)
 
     def control(self, args: dict[str, Any], respond: Respond) -> Any:
-        action = args["action"]
-        if action == "open":
-            self.open(side=args.get("side"))
-            return self.describe()
-        if action == "close":
-            self.close()
-            return self.describe()
-        if action == "send":
-            text = str(args.get("text") or "")
-            if not text.strip():
-                raise ProtocolError("bad_args", "ui.agent send needs a non-empty text.",
-                                    'Pass {"action": "send", "text": "…"}.')
-            self.open()
-            self.send(text, respond)
-            return DEFER
-        if action in ("approve", "reject", "always"):
-            proposal = args.get("proposal")
-            self.answer(None if proposal is None else str(proposal), action, respond)
-            return DEFER
-        if action == "stop":
-            self.stop(respond)
-            return DEFER
-        if action == "undo":
-            self.undo_turn(self._turn_end_of(self.model.shown), respond)
-            return DEFER
-        if action == "new":
-            self.open()
-            self.new_conversation(lambda c: respond({"conversation": c.id}), respond)
-            return DEFER
-        raise ProtocolError("bad_args", f"ui.agent: unknown action {action!r}.")
+        return actions.control(self, args, respond)
 
 
 def install(app: Any) -> AgentPanel:
@@ -645,10 +494,9 @@ def install(app: Any) -> AgentPanel:
         menu="Agent", group=1)
     reg("agent.stop", "&Stop the Agent", "", panel.stop, menu="Agent", group=1)
     reg("agent.undo", "&Undo the Agent's Last Turn", "",
-        lambda: panel.undo_turn(panel._turn_end_of(panel.model.shown)), menu="Agent", group=2)
+        lambda: panel.undo_turn(panel.last_turn_end()), menu="Agent", group=2)
     reg("agent.save", "Save the Agent's &Changes", "",
-        lambda: (lambda b: panel.save_turn(b) if b else None)(
-            panel._turn_end_of(panel.model.shown)), menu="Agent", group=2)
+        lambda: panel.save_turn(panel.last_turn_end()), menu="Agent", group=2)
     reg("agent.dock", "&Dock on the Other Side", "", panel.dock_other_side, menu="Agent",
         group=3)
     if not hasattr(app, "toolbar_hooks"):

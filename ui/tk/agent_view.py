@@ -15,8 +15,9 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
-from ui.tk.agent_model import (Block, Conversation, MarkdownStream, diff_line_tag, fold_output,
-                               markdown_line, render_markdown, short_input)
+from ui.tk.agent_model import Block, Conversation
+from ui.tk.agent_text import (MarkdownStream, diff_line_tag, fold_output, markdown_line,
+                              render_markdown, short_input)
 
 #: The most diff lines a card shows before it scrolls.
 DIFF_ROWS = 14

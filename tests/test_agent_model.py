@@ -1,0 +1,203 @@
+"""The agent panel's model, without Tk: events → blocks and state, Markdown, history, prefs."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings, strategies as st
+
+from ui.tk.agent_model import (AgentModel, Conversation, MarkdownStream, PanelPrefs,
+                               blocks_from_history, diff_line_tag, fold_output, inline_spans,
+                               load_panel_prefs, markdown_line, render_markdown,
+                               save_panel_prefs)
+
+C = "3f9a0c12b7de"
+T1 = f"{C}.1"
+DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n"
+
+
+def ev(topic: str, **data):
+    return topic, {"conversation": C, "turn": T1, **data}
+
+
+def run(conv: Conversation, *events):
+    out = []
+    for topic, data in events:
+        out += conv.apply(topic, data)
+    return out
+
+
+# --- Markdown ----------------------------------------------------------------------------------
+
+def test_inline_code_and_bold():
+    assert inline_spans("a `b` **c** d") == [("a ", ()), ("b", ("md_code",)), (" ", ()),
+                                             ("c", ("md_bold",)), (" d", ())]
+
+
+def test_line_kinds():
+    assert markdown_line("## Plan", False) == ([("Plan", ("md_h2",))], False)
+    spans, _ = markdown_line("- one `x`", False)
+    assert spans[0] == ("  • ", ("md_list",)) and ("x", ("md_list", "md_code")) in spans
+    spans, _ = markdown_line("2. two", False)
+    assert spans[0] == ("  2. ", ("md_list",))
+    assert markdown_line("```python", False) == ([], True)
+    assert markdown_line("# not a heading in code", True) == \
+        ([("# not a heading in code", ("md_pre",))], True)
+    assert markdown_line("```", True) == ([], False)
+
+
+def test_the_stream_finishes_lines_once_and_keeps_the_tail():
+    s = MarkdownStream()
+    assert s.feed("# Ti") == ([], "# Ti")
+    lines, tail = s.feed("tle\nsome `co")
+    assert lines == [[("Title", ("md_h1",))]] and tail == "some `co"
+    lines, tail = s.feed("de`\n```\nx = 1\n")
+    assert lines == [[("some ", ()), ("code", ("md_code",))], [("x = 1", ("md_pre",))]]
+    assert tail == "" and s.tail_tags() == ("md_pre",)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["# H", "- item", "1. n", "```", "x = `1`", "**b**", "plain",
+                                 "", "  - sub"]), max_size=12),
+       st.lists(st.integers(1, 7), min_size=1, max_size=30))
+def test_streaming_in_any_chunks_renders_as_the_whole_text(lines, cuts):
+    """However the text is cut into deltas, the finished lines are those of the whole text."""
+    text = "\n".join(lines) + "\n"
+    s = MarkdownStream()
+    got, i, k = [], 0, 0
+    while i < len(text):
+        n = cuts[k % len(cuts)]
+        k += 1
+        done, _tail = s.feed(text[i:i + n])
+        got += done
+        i += n
+    assert got == render_markdown(text)
+
+
+def test_diff_lines_and_folded_output():
+    assert [diff_line_tag(line) for line in DIFF.splitlines()] == \
+        ["diff_file", "diff_file", "diff_hunk", "diff_ctx", "diff_del", "diff_add"]
+    rows = fold_output("exit code 1\n" + "\n".join(f"l{i}" for i in range(10)))
+    assert rows[0] == "… 4 earlier lines folded …" and rows[-1] == "l9" and len(rows) == 7
+    assert fold_output("exit code 0\n") == ["(no output)"]
+
+
+# --- a conversation from events ----------------------------------------------------------------
+
+def test_a_turn_streams_into_one_block_and_ends_idle():
+    conv = Conversation(C)
+    changes = run(conv, ev("agent.turn", state="started", text="hi"),
+                  ev("agent.delta", text="Hel"), ev("agent.delta", text="lo"))
+    assert changes == [("block", 0), ("block", 1), ("text", 1, "lo")]
+    assert conv.state == "thinking"
+    run(conv, ev("agent.message", role="assistant", text="Hello"),   # already shown
+        ev("agent.turn", state="done"))
+    assert conv.state == "idle"
+    assert conv.messages() == [{"role": "user", "text": "hi"},
+                               {"role": "assistant", "text": "Hello"}]
+
+
+def test_a_proposal_waits_then_is_answered_and_the_turn_end_offers_save_and_undo():
+    conv = Conversation(C)
+    run(conv, ev("agent.turn", state="started", text="rename"),
+        ev("agent.tool", call="c1", name="propose_edit", input={"path": "notes.txt"}),
+        ev("agent.propose", proposal="p1", call="c1", path="notes.txt", kind="edit",
+           diff=DIFF))
+    assert conv.state == "waiting"
+    assert conv.pending_list() == [{"proposal": "p1", "path": "notes.txt", "turn": T1,
+                                    "kind": "edit"}]
+    assert conv.decided("p1", "applied") == [("update", 2)]
+    assert conv.state == "thinking"
+    changes = run(conv, ev("agent.tool_result", call="c1", name="propose_edit", ok=True,
+                           summary="notes.txt: edited", truncated=False),
+                  ev("agent.turn", state="done", buffers=["b1"]))
+    assert ("update", 1) in changes and conv.blocks[1].data["status"] == "ok"
+    end = conv.last_turn_end()
+    assert end is not None and end.data["buffers"] == ["b1"] and end.data["undo"] == "available"
+    # The user types in that buffer: the turn's step is not the latest any more.
+    assert conv.buffer_changed("b1", "ui:1") and end.data["undo"] == "superseded"
+
+
+def test_a_proposal_answered_elsewhere_is_closed_by_its_tool_result():
+    conv = Conversation(C)
+    run(conv, ev("agent.turn", state="started", text="x"),
+        ev("agent.propose", proposal="p1", call="c9", path="a", kind="edit", diff=DIFF),
+        ev("agent.tool_result", call="c9", name="propose_edit", ok=False,
+           summary="rejected by the user", truncated=False))
+    assert not conv.pending and conv.blocks[1].data["decision"] == "not applied"
+
+
+def test_errors_show_once_with_their_next_action():
+    conv = Conversation(C)
+    err = {"kind": "agent.session_died", "message": "The agent process stopped.",
+           "next": "Send your message again."}
+    run(conv, ev("agent.turn", state="started", text="x"), ev("agent.delta", text="Part"),
+        ev("agent.error", partial=True, **err), ev("agent.turn", state="error", error=err))
+    errors = [m for m in conv.messages() if m["role"] == "error"]
+    assert errors == [{"role": "error",
+                       "text": "The agent process stopped. — Send your message again."}]
+    assert conv.state == "error"
+    run(conv, ("agent.turn", {"conversation": C, "turn": f"{C}.2", "state": "started",
+                              "text": "again"}))
+    assert conv.state == "thinking" and conv.error is None
+
+
+def test_stop_and_interrupt_close_waiting_proposals():
+    conv = Conversation(C)
+    run(conv, ev("agent.turn", state="started", text="x"),
+        ev("agent.propose", proposal="p1", call="c1", path="a", kind="edit", diff=DIFF))
+    run(conv, ("agent.turn", {"conversation": C, "turn": f"{C}.2", "state": "started",
+                              "text": "no, other"}))
+    assert conv.blocks[1].data["decision"] == "interrupted" and conv.turn == f"{C}.2"
+    run(conv, ("agent.propose", {"conversation": C, "turn": f"{C}.2", "proposal": "p2",
+                                 "call": "c2", "path": "a", "kind": "edit", "diff": DIFF}),
+        ("agent.turn", {"conversation": C, "turn": f"{C}.2", "state": "stopped"}))
+    assert conv.blocks[3].data["decision"] == "stopped" and conv.state == "idle"
+    assert conv.blocks[-1].kind == "note"
+
+
+def test_the_model_state_puts_a_waiting_question_first():
+    model = AgentModel()
+    model.apply("agent.turn", {"conversation": "a", "turn": "a.1", "state": "started",
+                               "text": "x"})
+    assert model.state == "thinking" and model.status_text() == "Thinking…"
+    model.apply("agent.propose", {"conversation": "b", "turn": "b.1", "proposal": "p",
+                                  "call": "c", "path": "f", "kind": "edit", "diff": ""})
+    assert model.state == "waiting" and model.status_text() == "Waiting (1)"
+    model.current = "a"
+    assert model.waiting_elsewhere().id == "b"
+
+
+def test_history_rebuilds_user_text_tools_and_errors():
+    history = {"conversation": C, "provider": "anthropic", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "read it"}]},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Reading."},
+            {"type": "tool_use", "id": "t1", "name": "fs_read", "input": {"path": "a"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "2 lines\nmore", "is_error": False}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "It has 2 lines."}]},
+        {"role": "user", "content": [{"type": "text", "text": "again"}]},
+    ], "turns": [
+        {"turn": T1, "status": "done"},
+        {"turn": f"{C}.2", "status": "error", "error": {
+            "kind": "agent.network", "message": "Cut.", "next": "Retry."}}]}
+    blocks = blocks_from_history(history)
+    assert [b.kind for b in blocks] == ["user", "assistant", "tool", "assistant", "user",
+                                        "error"]
+    assert blocks[2].data["summary"] == "2 lines" and blocks[2].turn == T1
+    assert blocks[4].turn == f"{C}.2" and blocks[5].text == "Cut. — Retry."
+
+
+# --- preferences -------------------------------------------------------------------------------
+
+def test_prefs_round_trip_keep_other_keys_and_refuse_nonsense(tmp_path):
+    path = tmp_path / "ui.json"
+    path.write_text(json.dumps({"theme": "dark", "agent_side": "middle", "agent_width": "x"}))
+    prefs = load_panel_prefs(path)
+    assert prefs == PanelPrefs()
+    save_panel_prefs(path, PanelPrefs(side="left", width=500, open=True))
+    data = json.loads(path.read_text())
+    assert data["theme"] == "dark" and data["agent_side"] == "left"
+    assert load_panel_prefs(path) == PanelPrefs(side="left", width=500, open=True)
+    assert load_panel_prefs(tmp_path / "missing.json") == PanelPrefs()

@@ -1,0 +1,133 @@
+"""What the agent panel does after a turn (Save all, Undo) and the ``ui.agent`` control op.
+
+Undo is the turn's single undo step (``Agent: …``, merged by the core) in each buffer the turn
+changed, and only while it is still the latest change there — the same check as ``rio chat``'s
+``/undo``: ``buffer.info``'s ``undo_label`` must be the agent's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from rio.errors import ProtocolError, RioError
+from ui.tk.agent_model import Block, Conversation
+
+Respond = Callable[[Any], None]
+#: What :func:`control` returns when it answers later through ``respond``.
+DEFER = None
+ACTIONS = ("open", "close", "send", "approve", "reject", "always", "stop", "undo", "new")
+
+
+def turn_end_of(conv: Conversation | None) -> Block | None:
+    return conv.last_turn_end() if conv is not None else None
+
+
+def save_turn(panel: Any, block: Block | None, respond: Respond | None = None) -> None:
+    """Save every buffer the turn left unsaved (``buffer.save``, as File → Save does)."""
+    if block is None:
+        if respond is not None:
+            respond({"saved": [], "failed": []})
+        return
+    buffers = list(block.data["buffers"])
+    left = {"n": len(buffers), "failed": []}
+
+    def one_done() -> None:
+        left["n"] -= 1
+        if left["n"] == 0:
+            block.data["saved"] = not left["failed"]
+            panel.refresh_block(block)
+            if respond is not None:
+                respond({"saved": [b for b in buffers if b not in left["failed"]],
+                         "failed": left["failed"]})
+
+    for bid in buffers:
+        def fail(err: RioError, bid: str = bid) -> None:
+            left["failed"].append(bid)
+            panel.app.show_error(err)
+            one_done()
+        panel.request("buffer.save", {"buffer": bid}, lambda _s: one_done(), fail)
+
+
+def undo_turn(panel: Any, block: Block | None, respond: Respond | None = None) -> None:
+    """The turn's one undo step in each buffer it changed, while it is the latest change."""
+    if block is None or block.data.get("undo") != "available":
+        if respond is not None:
+            respond(ProtocolError("bad_args", "There is no agent turn to undo.",
+                                  "Undo is offered while the turn's change is the latest one."))
+        return
+    block.data["undo"] = "undoing"
+    panel.refresh_block(block)
+    buffers = list(block.data["buffers"])
+    report: dict[str, list[str]] = {"undone": [], "skipped": []}
+
+    def finished() -> None:
+        if len(report["undone"]) + len(report["skipped"]) == len(buffers):
+            block.data["undo"] = "undone"
+            panel.refresh_block(block)
+            if respond is not None:
+                respond(report)
+
+    for bid in buffers:
+        def info(summary: Any, bid: str = bid) -> None:
+            if not str(summary.get("undo_label") or "").startswith("Agent"):
+                report["skipped"].append(bid)
+                finished()
+                return
+            panel.request("buffer.undo", {"buffer": bid, "origin": f"ui:{os.getpid()}"},
+                          lambda _r: (report["undone"].append(bid), finished()),
+                          lambda err: (report["skipped"].append(bid), finished()))
+        panel.request("buffer.info", {"buffer": bid}, info,
+                      lambda err, bid=bid: (report["skipped"].append(bid), finished()))
+
+
+# --- ui.agent / ui.state -------------------------------------------------------------------------
+
+def describe(panel: Any) -> dict[str, Any]:
+    """The ``agent`` part of ``ui.state``."""
+    conv = panel.model.shown
+    end = turn_end_of(conv)
+    return {"open": panel.is_open, "side": panel.prefs.side, "shown": panel.prefs.show_ai,
+            "conversation": conv.id if conv else None,
+            "provider": conv.provider if conv else None,
+            "state": conv.state if conv else "idle", "status": panel.model.status_text(),
+            "messages": conv.messages() if conv else [],
+            "pending": conv.pending_list() if conv else [],
+            "waiting": panel.model.waiting_count(),
+            "marked": sorted(panel.marks.marked),
+            "undo": end.data["undo"] if end else None}
+
+
+def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
+    """``ui.agent``: what a user would do in the panel. Returns the result, or DEFER."""
+    action = args["action"]
+    if action not in ACTIONS:
+        raise ProtocolError("bad_args", f"ui.agent: unknown action {action!r}.",
+                            f"Use one of {', '.join(ACTIONS)}.")
+    if action != "close" and not panel.prefs.show_ai:
+        raise ProtocolError("bad_args", "The AI features are turned off.",
+                            "Turn them on in Edit → AI Preferences….")
+    if action == "open":
+        panel.open(side=args.get("side"))
+        return describe(panel)
+    if action == "close":
+        panel.close()
+        return describe(panel)
+    if action == "send":
+        text = str(args.get("text") or "")
+        if not text.strip():
+            raise ProtocolError("bad_args", "ui.agent send needs a non-empty text.",
+                                'Pass {"action": "send", "text": "…"}.')
+        panel.open()
+        panel.send(text, respond)
+    elif action in ("approve", "reject", "always"):
+        proposal = args.get("proposal")
+        panel.answer(None if proposal is None else str(proposal), action, respond)
+    elif action == "stop":
+        panel.stop(respond)
+    elif action == "undo":
+        undo_turn(panel, turn_end_of(panel.model.shown), respond)
+    elif action == "new":
+        panel.open()
+        panel.new_conversation(lambda c: respond({"conversation": c.id}), respond)
+    return DEFER

@@ -1,0 +1,139 @@
+"""Text helpers of the agent panel, display-free: light Markdown for streamed text, one-line
+tool inputs, folded command output and the colour class of a diff line.
+
+:class:`MarkdownStream` cuts streamed text into finished lines styled as light Markdown
+(headings, bullet and numbered lists, fenced code, inline code, bold) and the unfinished tail,
+so the view draws each finished line once and only ever redraws the line still being written.
+Spans carry tag names (``md_h1``…``md_pre``, ``md_code``, ``md_bold``, ``md_list``) that the
+view styles (ui/tk/agent_view.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping
+
+#: run_command output on a tool card: its last lines, the earlier ones folded away.
+SHOWN_OUTPUT_LINES = 6
+
+
+# --- light Markdown ----------------------------------------------------------------------------
+
+Span = tuple[str, tuple[str, ...]]
+_INLINE = re.compile(r"(`[^`\n]+`|\*\*[^*\n]+\*\*)")
+_HEADING = re.compile(r"^(#{1,3})\s+(.*)$")
+_BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
+_NUMBER = re.compile(r"^(\s*)(\d{1,3}[.)])\s+(.*)$")
+
+
+def inline_spans(text: str, base: tuple[str, ...] = ()) -> list[Span]:
+    """``a `b` **c**`` → plain, ``md_code`` and ``md_bold`` spans (markers dropped)."""
+    out: list[Span] = []
+    for piece in _INLINE.split(text):
+        if not piece:
+            continue
+        if piece.startswith("`") and piece.endswith("`") and len(piece) > 2:
+            out.append((piece[1:-1], base + ("md_code",)))
+        elif piece.startswith("**") and piece.endswith("**") and len(piece) > 4:
+            out.append((piece[2:-2], base + ("md_bold",)))
+        else:
+            out.append((piece, base))
+    return out
+
+
+def markdown_line(line: str, in_code: bool) -> tuple[list[Span], bool]:
+    """One finished line → its spans, and whether a fenced code block is open after it."""
+    if line.lstrip().startswith("```"):
+        return [], not in_code                     # the fence itself is not shown
+    if in_code:
+        return [(line, ("md_pre",))], True
+    m = _HEADING.match(line)
+    if m:
+        return inline_spans(m.group(2), (f"md_h{len(m.group(1))}",)), False
+    m = _BULLET.match(line)
+    if m:
+        indent = "  " * (len(m.group(1)) // 2)
+        return [(f"{indent}  • ", ("md_list",))] + inline_spans(m.group(2), ("md_list",)), False
+    m = _NUMBER.match(line)
+    if m:
+        indent = "  " * (len(m.group(1)) // 2)
+        return [(f"{indent}  {m.group(2)} ", ("md_list",))] + \
+            inline_spans(m.group(3), ("md_list",)), False
+    return inline_spans(line), False
+
+
+class MarkdownStream:
+    """Streamed text → finished, styled lines and the unfinished tail, incrementally.
+
+    :meth:`feed` returns ``(lines, tail)``: ``lines`` are the spans of each line the new text
+    finished (each drawn once and never again), ``tail`` the raw text of the line still being
+    written (drawn plain, replaced when it finishes). Only the current line is ever redrawn.
+    """
+
+    def __init__(self) -> None:
+        self.tail = ""
+        self.in_code = False
+
+    def feed(self, text: str) -> tuple[list[list[Span]], str]:
+        self.tail += text
+        lines: list[list[Span]] = []
+        while "\n" in self.tail:
+            line, self.tail = self.tail.split("\n", 1)
+            spans, self.in_code = markdown_line(line, self.in_code)
+            if spans or not line.lstrip().startswith("```"):
+                lines.append(spans)
+        return lines, self.tail
+
+    def tail_tags(self) -> tuple[str, ...]:
+        return ("md_pre",) if self.in_code else ()
+
+
+def render_markdown(text: str) -> list[list[Span]]:
+    """A whole text at once (a message from the history): every line's spans."""
+    stream = MarkdownStream()
+    lines, tail = stream.feed(text)
+    if tail:
+        lines.append(markdown_line(tail, stream.in_code)[0])
+    return lines
+
+
+# --- tool cards --------------------------------------------------------------------------------
+
+def short_input(value: Any, limit: int = 80) -> str:
+    """A tool's input on one line: ``path=src/a.py`` rather than a JSON blob."""
+    if isinstance(value, Mapping):
+        parts = []
+        for k, v in value.items():
+            shown = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            shown = " ".join(str(shown).split())
+            parts.append(f"{k}={shown[:40] + '…' if len(shown) > 40 else shown}")
+        text = " ".join(parts)
+    else:
+        text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def fold_output(output: str, lines: int = SHOWN_OUTPUT_LINES) -> list[str]:
+    """A command's output as the model got it: its last ``lines`` lines, the rest folded."""
+    rows = output.rstrip("\n").splitlines()
+    if rows and (rows[0].startswith("exit code") or "(exit code" in rows[0]):
+        rows = rows[1:]                     # the summary line says it already
+    if not rows:
+        return ["(no output)"]
+    if len(rows) > lines:
+        rows = [f"… {len(rows) - lines} earlier lines folded …"] + rows[-lines:]
+    return rows
+
+
+def diff_line_tag(line: str) -> str:
+    """The colour class of one unified-diff line, as a classic diff viewer shows it."""
+    if line.startswith(("+++", "---")):
+        return "diff_file"
+    if line.startswith("+"):
+        return "diff_add"
+    if line.startswith("-"):
+        return "diff_del"
+    if line.startswith("@@"):
+        return "diff_hunk"
+    return "diff_ctx"
