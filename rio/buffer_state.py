@@ -386,7 +386,7 @@ class OpenBuffer:
         if disk_changed(self.path, self.fingerprint, self.file_port):
             self.conflict_reported = self.fingerprint
             return [("buffer.conflict", {"buffer": self.id, "name": self.name,
-                                         "path": self.workspace.relative(self.path),
+                                         "path": self.workspace.where(self.path)["path"],
                                          "dirty": self.document.dirty,
                                          "next": "Reload it (buffer.revert), keep yours "
                                                  "(buffer.save with force), or compare them."})]

@@ -325,7 +325,8 @@ class FilePort(Protocol):
     """
 
     def stat(self, path: Path) -> FileStat:
-        """Stat following symlinks; FileNotFoundError when absent."""
+        """Stat; FileNotFoundError when absent. A symbolic link (at the end or on the way) is
+        ``OSError(ELOOP)`` for the real disk, which never follows one (ADR-0019)."""
 
     def read_bytes(self, path: Path, limit: int) -> tuple[bytes, FileStat]:
         """At most ``limit + 1`` bytes (so the caller sees "too big") and the stat of what was read.
@@ -350,11 +351,21 @@ class OsFilePort:
     """The real disk."""
 
     def stat(self, path: Path) -> FileStat:
-        return FileStat.from_os(os.stat(path))
+        path = Path(os.path.abspath(path))
+        if path.parent == path:
+            return FileStat.from_os(os.stat(path))   # "/" itself
+        dfd = open_dir_nofollow(path.parent)
+        try:
+            st = _lstat_at(dfd, path.name, path)
+        finally:
+            os.close(dfd)
+        if st is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+        return FileStat.from_os(st)
 
     def read_bytes(self, path: Path, limit: int) -> tuple[bytes, FileStat]:
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
         try:
             st = FileStat.from_os(os.fstat(fd))
             if st.kind != "file":
@@ -367,7 +378,8 @@ class OsFilePort:
 
     def sha256(self, path: Path) -> str:
         digest = hashlib.sha256()
-        with open(path, "rb") as f:  # the port is the one place that opens files
+        fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:  # the port is the one place that opens files
             while block := f.read(_HASH_BLOCK):
                 digest.update(block)
         return digest.hexdigest()
@@ -435,6 +447,19 @@ class OsFilePort:
 #: Opens a folder as a handle for *at calls only (no read permission needed on Linux).
 _DIR_HANDLE = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) \
     | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_nofollow(path: Path, flags: int) -> int:
+    """Open ``path`` for reading as :meth:`OsFilePort.write_atomic` writes: through a folder
+    handle walked without following links, and never through a link at the end either (a file
+    swapped for a link since it was opened is not read: revert, conflict checks, fs.read)."""
+    path = Path(os.path.abspath(path))
+    dfd = open_dir_nofollow(path.parent)
+    try:
+        return os.open(path.name, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                       dir_fd=dfd)
+    finally:
+        os.close(dfd)
 
 
 def open_dir_nofollow(folder: Path) -> int:
@@ -594,7 +619,9 @@ def _refuse_too_large(path: Path, size: int, max_bytes: int) -> None:
                         path=str(path), size=size, max_bytes=max_bytes)
 
 
-def _read_failed(path: Path, exc: OSError) -> FileError:
+def _read_failed(path: Path, exc: OSError) -> FileError | PathError:
+    if exc.errno == errno.ELOOP:
+        return link_refused(path, "read")
     reason = exc.strerror or str(exc)
     next_action = ("Check the file's permissions" if exc.errno in (errno.EACCES, errno.EPERM)
                    else "Check the disk, then open it again")
@@ -645,7 +672,8 @@ def _refuse_conflict(path: Path, expected: Fingerprint | None, port: FilePort, *
     except (FileNotFoundError, NotADirectoryError):
         return  # absent (new, or deleted since it was opened): saving just creates it
     except OSError as exc:
-        raise _save_failed(path, exc) from None
+        raise (link_refused(path) if exc.errno == errno.ELOOP else _save_failed(path, exc)) \
+            from None
     if st.kind != "file":
         raise PathError("not_a_file" if st.kind == "dir" else "special_file",
                         f"{path.name} is a {'folder' if st.kind == 'dir' else st.kind}, "
@@ -657,19 +685,28 @@ def _refuse_conflict(path: Path, expected: Fingerprint | None, port: FilePort, *
         raise FileError("conflict", f"{path.name} already exists on disk",
                         next="Overwrite it (save again with force), or save under another name",
                         path=str(path))
-    if _differs(path, st, expected, port, thorough=thorough):
+    try:
+        changed = _differs(path, st, expected, port, thorough=thorough)
+    except OSError as exc:
+        raise (link_refused(path) if exc.errno == errno.ELOOP else _save_failed(path, exc)) \
+            from None
+    if changed:
         raise FileError("conflict", f"{path.name} changed on disk since it was opened",
                         next="Reload it, keep yours (save again with force), or compare them",
                         path=str(path))
 
 
-def link_refused(path: Path) -> PathError:
-    """A save refused because the file, or a folder above it, is now a symbolic link."""
+def link_refused(path: Path, doing: str = "save") -> PathError:
+    """A save (or read) refused because the file, or a folder above it, is now a symbolic
+    link."""
+    after = (" The file is unchanged and your text is still in Rio" if doing == "save" else "")
     return PathError("symlink_refused",
                      f"{path.name} (or a folder above it) is now a symbolic link, so Rio will "
-                     "not save through it. The file is unchanged and your text is still in Rio",
-                     next="Look at what replaced it; save under another name (File > Save As), "
-                          "or remove the link and save again", path=str(path))
+                     f"not {doing} through it.{after}",
+                     next=("Look at what replaced it; save under another name (File > Save As), "
+                           "or remove the link and save again" if doing == "save" else
+                           "Look at what replaced it; open the file it leads to by its own "
+                           "path if that is inside the project"), path=str(path))
 
 
 def _save_failed(path: Path, exc: OSError) -> FileError:

@@ -117,3 +117,19 @@ def test_through_the_core_the_save_is_refused_and_buffer_list_still_works(tmp_pa
         assert listed["b.txt"]["path_error"] is None
     finally:
         srv.stop()
+
+
+def test_revert_after_a_swap_never_reads_the_file_outside(swapped):
+    _factory, buf, _root, outside = swapped
+    outside.write_text("secret outside the project\n")
+    with pytest.raises(PathError) as info:
+        buf.handle("buffer.revert", args())
+    assert info.value.kind == "path.symlink_refused"
+    assert "secret" not in buf.document.text() and buf.document.dirty
+
+
+def test_the_conflict_check_does_not_hash_through_a_link(swapped):
+    """The on-disk check of an open buffer sees a link, not the file it leads to."""
+    _factory, buf, _root, _outside = swapped
+    events = buf.check_disk()
+    assert events and events[0][0] == "buffer.conflict"
