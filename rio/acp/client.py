@@ -1,0 +1,639 @@
+"""Rio's side of the Agent Client Protocol: one agent process, one session, prompts.
+
+The SDK (``agent-client-protocol`` 0.12) carries the JSON-RPC; this module owns everything
+around it (ADR-0020):
+
+* the agent is started through a :class:`~rio.acp.port.ProcessPort` (argv list, own process
+  group, the user's environment minus Rio's variables) and stopped with the supervisor's
+  sequence — stdin close, grace, TERM to the group, KILL — because claude-agent-acp and
+  codex-acp ignore the end of their input;
+* its stdout is read here line by line before the SDK sees it: every line goes to the
+  :class:`~rio.acp.protocol_log.ProtocolLog`, a malformed one is logged and dropped, and any
+  line counts as a sign of life for the silence watchdog; stderr is drained all the time
+  (an undrained pipe freezes the agent at 64 KiB) and its tail kept for error messages;
+* the agent's requests become calls on the :class:`~rio.acp.port.AcpTurnPort` —
+  ``fs/read_text_file`` (confined to the project root, symlinks resolved) reads the editor's
+  text, ``fs/write_text_file`` is a proposal, ``session/request_permission`` is answered by
+  option *kind*; the five ``terminal/*`` methods answer "method not found" (ADR-0020);
+* every failure ends as a classified :class:`~rio.errors.AgentError` leaf.
+
+The handler object is duck-typed on purpose: subclassing ``acp.Client`` makes every
+unimplemented method answer ``result: null`` instead of "method not found".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
+from acp.schema import (
+    AllowedOutcome, AuthCapabilities, ClientCapabilities, DeniedOutcome,
+    FileSystemCapabilities, Implementation, ReadTextFileResponse, RequestPermissionResponse,
+    WriteTextFileResponse)
+
+from rio.acp.auth import AUTH_REQUIRED, SignInMethod, sign_in_methods
+from rio.acp.port import (
+    AcpTurnPort, AgentProcess, PermissionOption, PermissionQuestion, ProcessPort, StopResult)
+from rio.acp.protocol_log import ProtocolLog, StderrTail
+from rio.acp.updates import UpdateTranslator
+from rio.agent.turn import shown_input
+from rio.errors import AgentError, RioError
+
+#: Lines longer than this from the agent are dropped (and logged); the SDK's own default.
+LINE_LIMIT = 16 << 20
+_STDERR_CHUNK = 64 << 10
+
+State = Literal["new", "starting", "ready", "sign_in_needed", "prompting", "exited", "stopped"]
+
+
+@dataclass(frozen=True)
+class AcpSettings:
+    argv: tuple[str, ...]
+    root: Path
+    env: Mapping[str, str]
+    name: str = "agent"
+    #: the agent's own program, for terminal sign-in commands (default: argv[0])
+    program: tuple[str, ...] = ()
+    #: no update for this long while a prompt is pending → ``agent.silent``
+    silent_after_s: float = 30.0
+    #: …and this long → the prompt is cancelled and the turn ends with ``agent.agent_silent``
+    give_up_after_s: float = 300.0
+    #: initialize, session/new, session/load, set mode … (not prompts, not authenticate)
+    request_timeout_s: float = 60.0
+    authenticate_timeout_s: float = 600.0
+    #: after session/cancel, how long the prompt may take to answer "cancelled"
+    cancel_grace_s: float = 5.0
+    version: str = "0"
+
+
+@dataclass(frozen=True)
+class PromptOutcome:
+    """How a prompt ended — the material for the owner's ``TurnResult``."""
+
+    status: Literal["done", "stopped", "error"]
+    stop_reason: str = ""
+    text: str = ""
+    error: RioError | None = None
+    partial: bool = False
+    usage: Mapping[str, Any] = field(default_factory=dict)
+
+
+def pick_option(options: Sequence[Any], kind: str | None) -> Any | None:
+    """The agent's option of ``kind``. "Always" falls back to "once" (never the reverse: a
+    one-off yes must not become a standing one); a rejection with no such option, or None,
+    is answered "cancelled"."""
+    if kind is None:
+        return None
+    by_kind = {o.kind: o for o in options}
+    if kind in by_kind:
+        return by_kind[kind]
+    if kind == "allow_always":
+        return by_kind.get("allow_once")
+    return None
+
+
+def confine(root: Path, path: str) -> str:
+    """``path`` (absolute, or relative to the root) as a root-relative POSIX path, after
+    resolving symlinks; raises ``RequestError`` for anything outside."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise RequestError.invalid_params({"path": path, "reason": "not a usable path"})
+    real_root = os.path.realpath(root)
+    full = os.path.realpath(path if os.path.isabs(path) else os.path.join(real_root, path))
+    if full != real_root and os.path.commonpath([real_root, full]) != real_root:
+        raise RequestError(-32602, f"Refused: {path} is outside the project folder "
+                                   f"{real_root}", {"path": path})
+    rel = os.path.relpath(full, real_root)
+    if rel == ".":
+        raise RequestError(-32602, f"Refused: {path} is the project folder, not a file",
+                           {"path": path})
+    return rel.replace(os.sep, "/")
+
+
+class _Handlers:
+    """The agent → client methods, for the SDK (duck-typed: see the module docstring)."""
+
+    def __init__(self, client: AcpClient) -> None:
+        self.client = client
+
+    async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
+        self.client.updates.handle(update)   # synchronous: keeps the order (see updates.py)
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: Any,
+                                 **kw: Any) -> RequestPermissionResponse:
+        return await self.client._ask_permission(tool_call, options)
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None,
+                             limit: int | None = None, **kw: Any) -> ReadTextFileResponse:
+        return await self.client._read(path, line, limit)
+
+    async def write_text_file(self, session_id: str, path: str, content: str,
+                              **kw: Any) -> WriteTextFileResponse:
+        return await self.client._write(path, content)
+
+    # terminal/*: not offered (ADR-0020); defined so the SDK answers -32601, not null.
+    async def create_terminal(self, *a: Any, **kw: Any) -> Any:
+        raise RequestError.method_not_found("terminal/create")
+
+    async def terminal_output(self, *a: Any, **kw: Any) -> Any:
+        raise RequestError.method_not_found("terminal/output")
+
+    async def release_terminal(self, *a: Any, **kw: Any) -> Any:
+        raise RequestError.method_not_found("terminal/release")
+
+    async def wait_for_terminal_exit(self, *a: Any, **kw: Any) -> Any:
+        raise RequestError.method_not_found("terminal/wait_for_exit")
+
+    async def kill_terminal(self, *a: Any, **kw: Any) -> Any:
+        raise RequestError.method_not_found("terminal/kill")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method.endswith("auth/status_update"):   # both Zed adapters send it
+            self.client.port.publish("agent.auth_status", {"status": params})
+
+
+class AcpClient:
+    """One agent process and its session. All methods run on one asyncio loop."""
+
+    def __init__(self, settings: AcpSettings, port: AcpTurnPort, processes: ProcessPort,
+                 log: ProtocolLog | None = None) -> None:
+        self.settings = settings
+        self.port = port
+        self.processes = processes
+        self.log = log or ProtocolLog()
+        self.stderr = StderrTail()
+        self.updates = UpdateTranslator(self._publish)
+        self.state: State = "new"
+        self.process: AgentProcess | None = None
+        self.conn: Any = None
+        self.init: Any = None
+        self.session_id: str | None = None
+        self.sign_in: list[SignInMethod] = []
+        self.malformed_lines = 0
+        self.last_activity = time.monotonic()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._questions: dict[str, asyncio.Future[str | None]] = {}
+        self._writes: set[asyncio.Task[Any]] = set()
+        #: the SDK's tasks answering a permission question (they send the answer)
+        self._answering: set[asyncio.Task[Any]] = set()
+        self._ids = itertools.count(1)
+        self._user_waits = 0
+        self._cancelling = False
+        self._cancel_at: float | None = None
+
+    # --- events --------------------------------------------------------------------------
+    def _publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        self.port.publish(topic, data)
+
+    # --- start -----------------------------------------------------------------------------
+    async def start(self) -> Any:
+        """Spawn the agent and ``initialize``; returns the agent's InitializeResponse."""
+        self.state = "starting"
+        s = self.settings
+        try:
+            self.process = await self.processes.start(s.argv, cwd=str(s.root), env=s.env)
+        except (OSError, ValueError, TypeError) as exc:
+            self.state = "exited"
+            raise AgentError("agent_start_failed", f"Rio could not start the agent "
+                             f"{s.name!r} ({' '.join(s.argv)}): {exc}.",
+                             "Check the agent's command with `rio agents`, or fix "
+                             f"[agents.{s.name}] in config.toml.") from None
+        self.log.note("·", f"started pid {self.process.pid}: {list(s.argv)}")
+        reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        self._tasks += [asyncio.create_task(self._pump_stdout(reader)),
+                        asyncio.create_task(self._drain_stderr())]
+        self.conn = connect_to_agent(_Handlers(self), self.process.stdin, reader,
+                                     observers=[self._observe])
+        capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+            terminal=False, auth=AuthCapabilities(terminal=True))
+        self.init = await self._request("initialize", self.conn.initialize(
+            protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities,
+            client_info=Implementation(name="rio", title="Rio", version=s.version),
+            # older adapters look for the terminal-login opt-in here (claude-agent-acp)
+            **{"terminal-auth": True}))
+        self.sign_in = sign_in_methods(self.init.auth_methods or (), self._program())
+        self.state = "ready"
+        return self.init
+
+    def _program(self) -> tuple[str, ...]:
+        return self.settings.program or self.settings.argv[:1]
+
+    @property
+    def can_load(self) -> bool:
+        caps = getattr(self.init, "agent_capabilities", None)
+        return bool(caps and caps.load_session)
+
+    # --- sessions --------------------------------------------------------------------------
+    async def new_session(self) -> str:
+        """``session/new`` in the project root; raises ``agent.sign_in_needed`` when the agent
+        wants a sign-in first (codex-acp does, here)."""
+        answer = await self._request("session/new", self.conn.new_session(
+            cwd=str(self.settings.root), mcp_servers=[]))
+        self.session_id = answer.session_id
+        self.updates.set_modes(answer.modes)
+        self.updates.set_config(answer.config_options)
+        self._publish("agent.session", {"session": self.session_id, "resumed": False})
+        return self.session_id
+
+    async def load_session(self, session_id: str) -> bool:
+        """Resume ``session_id`` (after a crash or a restart) where the agent offers it;
+        False when it does not. The history it replays is not published again."""
+        if not self.can_load:
+            return False
+        self.updates.replaying = True
+        try:
+            answer = await self._request("session/load", self.conn.load_session(
+                cwd=str(self.settings.root), session_id=session_id, mcp_servers=[]))
+        finally:
+            self.updates.replaying = False
+        self.session_id = session_id
+        if answer is not None:
+            self.updates.set_modes(answer.modes)
+            self.updates.set_config(answer.config_options)
+        self._publish("agent.session", {"session": session_id, "resumed": True})
+        return True
+
+    async def authenticate(self, method_id: str) -> None:
+        """Run an *agent* sign-in method (the agent opens the browser itself)."""
+        await self._request("authenticate", self.conn.authenticate(method_id=method_id),
+                            timeout=self.settings.authenticate_timeout_s)
+        self.state = "ready"
+        self._publish("agent.sign_in", {"state": "signed_in", "method": method_id})
+
+    async def set_mode(self, mode_id: str) -> None:
+        await self._request("session/set_mode", self.conn.set_session_mode(
+            session_id=self._session(), mode_id=mode_id))
+        self.updates.modes = {**self.updates.modes, "current": mode_id}
+        self._publish("agent.modes", self.updates.modes)
+
+    async def set_config_option(self, config_id: str, value: str | bool) -> None:
+        answer = await self._request("session/set_config_option", self.conn.set_config_option(
+            config_id=config_id, session_id=self._session(), value=value))
+        if answer is not None and getattr(answer, "config_options", None) is not None:
+            self.updates.set_config(answer.config_options)
+
+    def _session(self) -> str:
+        if self.session_id is None:
+            raise AgentError("agent_failed", "The agent has no session yet.",
+                             "Start a session first (send a message).")
+        return self.session_id
+
+    # --- prompts ---------------------------------------------------------------------------
+    async def prompt(self, text: str) -> PromptOutcome:
+        """One turn. Never raises for the agent's failures: they come back as an outcome with
+        a classified error, already published as ``agent.error`` (as the API path does).
+        Cancelling the calling task cancels the prompt (session/cancel first)."""
+        session = self._session()
+        self.state = "prompting"
+        self.updates.start_turn()
+        self._cancelling = False
+        self._cancel_at = None
+        self.last_activity = time.monotonic()
+        task = asyncio.ensure_future(self.conn.prompt(session_id=session,
+                                                      prompt=[text_block(text)]))
+        try:
+            answer = await self._watch(task)
+        except asyncio.CancelledError:
+            await self.cancel()
+            await self._abandon(task, self.settings.cancel_grace_s)
+            raise
+        except Exception as exc:  # noqa: BLE001 -- classified below, every path answered
+            err = await self._classify(exc, "session/prompt")
+            return self._failed(err)
+        finally:
+            if self.state == "prompting":
+                self.state = "ready"
+        if answer is None:   # the agent never answered its cancel: abandoned
+            return PromptOutcome("stopped", "cancelled", "".join(self.updates.text))
+        usage = {}
+        if answer.usage is not None:
+            usage = answer.usage.model_dump(mode="json", exclude_none=True)
+        reason = str(answer.stop_reason)
+        status = "stopped" if reason == "cancelled" else "done"
+        return PromptOutcome(status, reason, "".join(self.updates.text), usage=usage)
+
+    def _failed(self, err: RioError) -> PromptOutcome:
+        partial = bool(self.updates.text)
+        self._publish("agent.error", {"kind": err.kind, "message": err.message,
+                                      "next": err.next, "partial": partial})
+        return PromptOutcome("error", "", "".join(self.updates.text), err, partial)
+
+    async def _watch(self, task: asyncio.Future[Any]) -> Any:
+        """Wait for the prompt's answer; surface a silence, give up on a long one."""
+        s = self.settings
+        tick = max(0.05, min(s.silent_after_s, s.give_up_after_s) / 4)
+        reported = False
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=tick)
+            if done:
+                return task.result()
+            if self._cancel_at is not None and \
+                    time.monotonic() - self._cancel_at >= s.cancel_grace_s:
+                self.log.note("!", "no answer to session/cancel in time: prompt abandoned")
+                task.cancel()
+                return None
+            if self._user_waits:          # the agent waits for the user, not the reverse
+                self.last_activity = time.monotonic()
+                continue
+            idle = time.monotonic() - self.last_activity
+            if idle >= s.silent_after_s and not reported:
+                reported = True
+                self.log.note("·", f"no update for {idle:.1f} s while a prompt is pending")
+                self._publish("agent.silent", {"seconds": round(idle, 1),
+                                               "give_up_after_s": s.give_up_after_s})
+            elif reported and idle < s.silent_after_s:
+                reported = False
+                self._publish("agent.silent", {"seconds": 0, "resumed": True})
+            if idle >= s.give_up_after_s:
+                await self.cancel()
+                await self._abandon(task, s.cancel_grace_s)
+                raise AgentError("agent_silent", f"The agent {s.name!r} sent nothing for "
+                                 f"{idle:.0f} s while working on the message, so Rio stopped "
+                                 "waiting.", "Check the agent's own configuration (a model it "
+                                 "cannot reach waits forever; opencode does when unconfigured); "
+                                 "the protocol log shows the last thing it said.")
+
+    async def cancel(self) -> None:
+        """Stop the current prompt (the Stop button): open permission questions are answered
+        "cancelled" first, write proposals withdrawn, then ``session/cancel``. The prompt
+        then has ``cancel_grace_s`` to answer (``stopReason: cancelled``, 10–40 ms for the
+        real agents) before it is abandoned; :meth:`prompt` returns "stopped" either way."""
+        if self._cancelling:
+            return
+        self._cancelling = True
+        self._cancel_at = time.monotonic()
+        for future in list(self._questions.values()):
+            if not future.done():
+                future.set_result(None)
+        for write in list(self._writes):
+            write.cancel()
+        # The spec wants the answers out before session/cancel: the SDK's request task
+        # sends a handler's answer once the handler returns, so wait for those tasks.
+        answering = [t for t in self._answering if not t.done()]
+        if answering:
+            await asyncio.wait(answering, timeout=2.0)
+        if self.session_id is not None and self.conn is not None and self.alive:
+            try:
+                await self.conn.cancel(session_id=self.session_id)
+            except (ConnectionError, OSError, RuntimeError):
+                pass
+
+    @staticmethod
+    async def _abandon(task: asyncio.Future[Any], grace: float) -> None:
+        if not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), grace)
+            except BaseException:  # noqa: BLE001 -- abandoned either way
+                task.cancel()
+
+    # --- agent → client --------------------------------------------------------------------
+    async def _ask_permission(self, tool_call: Any, options: Any) -> RequestPermissionResponse:
+        state = self.updates.tools.get(tool_call.tool_call_id)
+        question = PermissionQuestion(
+            f"q{next(self._ids)}", tool_call.tool_call_id,
+            tool_call.title or (state.title if state else "") or "a tool call",
+            tool_call.kind or (state.kind if state else "other"),
+            shown_input(tool_call.raw_input if tool_call.raw_input not in (None, {})
+                        else (state.input if state else None)),
+            tuple(PermissionOption(o.option_id, o.name, o.kind) for o in options))
+        if self._cancelling:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._questions[question.request] = answer
+        me = asyncio.current_task()
+        if me is not None:
+            self._answering.add(me)
+            me.add_done_callback(self._answering.discard)
+
+        async def ask() -> None:
+            try:
+                kind = await self.port.ask_permission(question)
+            except Exception:  # noqa: BLE001 -- an owner failure declines the question
+                kind = None
+            if not answer.done():
+                answer.set_result(kind)
+
+        asker = asyncio.ensure_future(ask())
+        self._user_waits += 1
+        try:
+            kind = await answer
+        finally:
+            self._user_waits -= 1
+            self.last_activity = time.monotonic()
+            self._questions.pop(question.request, None)
+            if not asker.done():
+                asker.cancel()
+        option = pick_option(options, kind)
+        self.log.note("·", f"permission {question.request} answered "
+                           f"{option.kind + ' ' + option.option_id if option else 'cancelled'}")
+        if option is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
+
+    def open_questions(self) -> list[str]:
+        return [q for q, f in self._questions.items() if not f.done()]
+
+    async def _read(self, path: str, line: int | None, limit: int | None
+                    ) -> ReadTextFileResponse:
+        rel = confine(self.settings.root, path)
+        try:
+            text = await self.port.read_text(rel)
+        except RioError as err:
+            raise RequestError(-32002, f"{err.message} ({err.kind})", {"path": path}) from None
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = max(0, (line or 1) - 1)
+            end = len(lines) if limit is None else start + max(0, limit)
+            text = "".join(lines[start:end])
+        return ReadTextFileResponse(content=text)
+
+    async def _write(self, path: str, content: str) -> WriteTextFileResponse:
+        rel = confine(self.settings.root, path)
+        if self._cancelling:
+            raise RequestError(-32603, f"Rio did not write {rel}: the turn was stopped.")
+        task = asyncio.ensure_future(self.port.propose_write(rel, content))
+        self._writes.add(task)
+        me = asyncio.current_task()
+        if me is not None:
+            self._answering.add(me)
+            me.add_done_callback(self._answering.discard)
+        self._user_waits += 1
+        try:
+            outcome = await task
+        except asyncio.CancelledError:
+            if not self._cancelling:
+                raise
+            raise RequestError(-32603, f"Rio did not write {rel}: the turn was stopped.") \
+                from None
+        except RioError as err:
+            raise RequestError(-32603, f"Rio did not write {rel}: {err.message}") from None
+        finally:
+            self._writes.discard(task)
+            self._user_waits -= 1
+            self.last_activity = time.monotonic()
+        if not outcome.applied:
+            raise RequestError(-32603, f"Rio did not write {rel}: {outcome.reason or 'declined'}"
+                               ". Do not repeat it unchanged; ask the user what they want.")
+        return WriteTextFileResponse()
+
+    # --- the wire ------------------------------------------------------------------------
+    def _observe(self, event: Any) -> None:
+        if getattr(event.direction, "value", "") == "outgoing":
+            self.log.message("→", event.message)
+
+    async def _pump_stdout(self, reader: asyncio.StreamReader) -> None:
+        """Agent stdout → log → the SDK's reader; malformed lines stop here."""
+        assert self.process is not None
+        source = self.process.stdout
+        try:
+            while True:
+                try:
+                    line = await source.readline()
+                except ValueError:   # longer than LINE_LIMIT: the rest of it was dropped
+                    self.malformed_lines += 1
+                    self.log.note("!", f"a line over {LINE_LIMIT} bytes from the agent, dropped")
+                    continue
+                if not line:
+                    break
+                self.last_activity = time.monotonic()
+                stripped = line.strip()
+                if not stripped:
+                    continue
+                try:
+                    message = json.loads(stripped)
+                    if not isinstance(message, dict):
+                        raise ValueError("not an object")
+                except ValueError:
+                    self.malformed_lines += 1
+                    self.log.note("!", "malformed line from the agent, dropped: "
+                                  + stripped[:300].decode("utf-8", "replace"))
+                    continue
+                self.log.message("←", message)
+                reader.feed_data(line if line.endswith(b"\n") else line + b"\n")
+        except (ConnectionError, OSError) as exc:
+            self.log.note("!", f"reading the agent failed: {exc}")
+        finally:
+            reader.feed_eof()
+
+    async def _drain_stderr(self) -> None:
+        assert self.process is not None
+        pending = b""
+        try:
+            while True:
+                chunk = await self.process.stderr.read(_STDERR_CHUNK)
+                if not chunk:
+                    break
+                self.stderr.total_bytes += len(chunk)
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-4000:]
+                for raw in lines[-50:]:
+                    self.stderr.add(raw.decode("utf-8", "replace"))
+                if lines:
+                    self.log.note("stderr", lines[-1][-500:].decode("utf-8", "replace"))
+        except (ConnectionError, OSError):
+            pass
+        if pending:
+            self.stderr.add(pending.decode("utf-8", "replace"))
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.returncode is None \
+            and self.state not in ("exited", "stopped")
+
+    async def _request(self, what: str, call: Any, timeout: float | None = None) -> Any:
+        try:
+            return await asyncio.wait_for(call, timeout or self.settings.request_timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- classified
+            raise await self._classify(exc, what) from None
+
+    async def _classify(self, exc: BaseException, what: str) -> RioError:
+        s = self.settings
+        if isinstance(exc, RioError):
+            return exc
+        if isinstance(exc, RequestError) and exc.code == AUTH_REQUIRED:
+            self.state = "sign_in_needed"
+            methods = [m.to_dict() for m in self.sign_in]
+            self._publish("agent.sign_in", {"state": "needed", "agent": s.name,
+                                            "methods": methods})
+            return AgentError("sign_in_needed", f"The agent {s.name!r} needs you to sign in "
+                              f"(it answered {what} with 'Authentication required').",
+                              _sign_in_next(self.sign_in), methods=methods)
+        if isinstance(exc, RequestError):
+            detail = ""
+            if isinstance(exc.data, dict) and exc.data.get("details"):
+                detail = f": {str(exc.data['details'])[:500]}"
+            return AgentError("agent_failed", f"The agent {s.name!r} answered {what} with an "
+                              f"error: {exc}{detail} ({exc.code}).",
+                              "Send the message again; if it keeps failing, read the protocol "
+                              "log (docs/agent-chat.md).", code=exc.code)
+        if isinstance(exc, asyncio.TimeoutError):
+            return AgentError("agent_timeout", f"The agent {s.name!r} did not answer {what} "
+                              "in time.", "Stop it and try again; the protocol log shows the "
+                              "last thing it said.")
+        # the connection is gone: the agent exited (or closed its stdout)
+        code = await self._exit_code()
+        self.state = "exited"
+        tail = self.stderr.text().strip().splitlines()[-3:]
+        said = f" Its last words: {' | '.join(tail)[-600:]}" if tail else ""
+        return AgentError("agent_exited", f"The agent {s.name!r} stopped during {what} "
+                          f"(exit code {code}).{said}",
+                          "Send the message again to start it again; the protocol log has "
+                          "its output.", exit_code=code)
+
+    async def _exit_code(self) -> int | None:
+        if self.process is None:
+            return None
+        try:
+            return await asyncio.wait_for(self.process.wait(), 2.0)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 -- unknown is an answer
+            return self.process.returncode
+
+    # --- stop ----------------------------------------------------------------------------
+    async def close(self) -> StopResult | None:
+        """End the agent and its helpers (the stop sequence); idempotent."""
+        for future in list(self._questions.values()):
+            if not future.done():
+                future.set_result(None)
+        if self.conn is not None:
+            try:
+                await asyncio.wait_for(self.conn.close(), 1.0)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 -- closing anyway
+                pass
+        result = None
+        if self.process is not None:
+            result = await self.process.stop()
+            self.log.note("·", f"stopped: {result.how} after {result.elapsed:.2f} s, "
+                               f"exit code {result.returncode}")
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.state = "stopped"
+        return result
+
+
+def _sign_in_next(methods: Sequence[SignInMethod]) -> str:
+    if not methods:
+        return "Sign in with the agent's own command in a terminal, then send the message again."
+    ways = []
+    for m in methods:
+        if m.type == "terminal":
+            ways.append(f"run `{m.to_dict()['shell']}` in a terminal")
+        elif m.type == "env_var":
+            ways.append(f"set {', '.join(m.vars)} in your environment and restart Rio")
+        else:
+            ways.append(f"choose '{m.name}' to sign in through the agent")
+    return "Sign in: " + "; or ".join(ways) + " — then send the message again."

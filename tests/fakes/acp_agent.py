@@ -1,0 +1,330 @@
+"""A fake ACP agent for the tests, written with the SDK's agent side (``acp.run_agent``).
+
+Run as ``python tests/fakes/acp_agent.py SCRIPT`` where SCRIPT is a JSON file (or inline
+JSON). Keys, all optional::
+
+    {"auth": "none" | "new_session" | "prompt",      # where -32000 comes until authenticate
+     "auth_methods": [{"id", "name", "type"?: "terminal"|"env_var", "args"?, "vars"?}],
+     "load_session": true,                           # offer session/load
+     "state": "/tmp/x.json",                         # sessions kept here across processes
+     "modes": {"current": "ask", "available": ["ask", "code"]},
+     "commands": [{"name": "review", "description": "…"}],
+     "on_eof": "exit" | "stay",                      # "stay": ignore stdin close (claude-like)
+     "ignore_term": false,                           # also ignore SIGTERM: only KILL ends it
+     "startup_stderr": 0,                            # bytes written to stderr before serving
+     "turns": [[action, …], …],                      # one list per prompt, in order
+     "default_turn": [action, …]}                    # after the listed turns (default: echo)
+
+Actions (one dict each; the key names it):
+
+``{"text": "…"}`` a message chunk · ``{"echo": true}`` the prompt's text back ·
+``{"thought": "…"}`` · ``{"plan": ["step", …]}`` · ``{"usage": [used, size]}`` ·
+``{"tool": {"id", "title", "kind", "input", "status"}}`` a tool call ·
+``{"tool_update": {"id", "status", "input"?, "output"?}}`` ·
+``{"permission": {"id", "title"?, "options": [[optionId, kind], …]}}`` asks, then says
+``permission: <optionId|cancelled>`` · ``{"read": {"path", "line"?, "limit"?}}`` then says
+``read: <content>`` or ``read error: <code> <message>`` · ``{"write": {"path", "content"}}``
+then ``write: ok`` / ``write error: <code> <message>`` · ``{"write_disk": {"path",
+"content"}}`` writes the file itself, behind the client's back · ``{"terminal": "cmd"}`` tries
+terminal/create, says ``terminal: <code>`` · ``{"silent": seconds}`` sends nothing (a cancel
+ends it) · ``{"hang": true}`` until session/cancel · ``{"hang": "forever"}`` ignores cancel
+too · ``{"crash": code}`` exits mid-turn (after a line on stderr) · ``{"stderr": bytes}`` ·
+``{"malformed": "…"}`` a raw non-JSON line on stdout · ``{"helper": "group"|"setsid"}`` starts
+a sleeping helper, says ``helper <pid>`` · ``{"env": "PREFIX"}`` says ``env: NAMES`` of the
+variables starting with PREFIX · ``{"report_init": true}`` says ``init: <JSON of the
+client's capabilities>`` · ``{"mode": "id"}`` a current_mode_update ·
+``{"stop_reason": "…"}`` how the prompt ends (default end_turn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+from acp import RequestError, run_agent, text_block
+from acp.helpers import (
+    plan_entry, start_tool_call, update_agent_message_text, update_agent_thought_text,
+    update_plan, update_tool_call, update_user_message_text)
+from acp.schema import (
+    AgentCapabilities, AuthenticateResponse, AuthMethodAgent, AvailableCommand,
+    AvailableCommandsUpdate, CurrentModeUpdate, EnvVarAuthMethod, AuthEnvVar, Implementation,
+    InitializeResponse, LoadSessionResponse, NewSessionResponse, PermissionOption,
+    PromptResponse, SessionMode, SessionModeState, SetSessionModeResponse, TerminalAuthMethod,
+    ToolCallUpdate, UsageUpdate)
+
+
+class Cancelled(Exception):
+    pass
+
+
+class FakeAgent:
+    def __init__(self, script: dict[str, Any]) -> None:
+        self.script = script
+        self.conn: Any = None
+        self.authed = script.get("auth", "none") == "none"
+        self.client_caps: Any = None
+        self.prompts = 0
+        self.cancel_event = asyncio.Event()
+        self.sessions: dict[str, list[list[str]]] = self._load_state()
+
+    # --- state across processes (session/load) ------------------------------------------
+    def _load_state(self) -> dict[str, list[list[str]]]:
+        path = self.script.get("state")
+        if path and os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+        return {}
+
+    def _save_state(self) -> None:
+        path = self.script.get("state")
+        if path:
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(self.sessions, fh)
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    # --- client → agent -----------------------------------------------------------------
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         client_info: Any = None, **kw: Any) -> InitializeResponse:
+        self.client_caps = {
+            "capabilities": client_capabilities.model_dump(mode="json", by_alias=True,
+                                                           exclude_none=True)
+            if client_capabilities else None, "meta": kw}
+        methods = []
+        for m in self.script.get("auth_methods", []):
+            if m.get("type") == "terminal":
+                methods.append(TerminalAuthMethod(id=m["id"], name=m["name"], type="terminal",
+                                                  args=m.get("args", [])))
+            elif m.get("type") == "env_var":
+                methods.append(EnvVarAuthMethod(id=m["id"], name=m["name"], type="env_var",
+                                                vars=[AuthEnvVar(name=v) for v in m["vars"]]))
+            else:
+                methods.append(AuthMethodAgent(id=m["id"], name=m["name"],
+                                               description=m.get("description")))
+        return InitializeResponse(
+            protocol_version=1, auth_methods=methods,
+            agent_capabilities=AgentCapabilities(load_session=bool(
+                self.script.get("load_session"))),
+            agent_info=Implementation(name="fake-acp", version="1.2.3"))
+
+    async def authenticate(self, method_id: str, **kw: Any) -> AuthenticateResponse:
+        if method_id not in {m["id"] for m in self.script.get("auth_methods", [])}:
+            raise RequestError.invalid_params({"method": method_id})
+        self.authed = True
+        return AuthenticateResponse()
+
+    def _modes(self) -> SessionModeState | None:
+        modes = self.script.get("modes")
+        if not modes:
+            return None
+        return SessionModeState(current_mode_id=modes["current"], available_modes=[
+            SessionMode(id=m, name=m.title()) for m in modes["available"]])
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kw: Any
+                          ) -> NewSessionResponse:
+        if self.script.get("auth") == "new_session" and not self.authed:
+            raise RequestError.auth_required()
+        sid = uuid.uuid4().hex[:12]
+        self.sessions[sid] = []
+        self._save_state()
+        if self.script.get("commands"):
+            asyncio.get_running_loop().call_later(0.01, lambda: asyncio.ensure_future(
+                self._send_commands(sid)))
+        return NewSessionResponse(session_id=sid, modes=self._modes())
+
+    async def _send_commands(self, sid: str) -> None:
+        await self.conn.session_update(session_id=sid, update=AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=[
+                AvailableCommand(name=c["name"], description=c.get("description", ""))
+                for c in self.script["commands"]]))
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           **kw: Any) -> LoadSessionResponse:
+        if session_id not in self.sessions:
+            raise RequestError.resource_not_found(session_id)
+        for role, text in self.sessions[session_id]:
+            update = (update_user_message_text(text) if role == "user"
+                      else update_agent_message_text(text))
+            await self.conn.session_update(session_id=session_id, update=update)
+        return LoadSessionResponse(modes=self._modes())
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kw: Any
+                               ) -> SetSessionModeResponse:
+        await self.conn.session_update(session_id=session_id, update=CurrentModeUpdate(
+            session_update="current_mode_update", current_mode_id=mode_id))
+        return SetSessionModeResponse()
+
+    async def cancel(self, session_id: str, **kw: Any) -> None:
+        self.cancel_event.set()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kw: Any) -> PromptResponse:
+        if self.script.get("auth") == "prompt" and not self.authed:
+            raise RequestError.auth_required()
+        text = "".join(getattr(b, "text", "") for b in prompt)
+        turns = self.script.get("turns", [])
+        actions = turns[self.prompts] if self.prompts < len(turns) else \
+            self.script.get("default_turn", [{"echo": True}])
+        self.prompts += 1
+        self.cancel_event = asyncio.Event()
+        self.said: list[str] = []
+        self.stop_reason = "end_turn"
+        history = self.sessions.setdefault(session_id, [])
+        history.append(["user", text])
+        try:
+            for action in actions:
+                await self.act(session_id, action, text)
+        except Cancelled:
+            self.stop_reason = "cancelled"
+        history.append(["agent", "".join(self.said)])
+        self._save_state()
+        return PromptResponse(stop_reason=self.stop_reason)
+
+    # --- actions --------------------------------------------------------------------------
+    async def say(self, sid: str, text: str) -> None:
+        self.said.append(text)
+        await self.conn.session_update(session_id=sid, update=update_agent_message_text(text))
+
+    async def wait_cancel(self, seconds: float | None) -> None:
+        try:
+            await asyncio.wait_for(self.cancel_event.wait(), seconds)
+        except asyncio.TimeoutError:
+            return
+        raise Cancelled()
+
+    async def act(self, sid: str, a: dict[str, Any], prompt_text: str) -> None:
+        conn = self.conn
+        if self.cancel_event.is_set():
+            raise Cancelled()
+        if "text" in a:
+            await self.say(sid, a["text"])
+        elif "echo" in a:
+            await self.say(sid, "echo: " + prompt_text)
+        elif "thought" in a:
+            await conn.session_update(session_id=sid, update=update_agent_thought_text(
+                a["thought"]))
+        elif "plan" in a:
+            await conn.session_update(session_id=sid, update=update_plan(
+                [plan_entry(p) for p in a["plan"]]))
+        elif "usage" in a:
+            await conn.session_update(session_id=sid, update=UsageUpdate(
+                session_update="usage_update", used=a["usage"][0], size=a["usage"][1]))
+        elif "mode" in a:
+            await conn.session_update(session_id=sid, update=CurrentModeUpdate(
+                session_update="current_mode_update", current_mode_id=a["mode"]))
+        elif "tool" in a:
+            t = a["tool"]
+            await conn.session_update(session_id=sid, update=start_tool_call(
+                t["id"], t.get("title", t["id"]), kind=t.get("kind", "other"),
+                status=t.get("status", "pending"), raw_input=t.get("input", {})))
+        elif "tool_update" in a:
+            t = a["tool_update"]
+            content = None
+            if "output" in t:
+                from acp.helpers import tool_content
+                content = [tool_content(text_block(t["output"]))]
+            await conn.session_update(session_id=sid, update=update_tool_call(
+                t["id"], status=t.get("status"), raw_input=t.get("input"), content=content))
+        elif "permission" in a:
+            p = a["permission"]
+            try:
+                answer = await conn.request_permission(
+                    session_id=sid, tool_call=ToolCallUpdate(
+                        tool_call_id=p["id"], title=p.get("title")),
+                    options=[PermissionOption(option_id=o, name=o, kind=k)
+                             for o, k in p["options"]])
+                outcome = answer.outcome
+                chosen = getattr(outcome, "option_id", None) or outcome.outcome
+            except RequestError as exc:
+                chosen = f"error {exc.code}"
+            await self.say(sid, f"permission: {chosen}")
+        elif "read" in a:
+            r = a["read"]
+            try:
+                got = await conn.read_text_file(session_id=sid, path=r["path"],
+                                                line=r.get("line"), limit=r.get("limit"))
+                await self.say(sid, f"read: {got.content}")
+            except RequestError as exc:
+                await self.say(sid, f"read error: {exc.code} {exc}")
+        elif "write" in a:
+            w = a["write"]
+            try:
+                await conn.write_text_file(session_id=sid, path=w["path"], content=w["content"])
+                await self.say(sid, "write: ok")
+            except RequestError as exc:
+                await self.say(sid, f"write error: {exc.code} {exc}")
+        elif "write_disk" in a:
+            w = a["write_disk"]
+            with open(w["path"], "w", encoding="utf-8") as fh:
+                fh.write(w["content"])
+        elif "terminal" in a:
+            try:
+                await conn.create_terminal(session_id=sid, command=a["terminal"])
+                await self.say(sid, "terminal: ok")
+            except RequestError as exc:
+                await self.say(sid, f"terminal: {exc.code}")
+            except Exception as exc:  # noqa: BLE001 -- the fake reports what it got
+                await self.say(sid, f"terminal: {type(exc).__name__}")
+        elif "silent" in a:
+            await self.wait_cancel(float(a["silent"]))
+        elif "hang" in a:
+            if a["hang"] == "forever":
+                await asyncio.Event().wait()
+            await self.wait_cancel(None)
+        elif "crash" in a:
+            sys.stderr.write("fatal: the fake agent crashes on purpose\n")
+            sys.stderr.flush()
+            os._exit(int(a["crash"]))
+        elif "stderr" in a:
+            spam(int(a["stderr"]))
+        elif "malformed" in a:
+            os.write(1, a["malformed"].encode() + b"\n")
+        elif "helper" in a:
+            proc = subprocess.Popen(  # noqa: S603 -- a fixed argv
+                [sys.executable, "-c", "import time; time.sleep(3600)"],
+                start_new_session=a["helper"] == "setsid")
+            await self.say(sid, f"helper {proc.pid}")
+        elif "env" in a:
+            names = sorted(k for k in os.environ if k.startswith(a["env"]))
+            await self.say(sid, "env: " + ",".join(names))
+        elif "report_init" in a:
+            await self.say(sid, "init: " + json.dumps(self.client_caps, sort_keys=True))
+        elif "stop_reason" in a:
+            self.stop_reason = a["stop_reason"]
+        else:
+            raise RequestError.invalid_params({"unknown action": a})
+
+
+def spam(count: int) -> None:
+    line = b"x" * 1023 + b"\n"
+    while count > 0:
+        os.write(2, line[:min(count, len(line))])
+        count -= len(line)
+
+
+def main() -> int:
+    arg = sys.argv[1] if len(sys.argv) > 1 else "{}"
+    if arg.lstrip().startswith("{"):
+        script = json.loads(arg)
+    else:
+        with open(arg, encoding="utf-8") as fh:
+            script = json.load(fh)
+    if script.get("ignore_term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if script.get("startup_stderr"):
+        spam(int(script["startup_stderr"]))
+    asyncio.run(run_agent(FakeAgent(script)))
+    if script.get("on_eof") == "stay":   # like claude-agent-acp and codex-acp
+        while True:
+            signal.pause()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
