@@ -35,7 +35,7 @@ class FakeCore:
 
     # the connection face the editor uses
     def request(self, op: str, params: dict[str, Any], callback: Callable[[Reply], None],
-                timeout: float | None = None) -> None:
+                timeout: float | None = None, request_id: str | None = None) -> None:
         self.requests.append((op, dict(params)))
         self.queue.append(lambda: self._answer(op, params, callback))
 
