@@ -33,7 +33,6 @@ the restarted process (or spawns it again).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from typing import Any, Callable, Mapping
 import pykka
 
 from actors.bus_thread import BusThread, RequestContext
+from actors.turn_workers import IdleTimers, WorkerPool
 from actors.actor_registry import ActorHost, actor_factory
 from rio.conversations import (Conversation, ConversationStore, check_conversation_id,
                                conversation_of_turn, conversations_dir, turn_id, undo_label)
@@ -96,46 +96,6 @@ class TurnOutcome:
     buffers: tuple[str, ...] = ()        # buffers the turn changed (unsaved: the user saves)
 
 
-class WorkerPool:
-    """Long-lived daemon worker threads that grow on demand up to ``limit``; idle ones wait."""
-
-    def __init__(self, name: str, limit: int):
-        self.name = name
-        self.limit = limit
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._idle = 0
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            if self._idle > 0:
-                self._idle -= 1            # an idle worker will take it
-            elif len(self._threads) < self.limit:
-                t = threading.Thread(target=self._work, daemon=True,
-                                     name=f"rio-{self.name}-{len(self._threads) + 1}")
-                self._threads.append(t)
-                t.start()
-            # else: every worker is busy and the pool is full; the job waits its turn
-        self._jobs.put(job)
-
-    def _work(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            try:
-                job()
-            except Exception:  # noqa: BLE001 -- a job's failure must not kill the worker
-                log.exception("%s: a job failed", self.name)
-            with self._lock:
-                self._idle += 1
-
-    def close(self) -> None:
-        for _ in self._threads:
-            self._jobs.put(None)
-
-
 def classify_bus_failure(err: RioError) -> dict[str, Any]:
     """The agent.error for a session.turn that failed on the bus instead of answering."""
     if err.kind in ("bus.actor_dead", "bus.closed", "bus.unreachable"):
@@ -178,12 +138,11 @@ class ConversationsActor(pykka.ThreadingActor):
         #: A session process with no turn this long is stopped (system.restart again=false,
         #: reason idle); the next message spawns it again. 0: never (config idle_stop_s).
         self.idle_stop_s = _configured_idle_stop() if idle_stop_s is None else idle_stop_s
-        self._idle_timers: dict[str, tuple[int, threading.Timer]] = {}
-        self._idle_generation = 0
+        self.idle = IdleTimers(self.idle_stop_s, lambda cid, generation: self._tell(
+            ("idle", cid, generation)))
 
     def on_stop(self) -> None:
-        for _, timer in self._idle_timers.values():
-            timer.cancel()
+        self.idle.close()
         self.turns.close()
         self.forwards.close()
 
@@ -222,6 +181,12 @@ class ConversationsActor(pykka.ThreadingActor):
                 raise AgentError("not_configured", f"No provider named {provider!r} is "
                                  f"installed (installed: {', '.join(sorted(installed))}).",
                                  "Pick one of those with --provider, or install the plug-in.")
+        endpoint = ctx.args.get("endpoint")
+        if endpoint:
+            from rio.failures import unusable_endpoint
+            from rio.providers.base import usable_url
+            if not usable_url(endpoint):   # said now, not as a failed turn later
+                raise unusable_endpoint(provider or "the provider", endpoint)
         conv = self.store.create(title=ctx.args.get("title"), provider=provider,
                                  endpoint=ctx.args.get("endpoint"), model=ctx.args.get("model"))
         ctx.reply({"conversation": conv.conversation, "title": conv.title,
@@ -293,7 +258,7 @@ class ConversationsActor(pykka.ThreadingActor):
 
     # --- turns -------------------------------------------------------------------------------
     def _start_turn(self, ctx: RequestContext, cid: str, text: str) -> None:
-        self._disarm_idle(cid)
+        self.idle.disarm(cid)
         conv, record = self.store.begin_turn(cid, text)
         running = RunningTurn(cid, record.turn, text)
         self.running[cid] = running
@@ -465,31 +430,12 @@ class ConversationsActor(pykka.ThreadingActor):
             if running.successor_outcome is not None:
                 self._finished(successor.turn, running.successor_outcome)
         elif cid not in self.running:
-            self._arm_idle(cid)
+            self.idle.arm(cid)      # no turn for idle_stop_s: the session process is stopped
 
     # --- idle session processes --------------------------------------------------------------
-    def _arm_idle(self, cid: str) -> None:
-        """After a turn: stop the conversation's process if no turn starts for idle_stop_s."""
-        self._disarm_idle(cid)
-        if self.idle_stop_s <= 0:
-            return
-        self._idle_generation += 1
-        generation = self._idle_generation
-        timer = threading.Timer(self.idle_stop_s, lambda: self._tell(("idle", cid, generation)))
-        timer.daemon = True
-        self._idle_timers[cid] = (generation, timer)
-        timer.start()
-
-    def _disarm_idle(self, cid: str) -> None:
-        armed = self._idle_timers.pop(cid, None)
-        if armed is not None:
-            armed[1].cancel()
-
     def _idle(self, cid: str, generation: int) -> None:
-        armed = self._idle_timers.get(cid)
-        if armed is None or armed[0] != generation or cid in self.running:
+        if not self.idle.due(cid, generation) or cid in self.running:
             return      # a turn started meanwhile: the timer is stale
-        del self._idle_timers[cid]
         self.healthy.discard(cid)      # the next turn checks readiness (and spawns)
         args = {"process": f"agent:{cid}", "again": False, "reason": "idle"}
 

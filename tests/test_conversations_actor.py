@@ -306,6 +306,11 @@ def test_bad_requests_are_refused_with_their_kind(client):
     with pytest.raises(AgentError) as err:
         client.call("agent.new", {"provider": "no-such-provider"})
     assert err.value.kind == "agent.not_configured" and "anthropic" in err.value.message
+    # `rio chat --endpoint notaurl`: a configuration mistake said at once, not "plain http".
+    with pytest.raises(AgentError) as err:
+        client.call("agent.new", {"endpoint": "notaurl"})
+    assert err.value.kind == "agent.not_configured" and "not a usable URL" in err.value.message
+    assert "plain http" not in err.value.message
 
 
 # --- end to end: the real session process and the loopback Anthropic server ---------------------
@@ -625,3 +630,24 @@ def test_e2e_an_idle_session_process_is_stopped_and_started_again(idle_server, m
         assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     finally:
         client.close()
+
+
+def test_idle_timers_fire_once_and_a_new_turn_makes_the_old_one_stale():
+    from actors.turn_workers import IdleTimers
+    fired: list[tuple[str, int]] = []
+    event = threading.Event()
+    timers = IdleTimers(0.01, lambda cid, gen: (fired.append((cid, gen)), event.set()))
+    try:
+        timers.arm("c1")
+        assert event.wait(5)
+        cid, gen = fired[0]
+        assert timers.due(cid, gen) and not timers.due(cid, gen)   # once
+        timers.arm("c1")
+        stale = timers._armed["c1"][0]
+        timers.disarm("c1")                # a turn began
+        assert not timers.due("c1", stale)
+        never = IdleTimers(0, lambda cid, gen: fired.append((cid, gen)))
+        never.arm("c2")                    # idle_stop_s = 0: nothing is armed
+        assert not never._armed
+    finally:
+        timers.close()
