@@ -117,13 +117,14 @@ class DocumentsActor(pykka.ThreadingActor):
 
     def __init__(self, workspace_root: Path, journal_dir: Path, bus: BusThread,
                  routes: BufferRoutes, *, file_port: Any = None,
-                 max_file_bytes: int | None = None, process: str = "core"):
+                 max_file_bytes: int | None = None, journal_store: Any = None,
+                 process: str = "core"):
         super().__init__()
         self.process = process
         self.bus = bus
         self.routes = routes
         self.factory = BufferFactory(workspace_root, journal_dir, file_port=file_port,
-                                     max_file_bytes=max_file_bytes)
+                                     max_file_bytes=max_file_bytes, journal_store=journal_store)
         self.by_path: dict[str, str] = {}
         self.recovered: RecoveryReport | None = None
 

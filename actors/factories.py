@@ -17,13 +17,15 @@ def start_documents(host: ActorHost) -> dict[str, Handler]:
     """buffer.*: the open documents, their journals and the journal flush ticker."""
     from actors.documents import BufferRoutes, DocumentsActor, buffer_handler, flush_ticker
 
-    file_port = None
+    file_port = journal_store = None
     if host.fault_injection:
-        from actors.faults import SwitchableFilePort
+        from actors.faults import SwitchableFilePort, SwitchableJournalStore
         file_port = SwitchableFilePort.install(host)
+        journal_store = SwitchableJournalStore.install(host, journal_dir(host.root))
     routes = BufferRoutes()
     ref = DocumentsActor.start(host.root, journal_dir(host.root), host.bus, routes,
-                               file_port=file_port, process=host.name)
+                               file_port=file_port, journal_store=journal_store,
+                               process=host.name)
     host.refs.append(ref)
     host.ping_targets.append(ref)
     stop = threading.Event()

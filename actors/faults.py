@@ -9,6 +9,8 @@ Three pieces live here, all on the *instance* side of ``rio faults`` (the harnes
   real disk until a save failure is armed, then a write that fails part-way (ENOSPC / EIO). The
   switch is a small JSON file in the instance's runtime folder, so the supervisor (which has no
   bus connection it may use from the hub thread) arms it without a round trip.
+* :class:`SwitchableJournalStore` — the same for the journal: the next ``count`` journal
+  writes fail part-way, as on a disk that fills up (``journal_fail``).
 * The ``fake_agent`` actor: an on-demand process (``[process.fake]`` in supervisor.toml) that
   behaves like an agent session for the stop sequence — it streams ``fake.delta`` events and
   starts helper processes through :mod:`actors.process_control`. Its behaviour comes from the
@@ -44,10 +46,12 @@ from actors import process_control
 from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from rio.errors import ConfigError, ProtocolError
 from rio.files import FileStat, OsFilePort
+from rio.journal import OsJournalStore
 from rio.instance import InstancePaths
 
 
 SAVE_FAIL_FILE = "fault.save_fail.json"
+JOURNAL_FAIL_FILE = "fault.journal_fail.json"
 HELPER_KINDS = ("polite", "stubborn", "forking")
 HOST_KINDS = ("polite", "stubborn", "crash")
 DELTA_INTERVAL_S = 0.05
@@ -62,13 +66,19 @@ def save_fail_path(instance: str) -> Path:
     return InstancePaths.for_name(instance).runtime / SAVE_FAIL_FILE
 
 
+def journal_fail_path(instance: str) -> Path:
+    return InstancePaths.for_name(instance).runtime / JOURNAL_FAIL_FILE
+
+
 def apply_fault(sup: Any, args: dict[str, Any]) -> dict[str, Any]:
     """``system.fault {fault, target, params}`` on a supervisor started with --fault-injection.
 
     * ``signal`` {target: process name, params: {signal: KILL|STOP|CONT|TERM}}
     * ``save_fail`` {params: {errno: ENOSPC|EIO, after_bytes: N, count: 1}}: the next ``count``
       saves of the documents process fail after writing ``after_bytes`` bytes of the temp file.
-    * ``clear``: disarm any armed save failure.
+    * ``journal_fail`` {params: {errno, after_bytes, count}}: the next ``count`` journal writes
+      (an edit's append, a journal's first write) fail after ``after_bytes`` bytes.
+    * ``clear``: disarm any armed save or journal failure.
     """
     fault = args["fault"]
     params = dict(args.get("params") or {})
@@ -90,11 +100,16 @@ def apply_fault(sup: Any, args: dict[str, Any]) -> dict[str, Any]:
         spec = SaveFailure.from_params(params)
         write_switch(save_fail_path(sup.name), spec)
         return {"fault": fault, "armed": spec.to_dict()}
+    if fault == "journal_fail":
+        spec = SaveFailure.from_params(params)
+        write_switch(journal_fail_path(sup.name), spec)
+        return {"fault": fault, "armed": spec.to_dict()}
     if fault == "clear":
         save_fail_path(sup.name).unlink(missing_ok=True)
+        journal_fail_path(sup.name).unlink(missing_ok=True)
         return {"fault": fault}
     raise ProtocolError("bad_args", f"Unknown fault {fault!r}.",
-                        "Use signal, save_fail or clear (docs/faults.md).")
+                        "Use signal, save_fail, journal_fail or clear (docs/faults.md).")
 
 
 @dataclass(frozen=True)
@@ -161,19 +176,7 @@ class SwitchableFilePort:
 
     def _take(self) -> SaveFailure | None:
         """Consume one armed failure, if any (one stat per save when none is armed)."""
-        with self._lock:
-            try:
-                data = json.loads(self.switch.read_text())
-                spec = SaveFailure(int(data["errno"]), int(data["after_bytes"]),
-                                   int(data.get("count", 1)))
-            except (OSError, ValueError, KeyError, TypeError):
-                return None
-            if spec.count <= 1:
-                self.switch.unlink(missing_ok=True)
-            else:
-                write_switch(self.switch, SaveFailure(spec.errno, spec.after_bytes,
-                                                      spec.count - 1))
-            return spec
+        return take_armed(self.switch, self._lock)
 
     def _failing(self, chunks: Iterable[bytes], spec: SaveFailure) -> Iterator[bytes]:
         # Bytes up to after_bytes really reach the temp file: the failure is part-way through.
@@ -188,6 +191,55 @@ class SwitchableFilePort:
             yield chunk
         self.failed += 1
         raise OSError(spec.errno, os.strerror(spec.errno))  # the disk "fills" at the end too
+
+
+def take_armed(switch: Path, lock: threading.Lock) -> SaveFailure | None:
+    """Consume one armed failure from ``switch``, if any (one failed stat when none is)."""
+    with lock:
+        try:
+            data = json.loads(switch.read_text())
+            spec = SaveFailure(int(data["errno"]), int(data["after_bytes"]),
+                               int(data.get("count", 1)))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if spec.count <= 1:
+            switch.unlink(missing_ok=True)
+        else:
+            write_switch(switch, SaveFailure(spec.errno, spec.after_bytes, spec.count - 1))
+        return spec
+
+
+class SwitchableJournalStore(OsJournalStore):
+    """The real journal folder, except for the writes a ``journal_fail`` fault armed: those
+    land ``after_bytes`` bytes and then fail, like a disk that fills up mid-record."""
+
+    def __init__(self, directory: Path, switch: Path) -> None:
+        super().__init__(directory)
+        self.switch = switch
+        self.failed = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def install(cls, host: ActorHost, directory: Path) -> "SwitchableJournalStore":
+        return cls(directory, journal_fail_path(host.args.instance or "default"))
+
+    def _fail(self, spec: SaveFailure) -> OSError:
+        self.failed += 1
+        return OSError(spec.errno, os.strerror(spec.errno))
+
+    def append_bytes(self, name: str, data: bytes) -> None:
+        spec = take_armed(self.switch, self._lock)
+        if spec is None:
+            return super().append_bytes(name, data)
+        if spec.after_bytes:
+            super().append_bytes(name, data[:spec.after_bytes])
+        raise self._fail(spec)
+
+    def replace_atomically(self, name: str, data: bytes) -> None:
+        spec = take_armed(self.switch, self._lock)
+        if spec is not None:   # the temp copy fails; the journal in place stays as it was
+            raise self._fail(spec)
+        super().replace_atomically(name, data)
 
 
 # ------------------------------------------------------------------------ the fake agent
