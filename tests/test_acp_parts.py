@@ -1,0 +1,147 @@
+"""The ACP client's pure parts: confinement, option choice, environment, sign-in methods,
+the protocol log and the update translation — no process."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from acp import RequestError
+from acp.schema import (
+    AuthEnvVar, AuthMethodAgent, EnvVarAuthMethod, PermissionOption, TerminalAuthMethod)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rio.acp.auth import sign_in_methods
+from rio.acp.client import confine, pick_option
+from rio.acp.port import agent_environment
+from rio.acp.protocol_log import ProtocolLog, StderrTail, redact
+from rio.acp.updates import UpdateTranslator
+
+
+def test_confine_accepts_paths_inside_and_refuses_the_rest(tmp_path):
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (tmp_path / "out.txt").write_text("x")
+    (root / "up").symlink_to(tmp_path)
+    (root / "inner").symlink_to(root / "sub")
+    assert confine(root, str(root / "sub" / "a.py")) == "sub/a.py"
+    assert confine(root, "sub/new.txt") == "sub/new.txt"
+    assert confine(root, str(root / "inner" / "b")) == "sub/b"          # symlink inside
+    for bad in (str(tmp_path / "out.txt"), str(root / ".." / "out.txt"),
+                str(root / "up" / "out.txt"), "/etc/passwd", "", "a\0b", str(root)):
+        with pytest.raises(RequestError):
+            confine(root, bad)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "..", ".", "up", "in", "c.txt"]), min_size=1,
+                max_size=6), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_confine_never_returns_a_path_that_resolves_outside(tmp_path_factory, parts, absolute):
+    base = tmp_path_factory.getbasetemp() / "confine"
+    root = base / "root"
+    if not root.exists():
+        (root / "a" / "b").mkdir(parents=True)
+        (root / "up").symlink_to(base)
+        (root / "in").symlink_to(root / "a")
+    given_path = os.path.join(str(root), *parts) if absolute else os.path.join(*parts)
+    try:
+        rel = confine(root, given_path)
+    except RequestError:
+        return
+    real_root = os.path.realpath(root)
+    full = os.path.realpath(os.path.join(real_root, rel))
+    assert os.path.commonpath([real_root, full]) == real_root and full != real_root
+
+
+def _opts(*pairs):
+    return [PermissionOption(option_id=i, name=i, kind=k) for i, k in pairs]
+
+
+def test_pick_option_maps_by_kind_and_never_widens_a_yes():
+    opts = _opts(("allow", "allow_once"), ("always", "allow_always"), ("no", "reject_once"))
+    assert pick_option(opts, "allow_once").option_id == "allow"
+    assert pick_option(opts, "allow_always").option_id == "always"
+    assert pick_option(opts, "reject_once").option_id == "no"
+    assert pick_option(opts, None) is None
+    once_only = _opts(("once", "allow_once"))
+    assert pick_option(once_only, "allow_always").option_id == "once"
+    always_only = _opts(("always", "allow_always"), ("never", "reject_always"))
+    assert pick_option(always_only, "allow_once") is None        # not turned into "always"
+    assert pick_option(always_only, "reject_once") is None       # cancelled, not "never"
+
+
+def test_agent_environment_drops_rio_variables_and_adds_the_agents_own():
+    env = agent_environment({"RIO_MCP_TOKEN": "t", "RIO_BUS": "b", "HOME": "/h",
+                             "ANTHROPIC_API_KEY": "user-key"}, {"X": "1", "RIO_Y": "2"})
+    assert env == {"HOME": "/h", "ANTHROPIC_API_KEY": "user-key", "X": "1"}
+
+
+def test_sign_in_methods_for_each_kind_including_the_legacy_terminal_meta():
+    methods = [
+        TerminalAuthMethod(id="t", name="Terminal", type="terminal", args=["--cli"],
+                           env={"MODE": "a b"}),
+        EnvVarAuthMethod(id="e", name="Key", type="env_var",
+                         vars=[AuthEnvVar(name="OPENAI_API_KEY")], link="https://x"),
+        AuthMethodAgent(id="a", name="ChatGPT", description="browser"),
+        AuthMethodAgent(id="l", name="Legacy", field_meta={"terminal-auth": {
+            "command": "/bin/agent", "args": ["login"], "label": "x"}}),
+    ]
+    out = {m.id: m.to_dict() for m in sign_in_methods(methods, ("/usr/bin/agent",))}
+    assert out["t"]["command"] == ["/usr/bin/agent", "--cli"]
+    assert out["t"]["shell"] == "MODE='a b' /usr/bin/agent --cli"
+    assert out["e"] == {"id": "e", "name": "Key", "type": "env_var", "description": "",
+                        "vars": ["OPENAI_API_KEY"], "link": "https://x"}
+    assert out["a"]["type"] == "agent" and "command" not in out["a"]
+    assert out["l"]["type"] == "terminal" and out["l"]["command"] == ["/bin/agent", "login"]
+
+
+def test_protocol_log_redacts_secrets_and_stays_bounded(tmp_path):
+    path = tmp_path / "logs" / "conv.log"
+    log = ProtocolLog(path, max_entries=50, max_bytes=4000, clock=lambda: 0)
+    log.message("→", {"method": "authenticate", "params": {"_meta": {"gateway": {
+        "headers": {"x-api-key": "sk-live-123", "Authorization": "Bearer abc"}}}}})
+    assert "sk-live-123" not in log.text() and "Bearer abc" not in log.text()
+    assert "[redacted]" in log.text()
+    for i in range(500):
+        log.note("stderr", f"line {i} " + "x" * 50)
+    assert len(log.lines()) == 50 and log.dropped > 0
+    assert path.stat().st_size <= 4000
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "line 499" in path.read_text() and "older lines cut" in path.read_text()
+    log.note("x", "y" * 10_000)
+    assert len(log.lines()[-1]) < 2100
+
+
+def test_redact_leaves_ordinary_values_alone():
+    data = {"path": "a.py", "nested": [{"token_count": 3, "api_key": "k"}]}
+    assert redact(data) == {"path": "a.py", "nested": [{"token_count": 3,
+                                                         "api_key": "[redacted]"}]}
+
+
+def test_stderr_tail_keeps_the_last_characters():
+    tail = StderrTail(max_chars=100)
+    for i in range(1000):
+        tail.add(f"line {i}")
+    assert tail.text().endswith("line 999") and len(tail.text()) <= 100
+
+
+def _update(kind, **fields):
+    base = dict(title=None, kind=None, status=None, raw_input=None, raw_output=None,
+                content=None)
+    return SimpleNamespace(session_update=kind, **{**base, **fields})
+
+
+def test_translator_opens_unknown_calls_and_ends_each_call_once():
+    events = []
+    t = UpdateTranslator(lambda topic, data: events.append((topic, dict(data))))
+    t.handle(_update("tool_call_update", tool_call_id="x", status="completed"))
+    t.handle(_update("tool_call_update", tool_call_id="x", status="completed"))
+    assert [e[0] for e in events] == ["agent.tool", "agent.tool_result"]
+    t.replaying = True
+    t.handle(SimpleNamespace(session_update="agent_message_chunk",
+                             content=SimpleNamespace(text="old")))
+    assert len(events) == 2 and t.text == []
