@@ -194,3 +194,31 @@ def test_docking_left_and_closing(desktop, fresh):
     agent(desktop, lambda a: not a["open"])
     desktop.call("ui.key", {"keysym": "A", "state": "Control-Shift"})
     agent(desktop, lambda a: a["open"])
+
+
+def test_ai_features_off_hides_every_ai_element_and_stops_the_turn(desktop, fresh, model):
+    model.push(anthropic_text("Slow ", "answer").slow(0.2, hold_open=True))
+    desktop.call("ui.agent", {"action": "send", "text": "go slowly"})
+    agent(desktop, lambda a: a["state"] == "thinking" and len(a["messages"]) == 2)
+    assert desktop.state()["agent"]["button"] is True
+    desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
+    desktop.wait_state(lambda s: any(d["name"] == "ai_preferences" for d in s["dialogs_open"]))
+    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
+                                      "fields": {"show_ai": False}})
+    a = agent(desktop, lambda a: not a["shown"] and not a["open"] and a["state"] == "idle")
+    assert a["button"] is False
+    s = desktop.state()
+    assert s["status"]["agent"] == "No agent"
+    assert model.disconnected.wait(10)          # the running turn was stopped
+    with pytest.raises(Exception, match="turned off"):
+        desktop.call("ui.agent", {"action": "open"})
+    with pytest.raises(Exception):
+        desktop.call("ui.menu", {"path": "Agent/Agent Panel"})   # the Agent menu is gone
+    desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
+    desktop.wait_state(lambda s: any(d["name"] == "ai_preferences" for d in s["dialogs_open"]))
+    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
+                                      "fields": {"show_ai": True, "show_button": True}})
+    a = agent(desktop, lambda a: a["shown"] and a["button"])
+    assert desktop.state()["status"]["agent"] == "Agent idle"
+    desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
+    agent(desktop, lambda a: a["open"])

@@ -95,6 +95,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "pending": conv.pending_list() if conv else [],
             "waiting": panel.model.waiting_count(),
             "marked": sorted(panel.marks.marked),
+            "button": "tb_ai" in panel.app.toolbar.children,
             "undo": end.data["undo"] if end else None}
 
 

@@ -83,7 +83,7 @@ class AgentPanel:
         self.marks = TabMarks(self)
         conn.subscribe("buffer.", self.marks.on_buffer)
         self._hook_status()
-        self._refresh_status()
+        self.refresh_status()
         self.refresh_list()
 
     # --- the window's seams ----------------------------------------------------------------------
@@ -107,16 +107,21 @@ class AgentPanel:
 
     # --- open / close / dock -------------------------------------------------------------------
     def toggle(self) -> None:
+        if not self.prefs.show_ai:
+            self.app.set_message("The AI features are off: Edit → AI Preferences… turns them on.")
+            return
         if self.is_open:
             self.close()
         else:
             self.open(focus=True)
 
     def open(self, side: str | None = None, focus: bool = False) -> None:
+        if not self.prefs.show_ai:
+            return
         if side in ("left", "right") and side != self.prefs.side:
             if self.is_open:
                 self.close(remember=False)
-            self._set_prefs(side=side)
+            self.set_prefs(side=side)
         if not self.is_open:
             self._build()
             pane = self.app.hpane
@@ -124,7 +129,7 @@ class AgentPanel:
                 else {"before": self.app.vpane}
             pane.add(self.frame, minsize=220, width=self.prefs.width, stretch="never", **kw)
             self.is_open = True
-            self._set_prefs(open=True)
+            self.set_prefs(open=True)
             if self.model.current is None:
                 self._adopt_latest()
             self._sync_header()
@@ -144,7 +149,7 @@ class AgentPanel:
         self.input = None
         self.is_open = False
         if remember:
-            self._set_prefs(open=False, width=width if width > 50 else self.prefs.width)
+            self.set_prefs(open=False, width=width if width > 50 else self.prefs.width)
         ed = self.app.active_editor()
         if ed is not None:
             ed.text.focus_set()
@@ -152,7 +157,7 @@ class AgentPanel:
     def dock_other_side(self) -> None:
         self.open(side="left" if self.prefs.side == "right" else "right")
 
-    def _set_prefs(self, **changes: Any) -> None:
+    def set_prefs(self, **changes: Any) -> None:
         from dataclasses import replace
         self.prefs = replace(self.prefs, **changes)
         try:
@@ -270,7 +275,7 @@ class AgentPanel:
         if self.view is not None:
             self.view.show(conv)
         self._sync_header()
-        self._refresh_status()
+        self.refresh_status()
         if conv.loaded:
             return
 
@@ -301,7 +306,7 @@ class AgentPanel:
             if self.view is not None:
                 self.view.show(conv)
             self._sync_header()
-            self._refresh_status()
+            self.refresh_status()
             if then is not None:
                 then(conv)
 
@@ -435,7 +440,7 @@ class AgentPanel:
         if conv.id == self.model.current and self.view is not None:
             self.view.apply(changes)
         self._sync_header()
-        self._refresh_status()
+        self.refresh_status()
 
     def _name_buffers(self, conv: Conversation, block: Block) -> None:
         for bid in block.data["buffers"]:
@@ -452,7 +457,7 @@ class AgentPanel:
             self._list_job = self.app.root.after(200, run)
 
     # --- status --------------------------------------------------------------------------------
-    def _refresh_status(self) -> None:
+    def refresh_status(self) -> None:
         text = self.model.status_text() if self.prefs.show_ai else STATE_LABELS["off"]
         if text != self._state_shown:
             self._state_shown = text
@@ -499,6 +504,11 @@ def install(app: Any) -> AgentPanel:
         lambda: panel.save_turn(panel.last_turn_end()), menu="Agent", group=2)
     reg("agent.dock", "&Dock on the Other Side", "", panel.dock_other_side, menu="Agent",
         group=3)
+    reg("edit.ai_preferences", "AI Pre&ferences...", "", lambda: _ai_preferences(panel),
+        menu="Edit", group=3)
+    if not panel.prefs.show_ai:
+        from ui.tk.agent_prefs import apply_ai_prefs
+        apply_ai_prefs(panel, False, panel.prefs.show_button, panel.prefs.side)
     if not hasattr(app, "toolbar_hooks"):
         app.toolbar_hooks = []
     app.toolbar_hooks.append(panel.toolbar_button)
@@ -506,3 +516,8 @@ def install(app: Any) -> AgentPanel:
     if panel.prefs.open:
         panel.open()
     return panel
+
+
+def _ai_preferences(panel: AgentPanel) -> object:
+    from ui.tk.agent_prefs import show_ai_preferences
+    return show_ai_preferences(panel)

@@ -1,0 +1,125 @@
+"""The agent panel's conversation view on a real Tk display, without a Rio instance: streaming
+appends at the end (the history is never redrawn), cards follow their block's state, and the
+numbers of issue 12 (2,000 deltas; a 200-message history drawn in ≤ 300 ms)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from ui.tk.agent_model import Block, Conversation
+
+pytestmark = pytest.mark.gui
+
+C = "3f9a0c12b7de"
+DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n"
+
+
+@pytest.fixture
+def view(tk_root):
+    from ui.tk.agent_view import ConversationView
+    from ui.tk.theme import apply_theme
+    theme = apply_theme(tk_root, "classic")
+    answered: list = []
+    app = SimpleNamespace(theme=theme, root=tk_root, ui_font_family=lambda: "DejaVu Sans",
+                          editor_font_tuple=lambda: ("DejaVu Sans Mono", 10))
+    panel = SimpleNamespace(app=app, answered=answered,
+                            answer=lambda pid, what: answered.append((pid, what)),
+                            open_file=lambda p: answered.append(("open", p)),
+                            save_turn=lambda b: answered.append(("save", b)),
+                            undo_turn=lambda b: answered.append(("undo", b)))
+    tk_root.geometry("420x600")
+    v = ConversationView(panel, tk_root)
+    tk_root.update()
+    return v
+
+
+def history(n: int) -> Conversation:
+    conv = Conversation(C)
+    for i in range(n // 2):
+        turn = f"{C}.{i + 1}"
+        conv.blocks.append(Block("user", turn, f"question {i}"))
+        conv.blocks.append(Block("assistant", turn, f"## Answer {i}\nSome `code` and **bold**.\n"
+                                 "- a point\n- another\n```\nx = 1\n```\nDone."))
+    return conv
+
+
+def test_streamed_deltas_only_touch_the_line_being_written(view):
+    conv = history(20)
+    view.show(conv)
+    start = view.text.index("end-1c")
+    deletes: list[str] = []
+    real_delete = view.text.delete
+
+    def spy(a, b=None):
+        deletes.append(view.text.index(a))
+        return real_delete(a, b)
+    view.text.delete = spy
+    turn = f"{C}.99"
+    changes = conv.apply("agent.turn", {"conversation": C, "turn": turn, "state": "started",
+                                        "text": "stream please"})
+    view.apply(changes)
+    pieces = [f"word{i} " + ("\n" if i % 17 == 0 else "") for i in range(2000)]
+    began = time.perf_counter()
+    for piece in pieces:
+        view.apply(conv.apply("agent.delta", {"conversation": C, "turn": turn,
+                                              "text": piece}))
+    per_delta_ms = (time.perf_counter() - began) * 1000 / len(pieces)
+    view.text.update_idletasks()
+    assert deletes and all(view.text.compare(d, ">=", start) for d in deletes)
+    shown = view.text.get(start, "end")
+    assert "word0" in shown and "word1999" in shown
+    print(f"\n2000 deltas: {per_delta_ms:.3f} ms per delta")
+    assert per_delta_ms < 5
+
+
+def test_a_200_message_history_draws_quickly(view):
+    conv = history(200)
+    began = time.perf_counter()
+    view.show(conv)
+    view.text.update_idletasks()
+    took_ms = (time.perf_counter() - began) * 1000
+    print(f"\n200-message history: {took_ms:.0f} ms")
+    assert "question 99" in view.text.get("1.0", "end")
+    assert took_ms < 1000     # goal 300 ms (measured in docs/agent-chat.md); slack for load
+
+
+def test_a_proposal_card_answers_then_shows_the_outcome(view):
+    conv = Conversation(C)
+    turn = f"{C}.1"
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.propose", {"proposal": "p1", "call": "c1", "path": "notes.txt",
+                                           "kind": "edit", "diff": DIFF})):
+        conv.apply(topic, {"conversation": C, "turn": turn, **data})
+    view.show(conv)
+    card = view.cards[1]
+    diff_text = card.diff.get("1.0", "end-1c")
+    assert diff_text == DIFF.rstrip("\n")
+    assert "diff_del" in card.diff.tag_names("5.0") and "diff_add" in card.diff.tag_names("6.0")
+    card.buttons.children["btn_approve"].invoke()
+    assert view.panel.answered == [("p1", "approve")]
+    view.apply(conv.decided("p1", "applied"))
+    assert "btn_approve" not in card.buttons.children
+    labels = [w.cget("text") for w in card.buttons.winfo_children()]
+    assert labels == ["Approved: applied."]
+
+
+def test_a_tool_card_is_redrawn_in_place_with_its_result(view):
+    conv = Conversation(C)
+    view.show(conv)
+    turn = f"{C}.1"
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.tool", {"call": "c1", "name": "run_command",
+                                        "input": {"command": "make"}}),
+                        ("agent.delta", {"text": "after the tool"})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+    out = "exit code 2\n" + "\n".join(f"line {i}" for i in range(10))
+    view.apply(conv.apply("agent.tool_result", {
+        "conversation": C, "turn": turn, "call": "c1", "name": "run_command", "ok": False,
+        "summary": "exit code 2", "truncated": False, "output": out}))
+    text = view.text.get("1.0", "end")
+    assert text.index("run_command") < text.index("✗ exit code 2") < \
+        text.index("line 9") < text.index("after the tool")
+    assert "earlier lines folded" in text and "line 3" not in text

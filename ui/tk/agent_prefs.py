@@ -1,0 +1,112 @@
+"""Edit → AI Preferences…: *Show AI features*, *Show the AI button in the toolbar*, and the
+side the agent panel docks on. The user's preferences (``ui.json``, :class:`PanelPrefs`), not
+project data.
+
+*Show AI features* off hides every AI element — the panel, the AI button, the Agent menu, the
+tab marks, the status bar's agent state ("No agent") — and stops every running turn. The dialog
+itself stays in the Edit menu, so the features can be turned on again. Registered in
+``app.dialogs`` as ``ai_preferences`` (``ui.dialog_answer`` drives it).
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from dataclasses import replace
+from tkinter import ttk
+from typing import Any
+
+from ui.tk.dialog_bridge import bridge, caption, centre_over
+
+
+def apply_ai_prefs(panel: Any, show_ai: bool, show_button: bool, side: str) -> None:
+    """Make the window follow the AI preferences (and save them)."""
+    app = panel.app
+    was_shown = panel.prefs.show_ai
+    if not show_ai:
+        panel.close()
+        for conv in list(panel.model.conversations.values()):
+            if conv.turn is not None:
+                panel.request("agent.stop", {"conversation": conv.id}, lambda r: None,
+                              lambda err: None)
+        panel.marks.clear()
+    reopen = panel.is_open and side != panel.prefs.side
+    if reopen:
+        panel.close(remember=False)
+    panel.set_prefs(show_ai=show_ai, show_button=show_button, side=side)
+    if reopen:
+        panel.open()
+    if show_ai != was_shown:
+        for cmd in list(app.commands):
+            if cmd.name.startswith("agent."):
+                app.commands.add(replace(cmd, menu="Agent" if show_ai else ""))
+        app.rebuild_menus()
+    app.rebuild_toolbar()
+    panel.refresh_status()
+
+
+class AIPreferencesDialog:
+    def __init__(self, panel: Any, top: tk.Toplevel):
+        self.panel = panel
+        self.top = top
+        prefs = panel.prefs
+        top.resizable(False, False)
+        body = ttk.Frame(top, padding=10)
+        body.pack(fill="both", expand=True)
+        self.show_ai = tk.BooleanVar(top, value=prefs.show_ai)
+        self.show_button = tk.BooleanVar(top, value=prefs.show_button)
+        self.side = tk.StringVar(top, value=prefs.side)
+        box = ttk.LabelFrame(body, text=" AI features ", padding=8)
+        box.pack(side="top", fill="x")
+        ttk.Checkbutton(box, text="Show AI features", variable=self.show_ai,
+                        underline=0).pack(anchor="w")
+        ttk.Label(box, text="Off hides the agent panel, the AI button and the Agent menu,\n"
+                            "and stops every running agent turn.",
+                  foreground=panel.app.theme.disabled_fg).pack(anchor="w", padx=(20, 0))
+        ttk.Checkbutton(box, text="Show the AI button in the toolbar", variable=self.show_button,
+                        underline=9).pack(anchor="w", pady=(4, 0))
+        dock = ttk.LabelFrame(body, text=" Agent panel ", padding=8)
+        dock.pack(side="top", fill="x", pady=(8, 0))
+        ttk.Radiobutton(dock, text="Dock on the right", variable=self.side, value="right",
+                        underline=12).pack(anchor="w")
+        ttk.Radiobutton(dock, text="Dock on the left", variable=self.side, value="left",
+                        underline=12).pack(anchor="w")
+        buttons = ttk.Frame(body)
+        buttons.pack(side="top", anchor="e", pady=(10, 0))
+        for label, fn in (("OK", self.ok), ("Cancel", self.cancel)):
+            ttk.Button(buttons, text=label, width=10, command=fn,
+                       default="active" if label == "OK" else "normal").pack(side="left",
+                                                                            padx=2)
+        top.bind("<Return>", lambda e: self.ok())
+        top.bind("<Escape>", lambda e: self.cancel())
+        top.protocol("WM_DELETE_WINDOW", self.cancel)
+        bridge(panel.app, "ai_preferences", top,
+               {"show_ai": self.show_ai, "show_button": self.show_button, "side": self.side},
+               {"OK": self.ok, "Cancel": self.cancel})
+
+    def ok(self) -> None:
+        side = self.side.get() if self.side.get() in ("left", "right") else "right"
+        apply_ai_prefs(self.panel, bool(self.show_ai.get()), bool(self.show_button.get()), side)
+        self.top.destroy()
+
+    def cancel(self) -> None:
+        self.top.destroy()
+
+
+def show_ai_preferences(panel: Any) -> AIPreferencesDialog | None:
+    app = panel.app
+    existing = getattr(panel, "prefs_dialog", None)
+    if existing is not None:
+        try:
+            if existing.top.winfo_exists():
+                existing.top.deiconify()
+                existing.top.lift()
+                return existing
+        except tk.TclError:
+            pass
+    top = tk.Toplevel(app.root)
+    top.title("AI Preferences")
+    top.transient(app.root)
+    caption(app, top, "AI Preferences", top.destroy)
+    panel.prefs_dialog = AIPreferencesDialog(panel, top)
+    centre_over(top, app.root)
+    return panel.prefs_dialog
