@@ -33,7 +33,7 @@ class LineColumns:
     """Column conversion for one line; ``astral`` holds the code-point columns of its
     characters above U+FFFF (empty for the identity mapping)."""
 
-    __slots__ = ("astral", "_units")
+    __slots__ = ("_units", "astral")
 
     def __init__(self, astral: tuple[int, ...] = ()) -> None:
         self.astral = astral

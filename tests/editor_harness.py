@@ -12,7 +12,8 @@ from __future__ import annotations
 import tkinter as tk
 import tkinter.font as tkfont
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rio.buffer_state import change_event
 from rio.document import Change, Document
@@ -158,4 +159,4 @@ def close_editor(ed: EditorTab) -> None:
     ed.destroy()
     if font.delete_font:
         font.delete_font = False
-        font._call("font", "delete", font.name)  # noqa: SLF001 -- what Font.__del__ does
+        font._call("font", "delete", font.name)

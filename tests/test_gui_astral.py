@@ -107,7 +107,7 @@ def test_end_then_typing_edits_the_same_line(editor):
 
 
 def test_goto_a_column_after_emoji(editor):
-    ed, core = editor(f"{EMOJI}{EMOJI}abc\n")
+    ed, _core = editor(f"{EMOJI}{EMOJI}abc\n")
     ed.goto(1, 3)
     assert str(ed.orig("index", "insert")) == "1.5"
     assert ed.cursor() == (1, 3)
@@ -132,7 +132,7 @@ def test_an_agent_inserting_emoji_on_another_line(editor):
 # --- highlighting on an emoji line --------------------------------------------------------------
 
 def test_highlighting_does_not_shift_on_an_emoji_line(editor):
-    ed, core = editor(f"s = '{EMOJI}{EMOJI}' + name  # note\n", name="x.py")
+    ed, _core = editor(f"s = '{EMOJI}{EMOJI}' + name  # note\n", name="x.py")
     ed._highlight_visible()
     comment = [str(i) for i in ed.orig("tag", "ranges", "syn.comment")]
     string = [str(i) for i in ed.orig("tag", "ranges", "syn.string")]

@@ -26,15 +26,16 @@ from __future__ import annotations
 import logging
 import os
 import tkinter as tk
+from collections.abc import Callable
 from tkinter import ttk
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from rio import edit_commands as ec
 from rio.errors import RioError, error_from_wire
 from rio.highlight import Highlighter
 from rio.protocol import Reply, thaw
 from rio.replica import Replica
-from rio.utf16_columns import columns, utf16_length
+from rio.utf16_columns import IDENTITY, LineColumns, columns, utf16_length
 from ui.tk import bigfile
 from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
@@ -74,6 +75,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         self._ui_job: str | None = None
         self._info_job: str | None = None
         self._pending_cursor: tuple[int, int, int] | None = None
+        self._maybe_astral = False               # any non-ASCII text since loading (ADR-0022)
         self._recovering = False                 # offline: finding the core again (resync)
         self._bm_seq = 0
         self._build()
@@ -177,13 +179,20 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
             return buf.slice(start, start + rows.length[i])
         return buf.line_text(max(0, min(row, buf.line_count - 1)))
 
+    def _columns(self, row: int) -> LineColumns:
+        """The column mapping of widget row ``row`` (0-based). A document that has held only
+        ASCII since it loaded skips the lookup: most code never pays for emoji."""
+        if not self._maybe_astral:
+            return IDENTITY
+        return columns(self._row_text(row))
+
     def _locate(self, index: str, round_up: bool = False) -> tuple[int, str]:
         """Document offset of a Tk index, and the Tk index it stands for. Tk columns count
         UTF-16 units (rio/utf16_columns.py); one inside an emoji's pair is moved before the
         pair, or after it with ``round_up``, so an edit never splits a pair."""
         idx = str(self._norm(index))
         line, col = map(int, idx.split("."))
-        cols = columns(self._row_text(line - 1))
+        cols = self._columns(line - 1)
         cp = cols.to_codepoint(col, round_up)
         if not cols.identity and cols.inside_pair(col):
             idx = f"{line}.{cols.to_utf16(cp)}"
@@ -200,10 +209,10 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
             pos = self.window.position_of(offset)
             if pos is None:
                 return None
-            return f"{pos[0] + 1}.{columns(self._row_text(pos[0])).to_utf16(pos[1])}"
+            return f"{pos[0] + 1}.{self._columns(pos[0]).to_utf16(pos[1])}"
         assert self.replica is not None
         line, col = self.replica.buffer.offset_to_position(offset)
-        return f"{line + 1}.{columns(self.replica.buffer.line_text(line)).to_utf16(col)}"
+        return f"{line + 1}.{self._columns(line).to_utf16(col)}"
 
     def _local_insert(self, index: str, chars: str) -> None:
         start, idx = self._locate(index, round_up=True)
@@ -228,6 +237,8 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
 
     def _local(self, start: int, end: int, chars: str, widget: Callable[[], None]) -> None:
         assert self.replica is not None
+        if not chars.isascii():
+            self._maybe_astral = True
         request = self.replica.local_edit(start, end, chars)
         if self.window is not None:
             if self.window.edit_in_row(start, end, chars) is not None:
@@ -295,6 +306,8 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         self._mark_changed()
 
     def _apply_remote(self, start: int, end: int, chars: str, cursor: int) -> None:
+        if not chars.isascii():
+            self._maybe_astral = True
         if self.window is not None:
             if not self.window.shift_after_remote(start, end, chars):
                 self._rerender(cursor=cursor)
@@ -312,6 +325,8 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
     def _index_after(self, sidx: str, count: int) -> str:
         """The Tk index ``count`` code points after ``sidx`` in the widget's text. Tk's own
         ``+Nc`` miscounts a pair that a mark splits, so the columns are counted here."""
+        if not self._maybe_astral:
+            return str(self.orig("index", f"{sidx}+{count}c"))
         got = str(self.orig("get", sidx, f"{sidx}+{count}c"))
         if len(got) < count:
             got = str(self.orig("get", sidx, f"{sidx}+{2 * count}c"))
@@ -482,6 +497,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
             line, col = self.cursor()
             keep = (line, col, self.top_line())
         length = sum(map(len, parts))
+        self._maybe_astral = not all(p.isascii() for p in parts)   # O(1) a part
         origin = f"ui:{os.getpid()}:{self.buffer_id}"
         if length > bigfile.BIG_CHARS:
             # Built part by part: joining first would hold the text twice (100 MB → 200 MB).
@@ -640,7 +656,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
             line, col = self.replica.buffer.offset_to_position(off)
             return line + 1, col
         line, col = map(int, str(self.orig("index", "insert")).split("."))
-        return line, columns(self._row_text(line - 1)).to_codepoint(col)
+        return line, self._columns(line - 1).to_codepoint(col)
 
     def top_line(self) -> int:
         row = int(str(self.orig("index", "@0,0")).split(".")[0])

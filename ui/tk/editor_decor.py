@@ -13,7 +13,6 @@ from typing import Any
 
 from rio import edit_commands as ec
 from rio.highlight import TAGS, retag_plan
-from rio.utf16_columns import columns
 
 HIGHLIGHT_DEBOUNCE_MS = 40
 
@@ -31,6 +30,7 @@ class EditorDecorations:
     ready: bool
     _theme: Any
     _bm_seq: int
+    _maybe_astral: bool
     _hl_job: Any
     _idle_job: Any
     _ui_job: Any
@@ -79,7 +79,8 @@ class EditorDecorations:
         self._hl_job = self.after(HIGHLIGHT_DEBOUNCE_MS, self._highlight_visible)
 
     def _retag(self, line_runs: list) -> None:
-        for first, last, ranges in retag_plan(line_runs, self._row_text):
+        line_text = self._row_text if self._maybe_astral else None
+        for first, last, ranges in retag_plan(line_runs, line_text):
             for tag in TAGS:
                 self.orig("tag", "remove", tag, first, last)
             for tag, pairs in ranges.items():
@@ -139,8 +140,7 @@ class EditorDecorations:
         if not self.ready or self.replica is None:
             return
         line, col = map(int, str(self.orig("index", "insert")).split("."))
-        cols = columns(self._row_text(line - 1))
-        if cols.inside_pair(col):
+        if self._columns(line - 1).inside_pair(col):
             self.orig("mark", "set", "insert", f"{line}.{col - 1}")
 
     def _update_bracket(self) -> None:
