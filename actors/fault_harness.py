@@ -40,7 +40,8 @@ from rio.errors import BusError, ConfigError, ProtocolError, RioError
 from rio.fault_pacing import Budget, Pacer, plan_line
 from rio.fault_report import FaultResult, ProcInfo, Report, orphans, summarize
 
-SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save")
+SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save",
+             "journal_full", "journal_damage", "recovery_kill")
 #: The fake agents every run keeps alive: a polite one, a stubborn one (ignores stdin close and
 #: TERM), one whose helpers double-fork and setsid.
 FAKES = ("polite-polite-1", "stubborn-stubborn-1", "stubborn-forking-2")
@@ -219,7 +220,7 @@ class Harness:
                              self.count_orphans(), corrupt, note)
         self.results.append(result)
         mark = "ok" if not result.broken else "BROKEN"
-        self.options.progress(f"{scenario:<10} {fault:<14} {target:<28} "
+        self.options.progress(f"{scenario:<14} {fault:<21} {target:<28} "
                               f"{'-' if recover_s is None else f'{recover_s:.3f} s':>9} {mark}")
         return result
 
@@ -366,6 +367,19 @@ class Harness:
                                                   "lost": result.lost + lost,
                                                   "duplicated": result.duplicated + dup})
 
+    # The journal's scenarios live in actors/fault_journal.py.
+    def scenario_journal_full(self) -> None:
+        from actors.fault_journal import scenario_journal_full
+        scenario_journal_full(self)
+
+    def scenario_journal_damage(self) -> None:
+        from actors.fault_journal import scenario_journal_damage
+        scenario_journal_damage(self)
+
+    def scenario_recovery_kill(self) -> None:
+        from actors.fault_journal import scenario_recovery_kill
+        scenario_recovery_kill(self)
+
     # --- the whole run --------------------------------------------------------------------------
     def run(self) -> Report:
         began = time.monotonic()
@@ -440,8 +454,10 @@ class Harness:
     def _skip_reason(self, scenario: str) -> str:
         if scenario == "supervisor" and not self.instance.own:
             return "only against the harness's own instance"
-        if scenario == "save" and not self.fault_injection:
+        if scenario in ("save", "journal_full") and not self.fault_injection:
             return "the instance runs without --fault-injection"
+        if scenario == "journal_damage" and not self.instance.own:
+            return "only against the harness's own instance (it writes into the journal)"
         return ""
 
     def _tidy_attached(self) -> None:

@@ -115,20 +115,20 @@ def _secs(value: float | None) -> str:
 
 
 def render_table(report: Report) -> str:
-    head = (f"{'scenario':<11} {'runs':>4} {'faults':>6} {'recovered':>9} {'median s':>9} "
+    head = (f"{'scenario':<14} {'runs':>4} {'faults':>6} {'recovered':>9} {'median s':>9} "
             f"{'worst s':>8} {'lost':>5} {'orphans':>7} {'corrupt':>7}")
     lines = [head, "-" * len(head)]
     for s in report.summaries:
         if s.skipped:
-            lines.append(f"{s.scenario:<11} skipped: {s.skipped}")
+            lines.append(f"{s.scenario:<14} skipped: {s.skipped}")
             continue
         lost = f"{s.lost}" + (f"+{s.duplicated}d" if s.duplicated else "")
-        lines.append(f"{s.scenario:<11} {s.runs:>4} {s.faults:>6} {s.recovered:>9} "
+        lines.append(f"{s.scenario:<14} {s.runs:>4} {s.faults:>6} {s.recovered:>9} "
                      f"{_secs(s.median_s):>9} {_secs(s.worst_s):>8} {lost:>5} {s.orphans:>7} "
                      f"{s.corrupt:>7}")
     t = report.totals()
     lines.append("-" * len(head))
-    lines.append(f"{'total':<11} {'':>4} {t['faults']:>6} {t['recovered']:>9} {'':>9} {'':>8} "
+    lines.append(f"{'total':<14} {'':>4} {t['faults']:>6} {t['recovered']:>9} {'':>9} {'':>8} "
                  f"{t['lost'] + t['duplicated']:>5} {t['orphans']:>7} {t['corrupt']:>7}")
     if report.shutdown_orphans:
         lines.append(f"{report.shutdown_orphans} process(es) outlived the harness's own "
