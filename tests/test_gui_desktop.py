@@ -241,7 +241,7 @@ def test_tree_message_and_menu_marks_follow_the_window(desktop, project):
     desktop.call("ui.key", {"keysym": "Tab", "state": "Control"})     # back to hello.py
     s = desktop.wait_state(lambda s: _active(s)["name"] == "hello.py")
     assert s["tree_selection"] == "hello.py"
-    assert not s["status"]["message"].startswith("Zoom")
+    assert s["status"]["message"] == "Ready"
 
 
 @pytest.mark.timeout(90)

@@ -43,6 +43,7 @@ TEXT_ONLY_IN_ENTRIES = {"edit.cut", "edit.copy", "edit.paste", "edit.select_all"
                         "edit.redo"}
 MIN_ZOOM, MAX_ZOOM = 6, 40
 MENU_ACCEL_MARGIN = "   "     # after each menu accelerator (see _menu_accel)
+READY = "Ready"               # the status message when there is nothing to say
 AUTOSAVE_MS = 2000
 
 
@@ -60,7 +61,7 @@ class App(FileActions):
         self.commands: CommandTable = default_table()
         self.editors: dict[str, EditorTab] = {}
         self.dialogs: dict[str, Dialog] = {}
-        self.message = tk.StringVar(root, "Ready")
+        self.message = tk.StringVar(root, READY)
         self._bound_sequences: set[str] = set()
         self._toggle_vars: dict[str, tk.BooleanVar] = {}
         self._choice_vars: dict[str, tk.StringVar] = {}
@@ -427,7 +428,7 @@ class App(FileActions):
     def _on_tab_changed(self) -> None:
         ed = self.active_editor()
         # The message was about the tab that showed it: each tab shows its own again.
-        self.message.set(self._messages.get(ed.buffer_id, "") if ed is not None else "")
+        self.message.set(self._messages.get(ed.buffer_id, READY) if ed is not None else READY)
         if ed is not None:
             self.root.title(f"{ed.summary.get('name') or 'Untitled'} — Rio — "
                             f"{Path(self.project_root).name}")
