@@ -46,26 +46,29 @@ _CONTAINERS = (dict, list)
 
 def _check_tree(value: Any, leaf: str, what: str) -> None:
     """Raise ``protocol.<leaf>`` unless ``value`` nests at most :data:`MAX_DEPTH` deep and every
-    map key in it is a string. Iterative: a hostile frame cannot exhaust the stack here."""
+    map key in it is a string. Iterative, one nesting level at a time: a hostile frame cannot
+    exhaust the stack here, and a wide one costs a pointer per container, no more."""
     if type(value) not in _CONTAINERS:
         return
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
+    level, depth = [value], 1
+    while level:
         if depth > MAX_DEPTH:
             raise ProtocolError(leaf, f"{what} nests deeper than {MAX_DEPTH} levels.",
                                 f"Send flatter data (at most {MAX_DEPTH} nested maps/lists).")
-        if type(node) is dict:
-            for key, item in node.items():
-                if type(key) is not str:
-                    raise ProtocolError(leaf, f"{what} has a map key that is not a string "
-                                        f"({type(key).__name__} {key!r:.40}).",
-                                        "Use string keys in every map, as docs/protocol.md "
-                                        "describes.")
-                if type(item) in _CONTAINERS:
-                    stack.append((item, depth + 1))
-        else:
-            stack.extend((item, depth + 1) for item in node if type(item) in _CONTAINERS)
+        below: list[Any] = []
+        for node in level:
+            if type(node) is dict:
+                for key in node:
+                    if type(key) is not str:
+                        raise ProtocolError(
+                            leaf, f"{what} has a map key that is not a string "
+                            f"({type(key).__name__} {key!r:.40}).",
+                            "Use string keys in every map, as docs/protocol.md describes.")
+                items = node.values()
+            else:
+                items = node
+            below += [item for item in items if type(item) is list or type(item) is dict]
+        level, depth = below, depth + 1
 
 
 def _checked(value: Any, leaf: str, what: str) -> Any:

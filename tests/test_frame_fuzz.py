@@ -244,3 +244,12 @@ def test_a_service_link_answers_hostile_frames_and_runs_none(service_link):
     burst()
     assert set(ran) == {"buffer.list"}      # no hostile frame reached an actor
     assert bus._thread is not None and bus._thread.is_alive()
+
+
+def test_rio_call_with_deeply_nested_args_prints_one_error_line(instance):
+    deep = '{"a": ' * 600 + "1" + "}" * 600
+    res = instance.cli("call", "--instance", instance.name, "buffer.list", deep)
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert "nests deeper than" in res.stderr
+    assert isinstance(instance.call("buffer.list"), list)
