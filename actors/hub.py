@@ -50,7 +50,8 @@ class Service:
     name: str
     prefixes: tuple[str, ...]
     pid: int
-    pending: set[tuple[bytes, str]] = field(default_factory=set)
+    #: requests routed to it and not answered yet → how many copies (each gets one reply)
+    pending: dict[tuple[bytes, str], int] = field(default_factory=dict)
 
 
 def configure(sock: zmq.Socket) -> None:
@@ -215,7 +216,10 @@ class Hub:
         elif len(frames) == 3 and self._service_of(sender) is not None:
             client, payload = frames[1], frames[2]
             service = self._service_of(sender)
-            service.pending.discard((client, peek_id(payload)))
+            key = (client, peek_id(payload))
+            copies = service.pending.pop(key, 0)
+            if copies > 1:
+                service.pending[key] = copies - 1
             self.stats["replies"] += 1
             self._send(client, payload)
         else:
@@ -273,7 +277,8 @@ class Hub:
                 "unreachable", f"The {service.name} process is not reachable.",
                 "It is being restarted; try again in a moment.")))
             return
-        service.pending.add((sender, frame.id))
+        key = (sender, frame.id)
+        service.pending[key] = service.pending.get(key, 0) + 1
 
     def _bus_op(self, sender: bytes, req: Request) -> Reply:
         try:
@@ -306,7 +311,7 @@ class Hub:
             return Reply.success(req.id, {})
         if req.op == "bus.services":
             return Reply.success(req.id, [{"name": s.name, "prefixes": list(s.prefixes),
-                                           "pid": s.pid, "pending": len(s.pending)}
+                                           "pid": s.pid, "pending": sum(s.pending.values())}
                                           for s in self._services.values()])
         if req.op == "bus.stats":
             return Reply.success(req.id, dict(self.stats, topics=dict(self._seq)))
@@ -325,10 +330,12 @@ class Hub:
         for prefix in service.prefixes:
             if self._routes.get(prefix) == ident:
                 del self._routes[prefix]
-        for client, rid in service.pending:
-            self._reply(client, Reply.failure(rid, BusError(
+        for (client, rid), copies in service.pending.items():
+            payload = encode(Reply.failure(rid, BusError(
                 "actor_dead", f"The {service.name} process ended before answering ({why}).",
                 "Try again: Rio restarts it. `rio status` shows restarts.")))
+            for _ in range(copies):   # every copy sent gets its answer
+                self._send(client, payload)
 
     # --- sending --------------------------------------------------------------------------------
     def _reply(self, client: bytes, reply: Reply) -> None:

@@ -47,6 +47,7 @@ def bus(tmp_path):
             ctx.reply({"n": len(calls)})
     service = BusThread(endpoints, name="slow", handlers={"system": handler}).start()
     client = connect(endpoints, name="test")
+    client.hub = hub
     yield client, release, calls
     release.set()
     client.close()
@@ -72,6 +73,21 @@ def test_copies_that_arrive_while_the_first_runs_each_get_its_reply(bus):
     assert len(raw) == 3 and len(set(raw)) == 1          # three copies, one reply, the same
     assert replies[0].ok and replies[0].result == {"n": 2}
     assert calls == ["system.status", "system.ping"]     # run once
+
+
+def test_copies_of_a_request_whose_service_dies_each_get_actor_dead(bus):
+    client, _release, calls = bus
+    raw: list[bytes] = []
+    original = client._on_reply
+    client._on_reply = lambda p: (raw.append(p), original(p))
+    client.request("system.status", {}, lambda reply: None, request_id="slow-2")
+    assert wait_for(lambda: calls == ["system.status"], 10)
+    client.send_raw(encode(Request("slow-2", "system.status", {})))
+    client.call("system.ping", {}, timeout=10)   # the copy has reached the service
+    raw.clear()
+    client.hub.drop_service("slow")
+    wait_replies(client, raw, 2)
+    assert len(raw) == 2 and b"bus.actor_dead" in raw[0] and raw[0] == raw[1]
 
 
 # --- a real core killed with SIGKILL ------------------------------------------------------------
