@@ -269,3 +269,18 @@ def test_python_traceback_lines_are_links(app):
     assert t.get(ranges[-2], ranges[-1]) == 'File "src/app.py", line 4'
     assert pane.output.link_at(f"{row + 2}.4") == ("src/app.py", 4, None)
     pane.runs["run-tb"]["state"] = "exited"
+
+
+def test_a_find_in_files_hit_after_an_emoji_is_highlighted_exactly(app, server):
+    stub, pane, _ = app
+    (server.root / "emoji.txt").write_text("\U0001F600\U0001F389 zebra crossing\n",
+                                          encoding="utf-8")
+    try:
+        stub.commands["search.find_in_files"][2]()
+        assert pane.find.start("zebra")
+        assert stub.pump(lambda: not pane.find.running)
+        t = pane.find.text
+        ranges = [str(i) for i in t.tag_ranges("hit")]
+        assert len(ranges) == 2 and t.get(*ranges) == "zebra"
+    finally:
+        (server.root / "emoji.txt").unlink()

@@ -187,7 +187,9 @@ class FindInFilesTab:
             at = m.col - 1
             if len(m.line_text) < MAX_LINE_TEXT and at <= len(body):
                 start = len(head) + at
-                t.tag_add("hit", f"{row}.{start}", f"{row}.{start + (m.end - m.start)}")
+                cols = columns(head + body)     # Tk counts an emoji as two columns
+                t.tag_add("hit", f"{row}.{cols.to_utf16(start)}",
+                          f"{row}.{cols.to_utf16(start + (m.end - m.start))}")
 
     def stop(self, quiet: bool = False) -> None:
         if self._after is not None:
