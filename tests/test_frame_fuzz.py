@@ -253,3 +253,69 @@ def test_rio_call_with_deeply_nested_args_prints_one_error_line(instance):
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert "nests deeper than" in res.stderr
     assert isinstance(instance.call("buffer.list"), list)
+
+
+# --- what a service sends, and what a reading thread's callbacks do ------------------------------
+
+@pytest.fixture
+def local_hub(tmp_path):
+    from actors.hub import Hub
+    endpoints = Endpoints(f"ipc://{tmp_path}/r", f"ipc://{tmp_path}/e")
+    hub = Hub(endpoints.requests, endpoints.events).start()
+    yield endpoints
+    hub.stop()
+
+
+@pytest.mark.timeout(60)
+def test_a_result_too_big_to_send_is_answered_as_oversize_and_the_service_stays(local_hub):
+    """Before: the core sent it, the client's decode dropped it and the call timed out (and with
+    the socket limit the hub would cut the core's connection). Now the service sends the error."""
+    from actors.bus import connect
+    from rio.errors import ProtocolError
+    from rio.protocol import MAX_FRAME_BYTES
+
+    def handle(ctx):
+        size = MAX_FRAME_BYTES + 1 if ctx.args["path"] == "big" else 1
+        ctx.reply({"text": "x" * size})
+
+    bus = BusThread(local_hub, name="core", handlers={"fs": handle}).start()
+    conn = connect(local_hub, name="asker")
+    try:
+        with pytest.raises(ProtocolError) as info:
+            conn.call("fs.read", {"path": "big"}, timeout=20)
+        assert info.value.kind == "protocol.oversize_frame"
+        assert conn.call("fs.read", {"path": "small"}, timeout=10) == {"text": "x"}
+    finally:
+        conn.close()
+        bus.stop()
+
+
+@pytest.mark.timeout(60)
+def test_a_failing_event_handler_or_reply_callback_does_not_stop_the_reading(local_hub):
+    from actors.bus import connect
+    seen = []
+
+    def handle(ctx):
+        ctx.bus.publish("fs.tick", {"n": ctx.args["path"]})
+        ctx.reply({})
+
+    def flaky(event):
+        seen.append(event.data["n"])
+        if event.data["n"] == "1":
+            raise RuntimeError("a bug in a handler")
+
+    bus = BusThread(local_hub, name="svc", handlers={"fs": handle}).start()
+    conn = connect(local_hub, name="listener", subscribe=("fs.",))   # live once connected
+    try:
+        conn.subscribe("fs.", flaky)
+        conn.request("fs.read", {"path": "0"}, lambda reply: 1 / 0)   # a callback that raises
+        conn.call("fs.read", {"path": "1"}, timeout=10)
+        conn.call("fs.read", {"path": "2"}, timeout=10)
+        deadline = time.monotonic() + 10
+        while "2" not in seen and time.monotonic() < deadline:
+            conn.sub.poll(200)
+            conn.drain()
+        assert seen[-2:] == ["1", "2"]
+    finally:
+        conn.close()
+        bus.stop()
