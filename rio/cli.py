@@ -190,7 +190,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         err = explain_call_error(args.op, err)
         _print_json({"ok": False, "error": err.to_wire()})   # the reply, for scripts
         print_error(err.kind, err.message, err.next)
-        return EXIT_USAGE if err.kind == "protocol.unknown_op" else EXIT_ERROR
+        return EXIT_ERROR
     finally:
         conn.close()
     _print_json(result)
