@@ -71,3 +71,10 @@ def test_describe_replace_all():
     assert describe_replace_all(0, False) == "Nothing to replace."
     assert describe_replace_all(1, True) == "Replaced 1 occurrence in the selection."
     assert describe_replace_all(3, False) == "Replaced 3 occurrences."
+
+
+def test_tk_indices_count_an_emoji_as_two_columns():
+    idx = LineIndex("a\U0001F600b\nx")
+    assert idx.tk_index(2) == "1.3" and idx.tk_index(3) == "1.4" and idx.tk_index(5) == "2.1"
+    assert idx.offset_of_tk(1, 3) == 2 and idx.offset_of_tk(1, 2) == 1   # inside: before it
+    assert idx.offset_of_tk(2, 1) == 5

@@ -83,7 +83,7 @@ class EditorAccess:
 
     def _offset(self, tk_index: str) -> int:
         line, col = (int(x) for x in self.widget.index(tk_index).split("."))
-        return self.index.offset(line, col)
+        return self.index.offset_of_tk(line, col)
 
     def cursor(self) -> int:
         fn = getattr(self.editor, "offset", None)  # the EditorTab maps big-file windows too

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rio.edit_commands import TextEdit
+from rio.utf16_columns import LineColumns, columns
 
 HISTORY_SIZE = 20
 
@@ -30,6 +31,7 @@ class LineIndex:
             i = find("\n", i + 1)
         self.starts = starts
         self.length = len(text)
+        self._text = text
 
     @property
     def line_count(self) -> int:
@@ -48,9 +50,20 @@ class LineIndex:
         end = self.starts[line] - 1 if line < self.line_count else self.length
         return start + max(0, min(col, end - start))
 
+    def _columns(self, line: int) -> LineColumns:
+        start = self.starts[line - 1]
+        end = self.starts[line] - 1 if line < self.line_count else self.length
+        return columns(self._text[start:end])
+
     def tk_index(self, offset: int) -> str:
+        """The Tk ``"line.col"`` of ``offset``: Tk 8.6 counts an emoji as two columns."""
         line, col = self.position(offset)
-        return f"{line}.{col}"
+        return f"{line}.{self._columns(line).to_utf16(col)}"
+
+    def offset_of_tk(self, line: int, col: int) -> int:
+        """Offset of a Tk ``line.col`` (its column in UTF-16 units)."""
+        line = max(1, min(line, self.line_count))
+        return self.offset(line, self._columns(line).to_codepoint(col))
 
 
 def search_start(cursor: int, selection: tuple[int, int] | None, backward: bool) -> int:
