@@ -127,7 +127,12 @@ class AgentPanel:
             pane = self.app.hpane
             kw = {"after": self.app.vpane} if self.prefs.side == "right" \
                 else {"before": self.app.vpane}
+            try:
+                tree_w = pane.sash_coord(0)[0]
+            except tk.TclError:
+                tree_w = None
             pane.add(self.frame, minsize=220, width=self.prefs.width, stretch="never", **kw)
+            self._place_sashes(tree_w)
             self.is_open = True
             self.set_prefs(open=True)
             if self.model.current is None:
@@ -135,6 +140,23 @@ class AgentPanel:
             self._sync_header()
         if focus and self.input is not None:
             self.input.focus_set()
+
+    def _place_sashes(self, tree_w: int | None) -> None:
+        """The panel takes its width from the editor, never from the project tree."""
+        pane = self.app.hpane
+        try:
+            pane.update_idletasks()
+            total = pane.winfo_width()
+            if tree_w is None or total <= 1:
+                return
+            width = min(self.prefs.width, max(220, total - tree_w - 260))
+            pane.sash_place(0, tree_w, 0)
+            if self.prefs.side == "right":
+                pane.sash_place(1, total - width - int(pane.cget("sashwidth")), 0)
+            else:
+                pane.sash_place(1, tree_w + int(pane.cget("sashwidth")) + width, 0)
+        except tk.TclError:
+            return
 
     def close(self, remember: bool = True) -> None:
         if not self.is_open or self.frame is None:

@@ -53,6 +53,7 @@ class ConversationView:
         # Read-only, but selectable and copyable.
         self.text.bind("<Key>", lambda e: None if (e.state & 0x4) else "break")
         self._style_tags()
+        self.text.bind("<Configure>", lambda e: self.fit_cards(), add="+")
         self.conv: Conversation | None = None
         self.stream: MarkdownStream | None = None
         self.cards: dict[int, "Card"] = {}
@@ -125,6 +126,8 @@ class ConversationView:
                 self._redraw(i)
         if at_end:
             self.text.see("end")
+            # Embedded cards get their height at idle time: follow the end once more then.
+            self.text.after(60, lambda: self.text.yview_moveto(1.0))
 
     def _open_line(self) -> None:
         """Start the next block on a fresh line."""
@@ -204,7 +207,10 @@ class ConversationView:
         tag = f"b{i}"
         status = d.get("status")
         mark, mtag = {"ok": ("✓", "ok"), "failed": ("✗", "failed")}.get(status, ("…", "card"))
-        line = f"⚙ {d.get('name')} {short_input(d.get('input') or {}, 60)}  "
+        shown = d.get("input") or {}
+        if str(d.get("name")).startswith("propose_") and isinstance(shown, dict):
+            shown = {"path": shown.get("path")}      # the card below shows the change
+        line = f"⚙ {d.get('name')} {short_input(shown, 60)}  "
         self.text.insert(at, line, ("card", tag))
         summary = " ".join(str(d.get("summary") or "").split())[:100]
         more = " (truncated)" if d.get("truncated") else ""
@@ -235,6 +241,21 @@ class ConversationView:
         # Inserting at a right-gravity mark keeps the pieces in order.
         self._tool(i, block, at=mark)
 
+    def card_chars(self) -> int:
+        """How many diff characters fit across the conversation (cards never overflow it)."""
+        import tkinter.font as tkfont
+        mono = self.panel.app.editor_font_tuple()
+        width = self.text.winfo_width()
+        if width <= 1:
+            width = int(self.text.cget("width")) * 7
+        char = tkfont.Font(root=self.text, family=mono[0], size=max(7, mono[1] - 1)).measure("0")
+        return max(20, (width - 2 * int(str(self.text.cget("padx"))) - 40) // max(1, char))
+
+    def fit_cards(self) -> None:
+        chars = self.card_chars()
+        for card in self.cards.values():
+            card.fit(chars)
+
     def restyle(self) -> None:
         t = self.panel.app.theme
         self.colours = _colours(t)
@@ -252,6 +273,9 @@ class Card:
         self.frame = ttk.Frame(view.text, style="Raised.TFrame", padding=(4, 3))
 
     def refresh(self) -> None:
+        pass
+
+    def fit(self, chars: int) -> None:
         pass
 
     def destroy(self) -> None:
@@ -288,10 +312,10 @@ class ProposalCard(Card):
             body = f"$ {d.get('command')}\n  (in {d.get('cwd') or '.'})"
         rows = body.splitlines() or [""]
         mono = app.editor_font_tuple()
-        width = max(40, min(90, max(len(r) for r in rows) + 1))
+        self.longest = max(len(r) for r in rows) + 1
         box = ttk.Frame(self.frame, style="Sunken.TFrame")
         box.pack(side="top", fill="x", pady=(3, 3))
-        diff = tk.Text(box, height=min(DIFF_ROWS, len(rows)), width=width, wrap="none",
+        diff = tk.Text(box, height=min(DIFF_ROWS, len(rows)), width=40, wrap="none",
                        font=(mono[0], max(7, mono[1] - 1)), bg=app.theme.field_bg,
                        fg=app.theme.field_fg, borderwidth=0, insertwidth=0, cursor="arrow")
         c = view.colours
@@ -307,11 +331,22 @@ class ProposalCard(Card):
             sb = ttk.Scrollbar(box, orient="vertical", command=diff.yview)
             diff.configure(yscrollcommand=sb.set)
             sb.pack(side="right", fill="y")
-        diff.pack(side="left", fill="x", expand=True)
+        # Long lines scroll sideways, as in a diff viewer; the card keeps the panel's width.
+        self.xscroll = ttk.Scrollbar(box, orient="horizontal", command=diff.xview)
+        diff.configure(xscrollcommand=self.xscroll.set)
+        diff.pack(side="top", fill="x", expand=True)
         self.diff = diff
+        self.fit(view.card_chars())
         self.buttons = ttk.Frame(self.frame)
         self.buttons.pack(side="top", fill="x")
         self.refresh()
+
+    def fit(self, chars: int) -> None:
+        self.diff.configure(width=chars)
+        if self.longest > chars:
+            self.xscroll.pack(side="bottom", fill="x")
+        else:
+            self.xscroll.pack_forget()
 
     def refresh(self) -> None:
         for w in self.buttons.winfo_children():
