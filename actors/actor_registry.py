@@ -51,6 +51,7 @@ ACTOR_MODULES: dict[str, str] = {
     "runner": "actors.factories",                   # run.*: project commands
     "conversations": "actors.conversations_actor",  # agent.* in the core
     "gate": "actors.gate_actor",                    # gate.* in the core
+    "agents": "actors.agents_actor",                # agents.*: installed ACP agents
     "agent_session": "actors.agent_session",        # one process per conversation
     "fake_agent": "actors.faults",                  # the fault harness's stand-in agent
 }

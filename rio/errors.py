@@ -39,7 +39,9 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     unexpected_response, request_rejected, insecure_endpoint, endpoint_refused,
     │     output_truncated, provider_crashed, stopped, limit_reached, interrupted, busy,
     │     outside_turn, session_died, session_timeout, session_unavailable, unknown_conversation,
-    │     unknown_turn, too_large
+    │     unknown_turn, too_large,
+    │     ACP agents (rio/acp, docs/agent-chat.md): agent_not_found, agent_start_failed,
+    │     agent_exited, agent_silent, sign_in_needed, agent_failed, agent_timeout
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
           unexpected, bad_error, unknown
 

@@ -275,6 +275,13 @@ define("agent.mode", "Get, or set, the approval gate's mode.",
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))
 
 
+# --- agents.*: the ACP agents installed here (actors/agents_actor.py, rio/acp/discovery.py) ---
+
+define("agents.list", "The known and configured ACP agents: found or not, path, version, "
+       "signed-in hint, key variables set (names only).",
+       Arg("refresh", bool, False, False, doc="ask the versions again (else kept 60 s)"))
+
+
 # --- session.*: one conversation's agent process (actors/agent_session.py) ----------------------
 # Internal: the core's conversations actor sends these; the hub routes them to the process
 # named "agent:" + conversation.

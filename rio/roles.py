@@ -41,7 +41,7 @@ _EDITOR = (
 _OWNER = (
     "run.start", "run.stop",
     "agent.new", "agent.list", "agent.history", "agent.send", "agent.approve", "agent.stop",
-    "agent.mode",
+    "agent.mode", "agents.list",
     "gate.check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",
     "session.turn", "session.approve", "session.stop", "session.status",
     "system.spawn", "system.stop", "system.restart", "system.fault",

@@ -39,7 +39,8 @@ def test_the_shipped_defaults() -> None:
     config = load_config()
     assert [p.name for p in config.processes] == ["core", "agent", "fake", "ui"]
     core = config.process("core")
-    assert core.actors == ("documents", "workspace", "runner", "conversations", "gate")
+    assert core.actors == ("documents", "workspace", "runner", "conversations", "gate",
+                           "agents")
     assert core.restart == "always"
     assert (core.max_restarts, core.window_s) == (5, 60.0)
     assert (core.backoff_initial_s, core.backoff_max_s) == (0.1, 5.0)
@@ -63,7 +64,7 @@ def test_the_isolated_placement_gives_each_actor_its_own_process() -> None:
     config = load_config(placement="isolated")
     hosts = {actor: config.process_for(actor).name for actor in known_actors()}
     assert hosts == {"documents": "documents", "workspace": "workspace", "runner": "runner",
-                     "conversations": "conversations", "gate": "gate",
+                     "conversations": "conversations", "gate": "gate", "agents": "agents",
                      "agent_session": "agent", "fake_agent": "fake", "ui": "ui"}
     assert all(len(p.actors) == 1 for p in config.processes)
     assert config.process("gate").restart == "always"
@@ -92,7 +93,7 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
     core = config.process("core")
     assert core.restart == "never"
     assert core.actors == ("documents", "workspace", "runner", "conversations",
-                           "gate")  # kept from shipped
+                           "gate", "agents")  # kept from shipped
     assert core.max_restarts == 2 and core.term_grace_s == 0.25
     assert config.process("agent").max_restarts == 2
     assert config.process("agent").stdin_grace_s == 1.0
@@ -102,7 +103,7 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
 def test_the_user_copy_can_move_an_actor_and_change_a_placement(tmp_path: Path) -> None:
     user = write(tmp_path, """
         [process.core]
-        actors = ["documents", "workspace", "conversations", "gate"]
+        actors = ["documents", "workspace", "conversations", "gate", "agents"]
 
         [process.endpoint]
         actors = ["runner"]
@@ -296,7 +297,8 @@ def test_a_placement_takes_its_actors_out_of_the_base_processes(tmp_path: Path) 
     config = load_config(user_path=user, placement="isolated")
     assert config.process_for("ui").name == "gate"
     assert [p.name for p in config.processes] == ["agent", "fake", "documents", "conversations",
-                                                  "gate", "workspace", "runner"]  # no "ui"
+                                                  "gate", "workspace", "runner",
+                                                  "agents"]  # no "ui"
 
 
 # ------------------------------------------------------------------- one list of actors

@@ -1,0 +1,58 @@
+"""``agents.*`` in the core: which ACP agents this machine has (logic in rio/acp/discovery.py).
+
+Discovery looks at the core's environment — the one Rio was started with, as for the agents
+it will start — and asks the found agents their version, all at once under one timeout, in
+this actor's thread (never the bus thread). Versions are kept for :data:`CACHE_S` so a UI
+that lists agents often does not start probes each time; ``refresh`` asks again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pykka
+
+from actors.actor_registry import ActorHost, actor_factory
+from actors.bus_thread import RequestContext
+from rio.acp import discovery
+from rio.agent_config import config_dir
+
+CACHE_S = 60.0
+
+
+class AgentsActor(pykka.ThreadingActor):
+    def __init__(self) -> None:
+        super().__init__()
+        self._cached: tuple[float, list[dict[str, Any]]] | None = None
+
+    def on_receive(self, message: Any) -> Any:
+        ctx: RequestContext = message
+        try:
+            if ctx.op != "agents.list":
+                from rio.errors import ProtocolError
+                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
+            ctx.reply({"agents": self.list(bool(ctx.args.get("refresh")))})
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            ctx.fail(exc)
+        return None
+
+    def list(self, refresh: bool) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        if not refresh and self._cached is not None and now - self._cached[0] < CACHE_S:
+            return self._cached[1]
+        config = discovery.load_agents_config(config_dir())
+        infos = discovery.discover(os.environ, discovery.RealHost(),
+                                   discovery.run_version_probes, config)
+        rows = [i.to_dict() for i in infos]
+        self._cached = (now, rows)
+        return rows
+
+
+@actor_factory("agents")
+def start_agents(host: ActorHost) -> dict[str, Any]:
+    """agents.*: the installed ACP agents, their versions and sign-in hints."""
+    ref = AgentsActor.start()
+    host.refs.append(ref)
+    return {"agents": ref.tell}

@@ -1,0 +1,88 @@
+"""`rio agents` and the core's `agents.list` (actors/agents_actor.py) on a real folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from actors.agents_actor import AgentsActor
+from rio import cli, ops, roles
+from rio.protocol import Request
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    """A home with one agent installed (codex-acp, which logs every start) and a config."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "starts.log"
+    agent = bindir / "codex-acp"
+    agent.write_text(f"#!{sys.executable}\nimport sys\n"
+                     f"open({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+                     "print('codex-acp 0.16.0')\n")
+    agent.chmod(0o755)
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "auth.json").write_text("{}")
+    config = tmp_path / "config"
+    config.mkdir()
+    for var in list(__import__("os").environ):
+        if var.endswith(("_API_KEY", "_TOKEN")) or var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(bindir))
+    monkeypatch.setenv("RIO_CONFIG_DIR", str(config))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-shown")
+    return tmp_path, log, config
+
+
+def test_rio_agents_json_lists_every_agent(machine, capsys):
+    home, log, _ = machine
+    assert cli.main(["agents", "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["codex"]["found"] and rows["codex"]["version"] == "0.16.0"
+    assert rows["codex"]["signed_in"] == "yes"
+    assert rows["codex"]["keys_set"] == ["OPENAI_API_KEY"]
+    assert not rows["claude"]["found"]
+    assert "sk-test-not-shown" not in out
+    assert log.read_text() == "--version\n"
+
+
+def test_rio_agents_table_and_a_configured_agent(machine, capsys):
+    home, _, config = machine
+    (config / "config.toml").write_text(
+        f'[agents.mine]\ncommand = "{home}/bin/codex-acp"\nargs = ["--acp"]\ntitle = "Mine"\n')
+    assert cli.main(["agents"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "AGENT", "VERSION", "SIGNED", "IN", "KEYS", "WHERE"]
+    mine = next(line for line in lines if line.startswith("mine"))
+    assert "Mine (config)" in mine and "0.16.0" in mine and "--acp" in mine
+    assert "2 of 11 found" in lines[-1]
+
+
+def test_rio_agents_reports_a_config_mistake_in_one_line(machine, capsys):
+    _, _, config = machine
+    (config / "config.toml").write_text("[agents.mine]\ncommand = 3\n")
+    assert cli.main(["agents"]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("rio: config.invalid:") and "[agents.mine]" in err
+
+
+def test_agents_list_is_in_the_catalogue_for_owners_only():
+    assert ops.validate(Request("1", "agents.list", {})) == {"refresh": False}
+    assert roles.required("agents.list") == "owner"
+
+
+def test_the_core_actor_keeps_versions_until_refresh(machine):
+    _, log, _ = machine
+    actor = AgentsActor()
+    rows = {r["name"]: r for r in actor.list(refresh=False)}
+    assert rows["codex"]["version"] == "0.16.0"
+    actor.list(refresh=False)
+    assert log.read_text().count("--version") == 1
+    actor.list(refresh=True)
+    assert log.read_text().count("--version") == 2
