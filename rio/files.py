@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from rio.errors import FileError, PathError, ProtocolError
+from rio.nofollow import fsync_dir_fd, lstat_at, open_dir_nofollow, open_nofollow
 
 #: Open files up to this size by default (config can raise it: ``files.max_bytes``).
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
@@ -356,7 +357,7 @@ class OsFilePort:
             return FileStat.from_os(os.stat(path))   # "/" itself
         dfd = open_dir_nofollow(path.parent)
         try:
-            st = _lstat_at(dfd, path.name, path)
+            st = lstat_at(dfd, path.name, path)
         finally:
             os.close(dfd)
         if st is None:
@@ -365,7 +366,7 @@ class OsFilePort:
 
     def read_bytes(self, path: Path, limit: int) -> tuple[bytes, FileStat]:
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
-        fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
         try:
             st = FileStat.from_os(os.fstat(fd))
             if st.kind != "file":
@@ -378,7 +379,7 @@ class OsFilePort:
 
     def sha256(self, path: Path) -> str:
         digest = hashlib.sha256()
-        fd = _open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:  # the port is the one place that opens files
             while block := f.read(_HASH_BLOCK):
                 digest.update(block)
@@ -402,7 +403,7 @@ class OsFilePort:
     @staticmethod
     def _write_in(dfd: int, path: Path, name: str, chunks: Iterable[bytes], mode: int | None,
                   before_replace: Callable[[], None] | None) -> FileStat:
-        old = _lstat_at(dfd, name, path)
+        old = lstat_at(dfd, name, path)
         # The name is cut so the temp name stays under NAME_MAX (255) even for very long names.
         tmp = f".{name[:200]}.rio-{secrets.token_hex(6)}.tmp"
         # An existing file's temp copy starts private (it may hold secrets) and gets the old
@@ -429,7 +430,7 @@ class OsFilePort:
             st = FileStat.from_os(os.fstat(fd))
             if before_replace is not None:
                 before_replace()
-            _lstat_at(dfd, name, path)  # swapped for a link while we wrote: still refused
+            lstat_at(dfd, name, path)  # swapped for a link while we wrote: still refused
             # rename(2) replaces the directory entry itself and never follows a link there.
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             replaced = True
@@ -440,82 +441,8 @@ class OsFilePort:
                     os.unlink(tmp, dir_fd=dfd)
                 except FileNotFoundError:
                     pass
-        _fsync_dir_fd(dfd)
+        fsync_dir_fd(dfd)
         return st
-
-
-#: Opens a folder as a handle for *at calls only (no read permission needed on Linux).
-_DIR_HANDLE = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) \
-    | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-def _open_nofollow(path: Path, flags: int) -> int:
-    """Open ``path`` for reading as :meth:`OsFilePort.write_atomic` writes: through a folder
-    handle walked without following links, and never through a link at the end either (a file
-    swapped for a link since it was opened is not read: revert, conflict checks, fs.read)."""
-    path = Path(os.path.abspath(path))
-    dfd = open_dir_nofollow(path.parent)
-    try:
-        return os.open(path.name, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                       dir_fd=dfd)
-    finally:
-        os.close(dfd)
-
-
-def open_dir_nofollow(folder: Path) -> int:
-    """A handle on ``folder`` (absolute), walked from "/" one component at a time, refusing any
-    component that is a symbolic link with ``OSError(ELOOP)``. The caller closes it."""
-    folder = Path(os.path.abspath(folder))
-    fd = os.open(folder.anchor or os.sep, _DIR_HANDLE)
-    try:
-        for part in folder.parts[1:]:
-            try:
-                child = os.open(part, _DIR_HANDLE, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link_at(fd, part):
-                    raise OSError(errno.ELOOP, "a folder on the way is a symbolic link",
-                                  str(folder)) from None
-                raise
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _is_link_at(dfd: int, name: str) -> bool:
-    try:
-        return stat_module.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
-def _lstat_at(dfd: int, name: str, path: Path) -> os.stat_result | None:
-    """The entry ``name`` in the folder ``dfd`` without following it; None when absent.
-    A link there is refused with ``OSError(ELOOP)``."""
-    try:
-        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    if stat_module.S_ISLNK(st.st_mode):
-        raise OSError(errno.ELOOP, "the file is a symbolic link", str(path))
-    return st
-
-
-def _fsync_dir_fd(dfd: int) -> None:
-    """Make the rename durable. Best effort: the new file is already in place, so a folder that
-    cannot be fsynced (some network and FUSE file systems say EINVAL) must not report a failure."""
-    try:
-        rfd = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), dir_fd=dfd)
-    except OSError:
-        return
-    try:
-        os.fsync(rfd)
-    except OSError:
-        pass
-    finally:
-        os.close(rfd)
 
 
 FaultKind = Literal["enospc", "eio"]
