@@ -356,6 +356,8 @@ class CrashWorld:
 CRASH_ACTION = st.one_of(
     ACTION,
     st.tuples(st.just("crash"), st.sampled_from(["kill", "kill", "power"])),
+    # the core applies (and journals) a request, then dies before its acknowledgement leaves
+    st.tuples(st.just("up_crash"), NAMES),
     st.tuples(st.just("resync"), NAMES),
     st.tuples(st.just("dup"), NAMES),
     st.tuples(st.just("flush")),
@@ -390,6 +392,9 @@ def test_replicas_converge_across_core_crashes(tmp_path_factory, initial, action
             world.core_op("buffer.apply", edits=edits, label="Batch")
         elif kind == "crash":
             world.crash(action[1])
+        elif kind == "up_crash":
+            world.deliver_up(action[1])
+            world.crash("kill")
         elif kind == "resync":
             world.resync(action[1])
         elif kind == "dup":
