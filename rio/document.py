@@ -471,7 +471,7 @@ class _Atomic:
     def __enter__(self) -> None:
         self.outer = self.doc._begin()
 
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         if not self.outer:
             return
         sp = self.doc._savepoint

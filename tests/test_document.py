@@ -440,8 +440,10 @@ def test_the_change_log_for_stale_edits_is_bounded_too():
     assert len(doc.changes_since(doc.version - 3)) == 3
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["type", "paste", "delete", "undo", "redo", "merge"]),
-                         st.integers(0, 30), st.booleans(), st.floats(0, 2)), max_size=40)
+ATOMIC_OPS = st.lists(st.tuples(st.sampled_from(["type", "paste", "delete", "undo", "redo",
+                                                "merge"]),
+                                st.integers(0, 30), st.booleans(), st.floats(0, 2)),
+                      max_size=40)
 
 
 def run_op(doc: Document, op, clock) -> None:
@@ -482,7 +484,7 @@ def observable(doc: Document) -> tuple:
     return tuple(state), tuple(trail)
 
 
-@given(OPS)
+@given(ATOMIC_OPS)
 @settings(max_examples=300, deadline=None)
 def test_an_op_that_fails_inside_atomic_leaves_no_trace(ops):
     """Twin documents get the same ops; in one, some ops are followed by a failure inside
