@@ -315,8 +315,9 @@ def test_sign_in_needed_on_session_new_lists_the_agents_methods(tmp_path):
     err, state, session, out, s = run(main())
     assert err.kind == "agent.sign_in_needed" and state == "sign_in_needed"
     methods = {m["id"]: m for m in err.details["methods"]}
-    assert methods["login"]["command"] == [sys.executable, "--cli", "login"]
-    assert methods["login"]["shell"].endswith("--cli login")
+    # the agent's whole argv (node + script for the Zed adapters), then the method's args
+    assert methods["login"]["command"] == [*s.argv, "--cli", "login"]
+    assert methods["login"]["shell"].endswith("script.json --cli login")
     assert methods["key"]["vars"] == ["FAKE_API_KEY"] and methods["browser"]["type"] == "agent"
     assert "FAKE_API_KEY" in err.next and "--cli login" in err.next
     sign_in = owner.of("agent.sign_in")

@@ -145,3 +145,17 @@ def test_translator_opens_unknown_calls_and_ends_each_call_once():
     t.handle(SimpleNamespace(session_update="agent_message_chunk",
                              content=SimpleNamespace(text="old")))
     assert len(events) == 2 and t.text == []
+
+
+def test_settings_for_a_discovered_agent_use_its_program_for_sign_in(tmp_path):
+    from rio.acp.client import settings_for
+    from rio.acp.discovery import AgentInfo, AgentSpec
+    from rio.errors import AgentError
+    info = AgentInfo("opencode", "OpenCode", True, "/bin/opencode", ("acp",))
+    spec = AgentSpec("opencode", "OpenCode", "opencode", ("acp",), {"X": "1"})
+    s = settings_for(info, spec, tmp_path, {"RIO_BUS": "b", "HOME": "/h"})
+    assert s.argv == ("/bin/opencode", "acp") and s.program == ("/bin/opencode",)
+    assert s.env == {"HOME": "/h", "X": "1"} and s.name == "opencode"
+    with pytest.raises(AgentError) as err:
+        settings_for(AgentInfo("x", "X", False), spec, tmp_path, {})
+    assert err.value.kind == "agent.agent_not_found"

@@ -60,7 +60,9 @@ class AcpSettings:
     root: Path
     env: Mapping[str, str]
     name: str = "agent"
-    #: the agent's own program, for terminal sign-in commands (default: argv[0])
+    #: the agent's own program without its ACP arguments, for terminal sign-in commands
+    #: (the method's args go after it); default: the whole argv — right for
+    #: ``node …/claude-agent-acp/dist/index.js``, where argv[0] alone would be ``node``
     program: tuple[str, ...] = ()
     #: no update for this long while a prompt is pending → ``agent.silent``
     silent_after_s: float = 30.0
@@ -72,6 +74,17 @@ class AcpSettings:
     #: after session/cancel, how long the prompt may take to answer "cancelled"
     cancel_grace_s: float = 5.0
     version: str = "0"
+
+
+def settings_for(info: Any, spec: Any, root: Path, user_env: Mapping[str, str],
+                 **kw: Any) -> AcpSettings:
+    """Settings for a discovered agent (:class:`rio.acp.discovery.AgentInfo` and its
+    :class:`~rio.acp.discovery.AgentSpec`): its argv, its program for sign-in commands, and
+    the user's environment minus Rio's variables plus the agent's configured ``env``."""
+    from rio.acp.port import agent_environment
+    argv = tuple(info.argv)            # raises agent.agent_not_found when not installed
+    return AcpSettings(argv, root, agent_environment(user_env, spec.env), name=info.name,
+                       program=argv[:len(argv) - len(info.args)] or argv, **kw)
 
 
 @dataclass(frozen=True)
@@ -227,7 +240,7 @@ class AcpClient:
         return self.init
 
     def _program(self) -> tuple[str, ...]:
-        return self.settings.program or self.settings.argv[:1]
+        return self.settings.program or self.settings.argv
 
     @property
     def can_load(self) -> bool:
