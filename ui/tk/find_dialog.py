@@ -335,6 +335,10 @@ class FindController:
         def reply(rep: Any) -> None:
             if not rep.ok:
                 err = error_from_wire(thaw(rep.error))
+                if err.kind == "buffer.stale_base":   # the core restarted meanwhile (ADR-0020)
+                    self._say("Rio's core restarted meanwhile; nothing was replaced. "
+                              "Try again once the document is back.", True)
+                    return
                 self._say(f"{err.message}. {err.next}", True)
                 return
             result = thaw(rep.result)

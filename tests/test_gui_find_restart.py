@@ -1,0 +1,46 @@
+"""Replace All against a core that restarted since the editor's last change (ADR-0020): the
+core refuses the stale base, nothing is replaced, and the dialog says what happened."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from tests.support import RioServer, wait_for
+from tests.tk_stub_app import StubApp
+from ui.tk import find_dialog
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+@pytest.fixture
+def app(tk_root, tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("beta alpha beta\n")
+    server = RioServer(root, tmp_path).start()
+    stub = StubApp(tk_root, server)
+    yield stub, server
+    stub.close()
+    server.stop()
+
+
+def test_replace_all_after_a_core_restart_is_refused_and_explained(app):
+    stub, server = app
+    stub.open_path("notes.txt")
+    editor = stub.active
+    editor.type(0, ">")                     # unsaved, so the core recovers it after the kill
+    assert stub.pump(lambda: stub.core_text(editor.buffer_id) == ">beta alpha beta\n")
+    core = server.pids()["core"]
+    os.kill(core, signal.SIGKILL)
+    assert wait_for(lambda: any(p["ready"] and p["pid"] != core for p in
+                                server.call("system.status")["processes"]
+                                if p["name"] == "core"), 30)
+    dlg = find_dialog.controller_for(stub).show(replace=True)
+    dlg.pattern.set("beta")
+    dlg.replacement.set("BETA")
+    dlg.buttons["replace_all"].invoke()     # based on the editor's pre-restart version
+    assert stub.pump(lambda: "core restarted" in dlg.status.cget("text"), 20)
+    assert stub.core_text(editor.buffer_id) == ">beta alpha beta\n"
