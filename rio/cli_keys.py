@@ -2,6 +2,7 @@
 
     rio keys                         create the server keypair once; print its public key
     rio keys --client NAME [--role R]         create a client keypair here and authorise it
+    rio keys add NAME [PUBLIC_KEY] [--role R] the same as --client / --authorize
     rio keys --authorize NAME KEY [--role R]  authorise a client key made on another machine
     rio keys --set-role NAME ROLE             change what an authorised client may do
     rio keys --revoke NAME           refuse that client from now on
@@ -44,6 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--list", action="store_true", help="show the server key and the clients")
     what.add_argument("--rotate", action="store_true",
                       help="replace the server keypair (clients need the new public key)")
+    p.add_argument("add", nargs="*", metavar="add NAME [PUBLIC_KEY]",
+                   help="the same as --client NAME, or --authorize NAME PUBLIC_KEY")
     p.add_argument("--role", choices=roles.ROLES, default=roles.DEFAULT_ROLE,
                    help="with --client or --authorize: what the key may do "
                         f"(default {roles.DEFAULT_ROLE})")
@@ -52,6 +55,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_keys(args: argparse.Namespace) -> int:
     folder = curve_keys.curve_dir()
+    if args.add:
+        words = args.add
+        if words[0] != "add" or not 2 <= len(words) <= 3 or args.client or args.authorize:
+            from rio.cli import EXIT_USAGE, print_error
+            print_error("usage", f"rio keys: unexpected {' '.join(words)!r}",
+                        "use `rio keys add NAME [PUBLIC_KEY] [--role ROLE]`, or see "
+                        "`rio keys --help`")
+            return EXIT_USAGE
+        if len(words) == 2:
+            args.client = words[1]
+        else:
+            args.authorize = words[1:]
     if args.client:
         if not curve_keys.server_paths(folder)[1].exists():
             return _client_here(args.client, args.role)

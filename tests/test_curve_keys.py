@@ -139,3 +139,17 @@ def test_rio_keys_gives_roles_and_lists_them(tmp_path, monkeypatch, capsys):
     assert cli.main(["keys", "--set-role", "ghost", "owner"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rio: config.unknown_client: ")
+
+
+def test_rio_keys_add_is_client_or_authorize(tmp_path, monkeypatch, capsys):
+    from rio import cli
+    monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
+    assert cli.main(["keys", "add", "here"]) == 0                       # made here, editor
+    pair, _ = curve_keys.create_client_keys("far", tmp_path / "other", authorise=False)
+    assert cli.main(["keys", "add", "far", pair.public.decode(), "--role", "owner"]) == 0
+    assert {n: r for n, r in curve_keys.authorized_roles().values()} == \
+        {"here": "editor", "far": "owner"}
+    capsys.readouterr()
+    assert cli.main(["keys", "remove", "far"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rio: usage: ")
