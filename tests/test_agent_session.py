@@ -128,8 +128,11 @@ def session(server):
     s = Session(server)
     yield s
     s.close()
+    # The supervisor's stop sequence, and the process stays stopped (host.stop alone ends it
+    # with SIGABRT, which the supervisor restarts): live agents are capped by max_live.
     try:
-        server.call("host.stop", {"process": f"agent:{s.conversation}"}, timeout=5)
+        server.call("system.restart", {"process": f"agent:{s.conversation}", "again": False},
+                    timeout=5)
     except RioError:
         pass
 
@@ -355,6 +358,13 @@ def chat(server):
     c = Chat(server)
     yield c
     c.close()
+    # End the conversation's process: the supervisor caps live agent processes (max_live),
+    # and this module's instance serves every test.
+    try:
+        server.call("system.restart", {"process": f"agent:{c.conversation}", "again": False},
+                    timeout=5)
+    except RioError:
+        pass
 
 
 def test_e2e_edit_approved_is_one_undo_step_and_history_is_recorded(
