@@ -355,7 +355,9 @@ define("ui.agent", "Drive the agent panel as a user would: open, close, send, ap
        Arg("text", str, False, None, doc="send: the message"),
        Arg("proposal", (str, int), False, None,
            doc="approve/reject/always: the proposal (default: the first waiting)"),
-       Arg("side", str, False, None, check=one_of("left", "right"), doc="open: dock here"))
+       Arg("side", str, False, None, check=one_of("left", "right"), doc="open: dock here"),
+       Arg("conversation", str, False, None,
+           doc="open: show this conversation (its history is loaded)"))
 define("ui.quit", "Quit the desktop as File → Exit does (unsaved-changes prompts included).",
        Arg("force", bool, False, False, doc="quit without prompting; unsaved text stays in "
                                             "the core"))

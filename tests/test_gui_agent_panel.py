@@ -68,7 +68,8 @@ def fresh(desktop, model):
 
 
 def agent(desktop, predicate, timeout: float = 30.0) -> dict:
-    return desktop.wait_state(lambda s: predicate(s["agent"]), timeout)["agent"]
+    return desktop.wait_state(lambda s: s.get("agent") is not None and predicate(s["agent"]),
+                              timeout)["agent"]
 
 
 def notes_buffer(desktop) -> str | None:
@@ -222,3 +223,40 @@ def test_ai_features_off_hides_every_ai_element_and_stops_the_turn(desktop, fres
     assert desktop.state()["status"]["agent"] == "Agent idle"
     desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
     agent(desktop, lambda a: a["open"])
+
+
+def test_conversations_are_resumable_and_the_panel_survives_a_ui_crash(desktop, fresh, model):
+    model.push(anthropic_text("First ", "answer."))
+    desktop.call("ui.agent", {"action": "send", "text": "first"})
+    agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2)
+    other = desktop.call("ui.agent", {"action": "new"})["conversation"]
+    a = desktop.call("ui.agent", {"action": "open", "conversation": fresh})
+    assert a["conversation"] == fresh and [m["text"] for m in a["messages"]] == \
+        ["first", "First answer."]
+    assert other != fresh
+    # The ui process dies: the supervisor restarts it, the panel comes back open and rebuilds
+    # the most recent conversation from the core (agent.list, agent.history).
+    old_pid = desktop.pids()["ui"]
+    os.kill(old_pid, signal.SIGKILL)
+    assert wait_for(lambda: desktop.pids().get("ui") not in (None, old_pid), 30)
+    a = agent(desktop, lambda a: a["open"] and a["conversation"] == fresh
+              and len(a["messages"]) == 2, 60)
+    assert a["messages"] == [{"role": "user", "text": "first"},
+                             {"role": "assistant", "text": "First answer."}]
+    model.push(anthropic_text("Second."))
+    desktop.call("ui.agent", {"action": "send", "text": "second"})
+    agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 4)
+    sent = model.requests[-1].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    with pytest.raises(Exception, match="unknown_conversation|no conversation|not found"):
+        desktop.call("ui.agent", {"action": "open", "conversation": "000000000000"})
+
+
+def test_ask_about_selection_quotes_it_with_path_and_lines(desktop, fresh):
+    desktop.call("ui.open", {"path": "other.txt"})
+    desktop.wait_active_ready()
+    desktop.call("ui.key", {"keysym": "a", "state": "Control"})
+    desktop.wait_state(lambda s: s["selection"] and s["selection"]["size"] == 4)
+    desktop.call("ui.key", {"keysym": "L", "state": "Control-Shift"})
+    a = agent(desktop, lambda a: a["input"])
+    assert a["input"] == "In other.txt, line 1:\n```\none\n```\n"

@@ -123,3 +123,23 @@ def test_a_tool_card_is_redrawn_in_place_with_its_result(view):
     assert text.index("run_command") < text.index("✗ exit code 2") < \
         text.index("line 9") < text.index("after the tool")
     assert "earlier lines folded" in text and "line 3" not in text
+
+
+def test_a_retryable_error_is_one_line_with_a_retry_button(view):
+    conv = Conversation(C)
+    view.show(conv)
+    turn = f"{C}.1"
+    retried: list = []
+    view.panel.retry = retried.append
+    err = {"kind": "agent.session_died", "message": "The agent process stopped.",
+           "next": "Send your message again."}
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.error", {**err, "partial": False}),
+                        ("agent.turn", {"state": "error", "error": err})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+    lines = [line for line in view.text.get("1.0", "end").splitlines() if "✗" in line]
+    assert lines == ["✗ The agent process stopped. — Send your message again. "
+                     "(agent.session_died)"]
+    assert len(view.extras) == 1
+    view.extras[0].invoke()
+    assert retried == [conv.blocks[-1]]

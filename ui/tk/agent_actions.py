@@ -96,6 +96,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "waiting": panel.model.waiting_count(),
             "marked": sorted(panel.marks.marked),
             "button": "tb_ai" in panel.app.toolbar.children,
+            "input": panel.input.get("1.0", "end-1c") if panel.input is not None else "",
             "undo": end.data["undo"] if end else None}
 
 
@@ -110,6 +111,11 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
                             "Turn them on in Edit → AI Preferences….")
     if action == "open":
         panel.open(side=args.get("side"))
+        if args.get("conversation"):
+            cid = str(args["conversation"])
+            panel.show_conversation(cid, then=lambda: respond(describe(panel)),
+                                    fail=respond)
+            return DEFER
         return describe(panel)
     if action == "close":
         panel.close()

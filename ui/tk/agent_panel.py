@@ -20,8 +20,10 @@ the agent icon until the user looks at it (selects the tab) or saves it.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import logging
 import tkinter as tk
+from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
@@ -281,38 +283,82 @@ class AgentPanel:
         self.request("agent.list", {}, got, lambda err: None)
 
     def _adopt_latest(self) -> None:
-        """Opening the panel shows the most recent conversation (resumable), if any."""
+        """Opening the panel shows the conversation it showed last time in this project (kept
+        in the project's state folder: a ui restart comes back to it), else the most recent
+        one, if any — resumable either way."""
+        last = self._last_shown()
+
         def pick() -> None:
-            if self.model.current is None and self.model.listing:
-                self.show_conversation(str(self.model.listing[0]["conversation"]))
+            if self.model.current is not None or not self.model.listing:
+                return
+            ids = [str(c["conversation"]) for c in self.model.listing]
+            self.show_conversation(last if last in ids else ids[0])
         if self.model.listing:
             pick()
         else:
             self.refresh_list(pick)
 
-    def show_conversation(self, cid: str) -> None:
+    def _state_file(self) -> Path | None:
+        state_dir = getattr(self.app, "state_dir", None)
+        return Path(state_dir) / "agent-panel.json" if state_dir else None
+
+    def _last_shown(self) -> str | None:
+        path = self._state_file()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8")) if path else {}
+        except (OSError, ValueError):
+            return None
+        return str(data.get("conversation")) if isinstance(data, dict) else None
+
+    def _remember_shown(self, cid: str) -> None:
+        path = self._state_file()
+        if path is None or self._last_shown() == cid:
+            return
+        try:
+            from rio.atomic import write_json
+            write_json(path, {"conversation": cid})
+        except OSError as exc:
+            log.warning("could not remember the shown conversation: %s", exc)
+
+    def show_conversation(self, cid: str, then: Callable[[], None] | None = None,
+                          fail: Callable[[RioError], None] | None = None) -> None:
         """Show a conversation; its history is fetched once (agent.history)."""
         conv = self.model.get(cid)
         self.model.current = cid
+        self._remember_shown(cid)
         if self.view is not None:
             self.view.show(conv)
         self._sync_header()
         self.refresh_status()
         if conv.loaded:
+            if then is not None:
+                then()
             return
 
         def got(history: Any) -> None:
             from ui.tk.agent_model import blocks_from_history
-            if conv.loaded:
-                return          # a turn started meanwhile: the events are the truth now
-            conv.blocks = blocks_from_history(history) + conv.blocks
-            conv.provider = conv.provider or str(history.get("provider") or "")
-            conv.loaded = True
-            if self.model.current == cid and self.view is not None:
-                self.view.show(conv)
-            self._sync_header()
-        self.request("agent.history", {"conversation": cid}, got,
-                      lambda err: self._panel_error(conv, err))
+            if not conv.loaded:      # else a turn started meanwhile: its events are the truth
+                conv.blocks = blocks_from_history(history) + conv.blocks
+                conv.provider = conv.provider or str(history.get("provider") or "")
+                conv.loaded = True
+                if self.model.current == cid and self.view is not None:
+                    self.view.show(conv)
+                self._sync_header()
+            if then is not None:
+                then()
+
+        def failed(err: RioError) -> None:
+            if err.kind == "agent.unknown_conversation":
+                self.model.conversations.pop(cid, None)
+                self.model.current = None
+                if self.view is not None:
+                    self.view.show(None)
+                self._sync_header()
+            else:
+                self._panel_error(conv, err)
+            if fail is not None:
+                fail(err)
+        self.request("agent.history", {"conversation": cid}, got, failed)
 
     def new_conversation(self, then: Callable[[Conversation], None] | None = None,
                          fail: Callable[[RioError], None] | None = None) -> None:
@@ -325,6 +371,7 @@ class AgentPanel:
             conv.title = str(result.get("title") or "")
             conv.loaded = True
             self.model.current = conv.id
+            self._remember_shown(conv.id)
             if self.view is not None:
                 self.view.show(conv)
             self._sync_header()
@@ -419,6 +466,38 @@ class AgentPanel:
         self.request("agent.stop", {"conversation": conv.id},
                       lambda r: respond(r) if respond else None,
                       lambda err: respond(err) if respond else self._panel_error(conv, err))
+
+    def retry(self, block: Block) -> None:
+        """An error's Retry: send the failed turn's message again."""
+        conv = self.model.shown
+        text = next((b.text for b in (conv.blocks if conv else ()) if b.kind == "user"
+                     and b.turn == block.turn), "")
+        if text:
+            self.send(text)
+
+    def ask_about_selection(self) -> None:
+        """Quote the editor's selection, with its path and lines, into the panel's input."""
+        ed = self.app.active_editor()
+        if ed is None or not self.prefs.show_ai:
+            return
+        try:
+            text = ed.text.get("sel.first", "sel.last")
+            first = int(ed.text.index("sel.first").split(".")[0])
+            last = int(ed.text.index("sel.last - 1c").split(".")[0])
+        except tk.TclError:
+            self.app.set_message("Select some text first, then ask the agent about it.")
+            return
+        where = ed.summary.get("path") or ed.summary.get("name") or "Untitled"
+        lines = f"line {first}" if first == last else f"lines {first}–{last}"
+        self.open(focus=True)
+        if self.input is None:
+            return
+        quote = f"In {where}, {lines}:\n```\n{text.rstrip(chr(10))}\n```\n"
+        if self.input.get("1.0", "end-1c").strip():
+            quote = "\n" + quote
+        self.input.insert("end", quote)
+        self.input.mark_set("insert", "end")
+        self.input.see("end")
 
     # --- after a turn: save, undo --------------------------------------------------------------
     def save_turn(self, block: Block | None, respond: Respond | None = None) -> None:
@@ -517,6 +596,8 @@ def install(app: Any) -> AgentPanel:
     app.agent_panel = panel
     reg = app.register_command
     reg("agent.panel", "Agent &Panel", "Ctrl+Shift+A", panel.toggle, menu="Agent")
+    reg("agent.ask_selection", "&Ask About Selection", "Ctrl+Shift+L",
+        panel.ask_about_selection, menu="Agent")
     reg("agent.new", "&New Conversation", "", lambda: (panel.open(), panel.new_conversation()),
         menu="Agent", group=1)
     reg("agent.stop", "&Stop the Agent", "", panel.stop, menu="Agent", group=1)

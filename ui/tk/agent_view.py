@@ -19,6 +19,9 @@ from ui.tk.agent_model import Block, Conversation
 from ui.tk.agent_text import (MarkdownStream, diff_line_tag, fold_output, markdown_line,
                               render_markdown, short_input)
 
+#: Errors whose next action is "send it again": their line gets a Retry button.
+RETRYABLE = {"agent.session_died", "agent.network", "agent.rate_limited", "agent.server_error",
+             "agent.session_unavailable", "agent.session_timeout", "agent.interrupted"}
 #: The most diff lines a card shows before it scrolls.
 DIFF_ROWS = 14
 
@@ -57,6 +60,7 @@ class ConversationView:
         self.conv: Conversation | None = None
         self.stream: MarkdownStream | None = None
         self.cards: dict[int, "Card"] = {}
+        self.extras: list[tk.Widget] = []       # other embedded widgets (Retry buttons)
         self.rendered = 0
 
     def _style_tags(self) -> None:
@@ -92,6 +96,9 @@ class ConversationView:
         for card in self.cards.values():
             card.destroy()
         self.cards.clear()
+        for widget in self.extras:
+            widget.destroy()
+        self.extras.clear()
         self.text.delete("1.0", "end")
         self.conv = conv
         self.stream = None
@@ -182,8 +189,13 @@ class ConversationView:
             tx.insert("end", "\n", (tag,))
         elif block.kind == "error":
             kind = block.data.get("kind")
-            tx.insert("end", f"✗ {block.text}" + (f" ({kind})" if kind else "") + "\n",
-                      ("error", tag))
+            tx.insert("end", f"✗ {block.text}" + (f" ({kind})" if kind else ""), ("error", tag))
+            if kind in RETRYABLE and hasattr(self.panel, "retry"):
+                button = ttk.Button(tx, text="Retry", width=6,
+                                    command=lambda b=block: self.panel.retry(b))
+                self.extras.append(button)
+                tx.window_create("end", window=button, padx=6)
+            tx.insert("end", "\n", ("error", tag))
         else:
             tx.insert("end", block.text + "\n", ("note", tag))
 
