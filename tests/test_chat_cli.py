@@ -642,3 +642,10 @@ def test_key_status_says_a_shell_variable_is_not_seen_by_a_running_instance(tmp_
     assert "ANTHROPIC_API_KEY" in done.stdout and "one already running does not see it" in \
         done.stdout
     assert "sk-shell-variable" not in done.stdout
+
+
+def test_an_endpoint_that_is_not_a_url_is_said_so_at_once(server):
+    done = run_chat(server, "--endpoint", "notaurl", "hi", input="")
+    assert done.returncode == 1
+    assert "not a usable URL" in done.stderr and "plain http" not in done.stderr
+    assert "agent.not_configured" in done.stderr
