@@ -9,5 +9,5 @@
 * :mod:`rio.acp.auth` — "Authentication required" turned into a sign-in-needed state;
 * :mod:`rio.acp.protocol_log` — the bounded per-conversation protocol log.
 
-Design and wiring: docs/adr/0020-acp-client.md; user guide: docs/agent-chat.md.
+Design and wiring: docs/adr/0023-acp-client-and-no-agent-terminals.md; user guide: docs/agent-chat.md.
 """

@@ -1,7 +1,7 @@
 """Rio's side of the Agent Client Protocol: one agent process, one session, prompts.
 
 The SDK (``agent-client-protocol`` 0.12) carries the JSON-RPC; this module owns everything
-around it (ADR-0020):
+around it (ADR-0023):
 
 * the agent is started through a :class:`~rio.acp.port.ProcessPort` (argv list, own process
   group, the user's environment minus Rio's variables) and stopped with the supervisor's
@@ -14,7 +14,7 @@ around it (ADR-0020):
 * the agent's requests become calls on the :class:`~rio.acp.port.AcpTurnPort` —
   ``fs/read_text_file`` (confined to the project root, symlinks resolved) reads the editor's
   text, ``fs/write_text_file`` is a proposal, ``session/request_permission`` is answered by
-  option *kind*; the five ``terminal/*`` methods answer "method not found" (ADR-0020);
+  option *kind*; the five ``terminal/*`` methods answer "method not found" (ADR-0023);
 * every failure ends as a classified :class:`~rio.errors.AgentError` leaf.
 
 The handler object is duck-typed on purpose: subclassing ``acp.Client`` makes every
@@ -151,7 +151,7 @@ class _Handlers:
                               **kw: Any) -> WriteTextFileResponse:
         return await self.client._write(path, content)
 
-    # terminal/*: not offered (ADR-0020); defined so the SDK answers -32601, not null.
+    # terminal/*: not offered (ADR-0023); defined so the SDK answers -32601, not null.
     async def create_terminal(self, *a: Any, **kw: Any) -> Any:
         raise RequestError.method_not_found("terminal/create")
 
