@@ -9,6 +9,7 @@ through the workspace (confined) and brings buffers back from journals after a c
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ EPOCH_BITS = 32
 REQUEST_MEMORY = 256
 #: The ops a resent request id must not apply twice.
 DEDUPED_OPS = frozenset({"buffer.replace", "buffer.apply", "buffer.undo", "buffer.redo"})
+#: After a journal rewrite failed (a full disk), the flush timer tries again this much later.
+REWRITE_RETRY_S = 2.0
 Events = list[tuple[str, dict[str, Any]]]
 
 
@@ -115,6 +118,8 @@ class OpenBuffer:
         self.unprotected: FileError | None = None
         #: events that are not any op's answer (journal failed / restored), for the actor to send
         self.notices: Events = []
+        self._rewrite_after = 0.0   # clock time before which no rewrite is tried again
+        self.clock: Callable[[], float] = time.monotonic
         #: resolves a save-as path (set by whoever holds the workspace; default: ours)
         self.factory_resolve: Callable[[str], Path] = (
             lambda p: self.workspace.resolve(p, must_exist=False, kind="file"))
@@ -359,13 +364,18 @@ class OpenBuffer:
         """fsync the journal; after a failed fsync, rewrite it whole (retried every flush)."""
         if self.journal is None:
             return
+        rewrite = self.journal.needs_rewrite
+        if rewrite and self.clock() < self._rewrite_after:
+            return   # a big text is not re-encoded every tick while the disk is full
         try:
-            if self.journal.needs_rewrite:
+            if rewrite:
                 self.journal.header["requests"] = self._request_ids()
                 self.journal.compact(self.document.text(), self.document.version)
             else:
                 self.journal.flush()
         except FileError as err:
+            if rewrite:
+                self._rewrite_after = self.clock() + REWRITE_RETRY_S
             self._journal_failed(err)
             return
         self._journal_ok()

@@ -301,3 +301,25 @@ def test_kill_9_at_every_step_of_recovery_loses_nothing(project, tmp_path):
     else:
         pytest.fail("recovery never finished")
     assert kill_at >= 2, "the kill points did not reach the journal rewrite"
+
+
+def test_a_failed_rewrite_is_retried_after_a_pause_not_every_tick(project, tmp_path):
+    import rio.buffer_state as bs
+    now = [1000.0]
+    store = FaultyJournalStore(MemoryJournalStore())
+    buf = BufferFactory(project, tmp_path / "j", journal_store=store).new("draft")
+    buf.clock = lambda: now[0]
+    typed(buf, 5, "!")
+    store.fail_fsync = True
+    buf.flush_journal()                                   # the fsync fails: rewrite needed
+    store.fill(space=0)
+    buf.flush_journal()                                   # the rewrite fails too
+    failed = store.writes_failed
+    buf.flush_journal()                                   # the next tick does not retry
+    assert store.writes_failed == failed
+    store.free()
+    now[0] += bs.REWRITE_RETRY_S
+    buf.flush_journal()
+    assert not buf.journal.needs_rewrite and buf.unprotected is None
+    assert [t for t, _ in buf.take_notices()] == ["buffer.journal_failed",
+                                                  "buffer.journal_restored"]
