@@ -86,3 +86,28 @@ def test_the_core_actor_keeps_versions_until_refresh(machine):
     assert log.read_text().count("--version") == 1
     actor.list(refresh=True)
     assert log.read_text().count("--version") == 2
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_agents_list_through_a_running_instance(tmp_path):
+    """The core's actor answers agents.list from the instance's own environment."""
+    from tests.support import RioServer, rio_env
+    root = tmp_path / "proj"
+    root.mkdir()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    agent = bindir / "opencode"
+    agent.write_text(f"#!{sys.executable}\nprint('opencode 9.8.7')\n")
+    agent.chmod(0o755)
+    env = rio_env(tmp_path)
+    env["PATH"] = f"{bindir}:{env['PATH']}"
+    server = RioServer(root, tmp_path, env=env).start()
+    try:
+        res = server.cli("call", "--instance", server.name, "agents.list")
+        assert res.returncode == 0, res.stderr
+        rows = {r["name"]: r for r in json.loads(res.stdout)["agents"]}
+        assert rows["opencode"]["found"] and rows["opencode"]["version"] == "9.8.7"
+        assert rows["opencode"]["path"] == str(agent)
+    finally:
+        server.stop()

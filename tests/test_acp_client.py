@@ -523,6 +523,7 @@ def test_tools_plans_usage_modes_and_commands_become_agent_events(tmp_path):
         async with running(settings(tmp_path, script), owner) as client:
             await client.prompt("x")
             await client.set_mode("code")
+            await client.set_config_option("model", "smart")
             for _ in range(200):
                 if owner.of("agent.commands"):
                     break
@@ -546,6 +547,10 @@ def test_tools_plans_usage_modes_and_commands_become_agent_events(tmp_path):
     assert [m["id"] for m in modes[0]["available"]] == ["ask", "code"]
     assert owner.of("agent.commands")[0]["commands"][0]["name"] == "review"
     assert updates.modes["current"] == "code"
+    configs = owner.of("agent.config")
+    assert configs[0]["options"][0]["currentValue"] == "fast"
+    assert configs[-1]["options"][0]["currentValue"] == "smart"
+    assert [o["value"] for o in configs[-1]["options"][0]["options"]] == ["fast", "smart"]
 
 
 def test_terminal_methods_answer_method_not_found(tmp_path):

@@ -55,8 +55,9 @@ from acp.schema import (
     AgentCapabilities, AuthenticateResponse, AuthMethodAgent, AvailableCommand,
     AvailableCommandsUpdate, CurrentModeUpdate, EnvVarAuthMethod, AuthEnvVar, Implementation,
     InitializeResponse, LoadSessionResponse, NewSessionResponse, PermissionOption,
-    PromptResponse, SessionMode, SessionModeState, SetSessionModeResponse, TerminalAuthMethod,
-    ToolCallUpdate, UsageUpdate)
+    PromptResponse, SessionConfigOptionSelect, SessionConfigSelectOption, SessionMode,
+    SessionModeState, SetSessionConfigOptionResponse, SetSessionModeResponse,
+    TerminalAuthMethod, ToolCallUpdate, UsageUpdate)
 
 
 class Cancelled(Exception):
@@ -72,6 +73,7 @@ class FakeAgent:
         self.prompts = 0
         self.cancel_event = asyncio.Event()
         self.sessions: dict[str, list[list[str]]] = self._load_state()
+        self.config: dict[str, Any] = {"model": "fast"}
 
     # --- state across processes (session/load) ------------------------------------------
     def _load_state(self) -> dict[str, list[list[str]]]:
@@ -137,7 +139,8 @@ class FakeAgent:
         if self.script.get("commands"):
             asyncio.get_running_loop().call_later(0.01, lambda: asyncio.ensure_future(
                 self._send_commands(sid)))
-        return NewSessionResponse(session_id=sid, modes=self._modes())
+        return NewSessionResponse(session_id=sid, modes=self._modes(),
+                                  config_options=self._config())
 
     async def _send_commands(self, sid: str) -> None:
         await self.conn.session_update(session_id=sid, update=AvailableCommandsUpdate(
@@ -160,6 +163,17 @@ class FakeAgent:
         await self.conn.session_update(session_id=session_id, update=CurrentModeUpdate(
             session_update="current_mode_update", current_mode_id=mode_id))
         return SetSessionModeResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any,
+                                **kw: Any) -> SetSessionConfigOptionResponse:
+        self.config[config_id] = value
+        return SetSessionConfigOptionResponse(config_options=self._config())
+
+    def _config(self) -> list[Any]:
+        return [SessionConfigOptionSelect(
+            id="model", name="Model", type="select", current_value=self.config["model"],
+            options=[SessionConfigSelectOption(value=v, name=v.title())
+                     for v in ("fast", "smart")])]
 
     async def cancel(self, session_id: str, **kw: Any) -> None:
         self.cancel_event.set()
