@@ -20,8 +20,8 @@ from rio.document import Change, Document
 from rio.errors import BufferError, FileError, RioError
 from rio.files import (DEFAULT_MAX_BYTES, FileFormat, Fingerprint, OsFilePort, disk_changed,
                        load_file, save_file)
-from rio.journal import (JournalStore, JournalWriter, OsJournalStore, Recovered, damaged_name,
-                         journal_write_failed, recover)
+from rio.journal import (JournalStore, JournalWriter, OsJournalStore, damage_report,
+                         damaged_name, journal_write_failed, recover)
 from rio.workspace import Workspace
 
 log = logging.getLogger("rio.buffers")
@@ -68,28 +68,6 @@ class RecoveryReport:
     def to_wire(self) -> dict[str, Any]:
         return {"buffers": [b.summary() for b in self.buffers], "failures": list(self.failures),
                 "count": len(self.buffers)}
-
-
-def damage_report(name: str, header: dict[str, Any], rec: Recovered, kept: str
-                  ) -> dict[str, Any]:
-    """The RecoveryReport failure for a journal that could be replayed only in part."""
-    who = (Path(header["path"]).name if header.get("path")
-           else f"Untitled-{str(header.get('buffer') or name)[-4:]}")
-    lost = []
-    if rec.damaged_bytes:
-        lost.append(f"{rec.damaged_bytes} bytes of it were unreadable")
-    if rec.skipped:
-        lost.append(f"{rec.skipped} recorded edit(s) after the damage could not be replayed "
-                    f"(an edit is replayed only onto the exact text it was made on)")
-    err = FileError("file.journal_damaged",
-                    f"The journal of {who} was damaged: {rec.replayed} edit(s) were brought "
-                    f"back, but {' and '.join(lost)}. The damaged journal is kept at {kept}.",
-                    f"Check {who} before saving it and redo what is missing; keep {kept} for a "
-                    f"bug report, then delete it.",
-                    kept=kept, replayed=rec.replayed, skipped=rec.skipped,
-                    damaged_bytes=rec.damaged_bytes, damage_at=rec.damage_at)
-    return {"journal": name, "buffer": header.get("buffer") or name, "name": who,
-            **err.to_wire()}
 
 
 class OpenBuffer:

@@ -402,6 +402,30 @@ def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = N
                      skipped, damaged, damage_at)
 
 
+def damage_report(name: str, header: dict[str, Any], rec: Recovered, kept: str
+                  ) -> dict[str, Any]:
+    """The recovery failure for the journal ``name``, replayed only in part: a
+    ``file.journal_damaged`` naming the document, what was and was not replayed, and ``kept``,
+    the damaged copy."""
+    who = (os.path.basename(header["path"]) if header.get("path")
+           else f"Untitled-{str(header.get('buffer') or name)[-4:]}")
+    lost = []
+    if rec.damaged_bytes:
+        lost.append(f"{rec.damaged_bytes} bytes of it were unreadable")
+    if rec.skipped:
+        lost.append(f"{rec.skipped} recorded edit(s) after the damage could not be replayed "
+                    f"(an edit is replayed only onto the exact text it was made on)")
+    err = FileError("file.journal_damaged",
+                    f"The journal of {who} was damaged: {rec.replayed} edit(s) were brought "
+                    f"back, but {' and '.join(lost)}. The damaged journal is kept at {kept}.",
+                    f"Check {who} before saving it and redo what is missing; keep {kept} for a "
+                    f"bug report, then delete it.",
+                    kept=kept, replayed=rec.replayed, skipped=rec.skipped,
+                    damaged_bytes=rec.damaged_bytes, damage_at=rec.damage_at)
+    return {"journal": name, "buffer": header.get("buffer") or name, "name": who,
+            **err.to_wire()}
+
+
 def peek_header(data: bytes) -> dict[str, Any]:
     """The caller's header dict (buffer id, path, format, fingerprint) without replaying.
 
