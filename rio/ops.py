@@ -347,11 +347,11 @@ define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
        Arg("delay_ms", int, False, 150, check=non_negative, doc="let the window settle first"))
 define("ui.raise", "Bring the desktop window to the front (a second `rio` on the same folder "
        "does this instead of opening a second window).")
-define("ui.agent", "Drive the agent panel as a user would: open, close, send, approve, reject, "
-       "always, stop, undo, new.",
+define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, approve, "
+       "reject, always, stop, undo, new.",
        Arg("action", str, check=non_empty,
-           doc="open, close, send, approve, reject, always, stop, undo, new (checked by the "
-               "desktop)"),
+           doc="open, close, minimise, send, approve, reject, always, stop, undo, new "
+               "(checked by the desktop)"),
        Arg("text", str, False, None, doc="send: the message"),
        Arg("proposal", (str, int), False, None,
            doc="approve/reject/always: the proposal (default: the first waiting)"),

@@ -316,3 +316,16 @@ def test_typing_stays_responsive_while_an_answer_streams(desktop, fresh, model):
           f"(medians {statistics.median(idle):.1f} / {statistics.median(busy):.1f} ms)")
     assert p99(busy) <= max(4 * p99(idle), p99(idle) + 100)
     desktop.call("buffer.close", {"buffer": desktop.state()["active"], "discard": True})
+
+
+def test_minimised_the_strip_shows_the_state_and_the_questions_waiting(desktop, fresh, model):
+    a = desktop.call("ui.agent", {"action": "minimise"})
+    assert a["minimised"] and a["strip"] == {"dot": "#008000", "count": ""}
+    propose(model, "beta", "zeta", "toolu_m1")
+    desktop.call("ui.agent", {"action": "send", "text": "while folded"})
+    a = agent(desktop, lambda a: a["pending"])
+    assert a["minimised"] and a["strip"] == {"dot": "#ff0000", "count": "1"}
+    a = desktop.call("ui.agent", {"action": "open"})          # restores it
+    assert a["open"] and not a["minimised"] and a["strip"] is None
+    desktop.call("ui.agent", {"action": "reject"})
+    agent(desktop, lambda a: a["state"] == "idle")

@@ -16,7 +16,8 @@ from ui.tk.agent_model import Block, Conversation
 Respond = Callable[[Any], None]
 #: What :func:`control` returns when it answers later through ``respond``.
 DEFER = None
-ACTIONS = ("open", "close", "send", "approve", "reject", "always", "stop", "undo", "new")
+ACTIONS = ("open", "close", "minimise", "send", "approve", "reject", "always", "stop", "undo",
+           "new")
 
 
 def turn_end_of(conv: Conversation | None) -> Block | None:
@@ -81,6 +82,42 @@ def undo_turn(panel: Any, block: Block | None, respond: Respond | None = None) -
                       lambda err, bid=bid: (report["skipped"].append(bid), finished()))
 
 
+def retry(panel: Any, block: Block) -> None:
+    """An error's Retry: send the failed turn's message again."""
+    conv = panel.model.shown
+    text = next((b.text for b in (conv.blocks if conv else ()) if b.kind == "user"
+                 and b.turn == block.turn), "")
+    if text:
+        panel.send(text)
+
+
+def ask_about_selection(panel: Any) -> None:
+    """Quote the editor's selection, with its path and lines, into the panel's input."""
+    import tkinter as tk
+    ed = panel.app.active_editor()
+    if ed is None or not panel.prefs.show_ai:
+        return
+    try:
+        text = ed.text.get("sel.first", "sel.last")
+        first = int(ed.text.index("sel.first").split(".")[0])
+        last = int(ed.text.index("sel.last - 1c").split(".")[0])
+    except tk.TclError:
+        panel.app.set_message("Select some text first, then ask the agent about it.")
+        return
+    where = ed.summary.get("path") or ed.summary.get("name") or "Untitled"
+    lines = f"line {first}" if first == last else f"lines {first}–{last}"
+    panel.open(focus=True)
+    box = panel.input
+    if box is None:
+        return
+    quote = f"In {where}, {lines}:\n```\n{text.rstrip(chr(10))}\n```\n"
+    if box.get("1.0", "end-1c").strip():
+        quote = "\n" + quote
+    box.insert("end", quote)
+    box.mark_set("insert", "end")
+    box.see("end")
+
+
 # --- ui.agent / ui.state -------------------------------------------------------------------------
 
 def describe(panel: Any) -> dict[str, Any]:
@@ -88,6 +125,8 @@ def describe(panel: Any) -> dict[str, Any]:
     conv = panel.model.shown
     end = turn_end_of(conv)
     return {"open": panel.is_open, "side": panel.prefs.side, "shown": panel.prefs.show_ai,
+            "minimised": panel.is_open and panel.prefs.minimised,
+            "strip": _strip(panel),
             "conversation": conv.id if conv else None,
             "provider": conv.provider if conv else None,
             "state": conv.state if conv else "idle", "status": panel.model.status_text(),
@@ -98,6 +137,15 @@ def describe(panel: Any) -> dict[str, Any]:
             "button": "tb_ai" in panel.app.toolbar.children,
             "input": panel.input.get("1.0", "end-1c") if panel.input is not None else "",
             "undo": end.data["undo"] if end else None}
+
+
+def _strip(panel: Any) -> dict[str, str] | None:
+    """What the minimised strip shows: the state dot's colour and the count of questions."""
+    if not (panel.is_open and panel.prefs.minimised) or panel.strip is None:
+        return None
+    dot = panel.strip.children["dot"]
+    return {"dot": str(dot.itemcget("dot", "fill")),
+            "count": str(panel.strip_count.cget("text"))}
 
 
 def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
@@ -120,12 +168,17 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
     if action == "close":
         panel.close()
         return describe(panel)
+    if action == "minimise":
+        panel.open()
+        panel.minimise()
+        return describe(panel)
     if action == "send":
         text = str(args.get("text") or "")
         if not text.strip():
             raise ProtocolError("bad_args", "ui.agent send needs a non-empty text.",
                                 'Pass {"action": "send", "text": "…"}.')
-        panel.open()
+        if not panel.is_open:
+            panel.open()
         panel.send(text, respond)
     elif action in ("approve", "reject", "always"):
         proposal = args.get("proposal")

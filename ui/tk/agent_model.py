@@ -22,6 +22,7 @@ events are the same.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -32,6 +33,8 @@ from ui.tk.agent_text import (MarkdownStream, Span, diff_line_tag, fold_output, 
 #: What the status bar shows for each state (its cell is 12 characters wide).
 STATE_LABELS = {"idle": "Agent idle", "thinking": "Thinking…", "waiting": "Waiting",
                 "error": "Agent error", "off": "No agent"}
+
+log = logging.getLogger("rio.ui.agent")
 
 
 # --- conversations -----------------------------------------------------------------------------
@@ -377,6 +380,7 @@ class PanelPrefs:
     side: str = "right"           # "right" | "left"
     width: int = 380
     open: bool = False            # the panel was open when the window last closed
+    minimised: bool = False       # folded to the 30 px strip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "PanelPrefs":
@@ -417,3 +421,47 @@ def save_panel_prefs(path: Path, prefs: PanelPrefs) -> None:
     existing.update(prefs.to_json())
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, existing, sort_keys=True)
+
+
+def load_last_shown(path: Path | None) -> str | None:
+    """The conversation the panel showed last in this project (its state folder), if any."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):
+        return None
+    value = data.get("conversation") if isinstance(data, dict) else None
+    return str(value) if value else None
+
+
+def save_last_shown(path: Path | None, cid: str) -> None:
+    if path is None or load_last_shown(path) == cid:
+        return
+    from rio.atomic import write_json
+    try:
+        write_json(path, {"conversation": cid})
+    except OSError as exc:
+        log.warning("could not remember the shown conversation: %s", exc)
+
+
+def provider_names() -> tuple[str, list[str]]:
+    """The configured default provider and every provider the picker offers: the configured
+    ones and the installed plug-ins (entry point names only; nothing is imported)."""
+    import importlib.metadata
+
+    from rio.agent_config import load_agent_config
+    from rio.errors import RioError
+    default, names = "anthropic", ["anthropic", "openai"]
+    try:
+        cfg = load_agent_config()
+        default, names = cfg.provider, list(cfg.providers)
+    except RioError as err:
+        log.warning("agent config: %s", err.message)
+    try:
+        for ep in importlib.metadata.entry_points(group="rio.providers"):
+            if ep.name not in names:
+                names.append(ep.name)
+    except Exception:  # noqa: BLE001 -- broken metadata must not cost the panel
+        log.exception("provider discovery")
+    if default not in names:
+        names.insert(0, default)
+    return default, names

@@ -19,8 +19,6 @@ the agent icon until the user looks at it (selects the tab) or saves it.
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
 import logging
 import tkinter as tk
 from pathlib import Path
@@ -31,35 +29,16 @@ from rio.errors import ProtocolError, RioError, error_from_wire
 from rio.protocol import Reply, thaw
 from ui.tk import agent_actions as actions
 from ui.tk.agent_marks import TabMarks
+from ui.tk import agent_layout as layout
 from ui.tk.agent_model import (STATE_LABELS, AgentModel, Block, Conversation, PanelPrefs,
-                               load_panel_prefs, save_panel_prefs)
+                               load_last_shown, load_panel_prefs, provider_names,
+                               save_last_shown, save_panel_prefs)
 from ui.tk.agent_view import ConversationView
 from ui.tk.icons import icon
 
 log = logging.getLogger("rio.ui.agent")
 
 Respond = Callable[[Any], None]
-
-
-def provider_names() -> tuple[str, list[str]]:
-    """The configured default provider and every provider the picker offers: the configured
-    ones and the installed plug-ins (entry point names only; nothing is imported)."""
-    default, names = "anthropic", ["anthropic", "openai"]
-    try:
-        from rio.agent_config import load_agent_config
-        cfg = load_agent_config()
-        default, names = cfg.provider, list(cfg.providers)
-    except RioError as err:
-        log.warning("agent config: %s", err.message)
-    try:
-        for ep in importlib.metadata.entry_points(group="rio.providers"):
-            if ep.name not in names:
-                names.append(ep.name)
-    except Exception:  # noqa: BLE001 -- broken metadata must not cost the panel
-        log.exception("provider discovery")
-    if default not in names:
-        names.insert(0, default)
-    return default, names
 
 
 def _prefs_file():
@@ -77,6 +56,8 @@ class AgentPanel:
         self.frame: ttk.Frame | None = None
         self.view: ConversationView | None = None
         self.input: tk.Text | None = None
+        self.strip: ttk.Frame | None = None
+        self.body: ttk.Frame | None = None
         self.is_open = False
         self._list_job: str | None = None
         self._state_shown = ""
@@ -112,10 +93,18 @@ class AgentPanel:
         if not self.prefs.show_ai:
             self.app.set_message("The AI features are off: Edit → AI Preferences… turns them on.")
             return
-        if self.is_open:
+        if self.is_open and not self.prefs.minimised:
             self.close()
         else:
             self.open(focus=True)
+
+    def minimise(self) -> None:
+        layout.fold(self, True)
+
+    def restore(self) -> None:
+        layout.fold(self, False)
+        if self.input is not None:
+            self.input.focus_set()
 
     def open(self, side: str | None = None, focus: bool = False) -> None:
         if not self.prefs.show_ai:
@@ -125,55 +114,33 @@ class AgentPanel:
                 self.close(remember=False)
             self.set_prefs(side=side)
         if not self.is_open:
-            self._build()
-            pane = self.app.hpane
-            kw = {"after": self.app.vpane} if self.prefs.side == "right" \
-                else {"before": self.app.vpane}
-            try:
-                tree_w = pane.sash_coord(0)[0]
-            except tk.TclError:
-                tree_w = None
-            pane.add(self.frame, minsize=220, width=self.prefs.width, stretch="never", **kw)
-            self._place_sashes(tree_w)
+            layout.build(self)
+            layout.dock(self)
             self.is_open = True
             self.set_prefs(open=True)
             if self.model.current is None:
                 self._adopt_latest()
             self._sync_header()
+        elif self.prefs.minimised:
+            layout.fold(self, False)
+        layout.refresh_strip(self)
         if focus and self.input is not None:
             self.input.focus_set()
-
-    def _place_sashes(self, tree_w: int | None) -> None:
-        """The panel takes its width from the editor, never from the project tree."""
-        pane = self.app.hpane
-        try:
-            pane.update_idletasks()
-            total = pane.winfo_width()
-            if tree_w is None or total <= 1:
-                return
-            width = min(self.prefs.width, max(220, total - tree_w - 260))
-            pane.sash_place(0, tree_w, 0)
-            if self.prefs.side == "right":
-                pane.sash_place(1, total - width - int(pane.cget("sashwidth")), 0)
-            else:
-                pane.sash_place(1, tree_w + int(pane.cget("sashwidth")) + width, 0)
-        except tk.TclError:
-            return
 
     def close(self, remember: bool = True) -> None:
         if not self.is_open or self.frame is None:
             return
         try:
-            width = self.frame.winfo_width()
+            width = self.prefs.width if self.prefs.minimised else self.frame.winfo_width()
         except tk.TclError:
             width = self.prefs.width
         self.app.hpane.forget(self.frame)
         self.frame.destroy()
-        self.frame = self.view = None
+        self.frame = self.view = self.strip = self.body = None
         self.input = None
         self.is_open = False
         if remember:
-            self.set_prefs(open=False, width=width if width > 50 else self.prefs.width)
+            self.set_prefs(open=False, width=width if width > layout.MIN_PX else self.prefs.width)
         ed = self.app.active_editor()
         if ed is not None:
             ed.text.focus_set()
@@ -189,57 +156,6 @@ class AgentPanel:
         except OSError as exc:
             log.warning("could not save the agent panel preferences: %s", exc)
 
-    # --- building ------------------------------------------------------------------------------
-    def _build(self) -> None:
-        app = self.app
-        frame = ttk.Frame(app.hpane, style="Raised.TFrame", padding=2, name="agent_panel")
-        self.frame = frame
-        title = ttk.Frame(frame)
-        title.pack(side="top", fill="x")
-        ttk.Button(title, text="×", width=2, style="Toolbutton", takefocus=False,
-                   command=self.close, name="close").pack(side="right")
-        ttk.Button(title, text="⇆", width=2, style="Toolbutton", takefocus=False,
-                   command=self.dock_other_side, name="dock").pack(side="right")
-        ttk.Label(title, text=" Agent", style="Title.TLabel", image=icon(
-            "agent", app.theme.name, app.root), compound="left").pack(side="left", fill="x",
-                                                                     expand=True)
-        head = ttk.Frame(frame, padding=(2, 3, 2, 1))
-        head.pack(side="top", fill="x")
-        self.provider = tk.StringVar(frame, self.default_provider)
-        ttk.Label(head, text="Provider:").pack(side="left")
-        ttk.Combobox(head, textvariable=self.provider, values=self.providers, width=10,
-                     state="readonly", name="provider").pack(side="left", padx=(3, 4))
-        self.stop_button = ttk.Button(head, text="Stop", width=5, command=self.stop,
-                                      name="stop", state="disabled")
-        self.stop_button.pack(side="right")
-        ttk.Button(head, text="New", width=5, command=self.new_conversation,
-                   name="new").pack(side="right", padx=(0, 3))
-        row = ttk.Frame(frame, padding=(2, 1, 2, 3))
-        row.pack(side="top", fill="x")
-        ttk.Label(row, text="Conversation:").pack(side="left")
-        self.chooser = ttk.Combobox(row, state="readonly", width=24, name="conversations")
-        self.chooser.pack(side="left", fill="x", expand=True, padx=(3, 0))
-        self.chooser.bind("<<ComboboxSelected>>", lambda e: self._chosen())
-        # The input is packed before the conversation so a short panel shrinks the history.
-        bottom = ttk.Frame(frame, padding=(0, 3, 0, 0))
-        bottom.pack(side="bottom", fill="x")
-        t = app.theme
-        # Send first, from the right: the box takes what is left and never hides it.
-        self.send_button = ttk.Button(bottom, text="Send", width=6, command=self._send_input,
-                                      name="send")
-        self.send_button.pack(side="right", anchor="s", padx=(3, 0))
-        box = ttk.Frame(bottom, style="Sunken.TFrame")
-        box.pack(side="left", fill="both", expand=True)
-        self.input = tk.Text(box, height=3, wrap="word", undo=True, font=(app.ui_font_family(), 9),
-                             bg=t.field_bg, fg=t.field_fg, insertbackground=t.cursor,
-                             borderwidth=0, padx=3, pady=2, name="input")
-        self.input.pack(fill="both", expand=True)
-        self.input.bind("<Return>", self._on_enter)
-        self.input.bind("<KP_Enter>", self._on_enter)
-        self.input.bind("<Shift-Return>", lambda e: None)   # the class binding: a new line
-        self.view = ConversationView(self, frame)
-        self.view.show(self.model.shown)
-
     def _sync_header(self) -> None:
         if not self.is_open:
             return
@@ -248,7 +164,7 @@ class AgentPanel:
         self.stop_button.configure(state="normal" if running else "disabled")
         thinking = conv is not None and conv.state == "thinking"
         self.send_button.configure(text="Stop" if thinking else "Send",
-                                   command=self.stop if thinking else self._send_input)
+                                   command=self.stop if thinking else self.send_input)
         titles = [self._title(c) for c in self.model.listing]
         if conv is not None and conv.id not in {c.get("conversation") for c in
                                                 self.model.listing}:
@@ -268,7 +184,7 @@ class AgentPanel:
         title = title if len(title) <= 40 else title[:39] + "…"
         return f"{title} · {c.get('provider') or '?'} [{c.get('conversation')}]"
 
-    def _chosen(self) -> None:
+    def chosen(self) -> None:
         value = self.chooser.get()
         if "[" in value:
             self.show_conversation(value.rsplit("[", 1)[1].rstrip("]"))
@@ -286,7 +202,7 @@ class AgentPanel:
         """Opening the panel shows the conversation it showed last time in this project (kept
         in the project's state folder: a ui restart comes back to it), else the most recent
         one, if any — resumable either way."""
-        last = self._last_shown()
+        last = load_last_shown(self._state_file())
 
         def pick() -> None:
             if self.model.current is not None or not self.model.listing:
@@ -302,30 +218,12 @@ class AgentPanel:
         state_dir = getattr(self.app, "state_dir", None)
         return Path(state_dir) / "agent-panel.json" if state_dir else None
 
-    def _last_shown(self) -> str | None:
-        path = self._state_file()
-        try:
-            data = json.loads(path.read_text(encoding="utf-8")) if path else {}
-        except (OSError, ValueError):
-            return None
-        return str(data.get("conversation")) if isinstance(data, dict) else None
-
-    def _remember_shown(self, cid: str) -> None:
-        path = self._state_file()
-        if path is None or self._last_shown() == cid:
-            return
-        try:
-            from rio.atomic import write_json
-            write_json(path, {"conversation": cid})
-        except OSError as exc:
-            log.warning("could not remember the shown conversation: %s", exc)
-
     def show_conversation(self, cid: str, then: Callable[[], None] | None = None,
                           fail: Callable[[RioError], None] | None = None) -> None:
         """Show a conversation; its history is fetched once (agent.history)."""
         conv = self.model.get(cid)
         self.model.current = cid
-        self._remember_shown(cid)
+        save_last_shown(self._state_file(), cid)
         if self.view is not None:
             self.view.show(conv)
         self._sync_header()
@@ -371,7 +269,7 @@ class AgentPanel:
             conv.title = str(result.get("title") or "")
             conv.loaded = True
             self.model.current = conv.id
-            self._remember_shown(conv.id)
+            save_last_shown(self._state_file(), conv.id)
             if self.view is not None:
                 self.view.show(conv)
             self._sync_header()
@@ -386,11 +284,11 @@ class AgentPanel:
         self.request("agent.new", args, made, failed)
 
     # --- sending, answering, stopping --------------------------------------------------------
-    def _on_enter(self, _e: tk.Event) -> str:
-        self._send_input()
+    def on_enter(self, _e: tk.Event) -> str:
+        self.send_input()
         return "break"
 
-    def _send_input(self) -> None:
+    def send_input(self) -> None:
         if self.input is None:
             return
         text = self.input.get("1.0", "end-1c")
@@ -468,36 +366,10 @@ class AgentPanel:
                       lambda err: respond(err) if respond else self._panel_error(conv, err))
 
     def retry(self, block: Block) -> None:
-        """An error's Retry: send the failed turn's message again."""
-        conv = self.model.shown
-        text = next((b.text for b in (conv.blocks if conv else ()) if b.kind == "user"
-                     and b.turn == block.turn), "")
-        if text:
-            self.send(text)
+        actions.retry(self, block)
 
     def ask_about_selection(self) -> None:
-        """Quote the editor's selection, with its path and lines, into the panel's input."""
-        ed = self.app.active_editor()
-        if ed is None or not self.prefs.show_ai:
-            return
-        try:
-            text = ed.text.get("sel.first", "sel.last")
-            first = int(ed.text.index("sel.first").split(".")[0])
-            last = int(ed.text.index("sel.last - 1c").split(".")[0])
-        except tk.TclError:
-            self.app.set_message("Select some text first, then ask the agent about it.")
-            return
-        where = ed.summary.get("path") or ed.summary.get("name") or "Untitled"
-        lines = f"line {first}" if first == last else f"lines {first}–{last}"
-        self.open(focus=True)
-        if self.input is None:
-            return
-        quote = f"In {where}, {lines}:\n```\n{text.rstrip(chr(10))}\n```\n"
-        if self.input.get("1.0", "end-1c").strip():
-            quote = "\n" + quote
-        self.input.insert("end", quote)
-        self.input.mark_set("insert", "end")
-        self.input.see("end")
+        actions.ask_about_selection(self)
 
     # --- after a turn: save, undo --------------------------------------------------------------
     def save_turn(self, block: Block | None, respond: Respond | None = None) -> None:
@@ -563,6 +435,7 @@ class AgentPanel:
         if text != self._state_shown:
             self._state_shown = text
             self.app.status_vars["agent"].set(text)
+        layout.refresh_strip(self)
 
     def _panel_error(self, conv: Conversation | None, err: RioError) -> None:
         if conv is None:
