@@ -159,3 +159,14 @@ def test_settings_for_a_discovered_agent_use_its_program_for_sign_in(tmp_path):
     with pytest.raises(AgentError) as err:
         settings_for(AgentInfo("x", "X", False), spec, tmp_path, {})
     assert err.value.kind == "agent.agent_not_found"
+
+
+def test_the_protocol_log_lives_beside_the_conversation(tmp_path, monkeypatch):
+    from rio.acp.protocol_log import log_path
+    monkeypatch.setenv("RIO_STATE_DIR", str(tmp_path / "state"))
+    path = log_path(tmp_path / "proj", "3f9a0c12b7de")
+    assert path.name == "3f9a0c12b7de.acp.log" and path.parent.name == "conversations"
+    assert str(path).startswith(str(tmp_path / "state"))
+    for bad in ("../x", "a/b", "", ".hidden"):
+        with pytest.raises(ValueError):
+            log_path(tmp_path, bad)
