@@ -35,8 +35,9 @@ from urllib.parse import urlsplit
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
+from actors import curve_keys
 from actors.hub import WELCOME, configure
-from rio import curve_keys, roles
+from rio import roles
 from rio.errors import AuthError, BusError, InternalError, ProtocolError
 from rio.protocol import Event, Reply, Request, decode, encode, peek_id
 

@@ -84,7 +84,7 @@ def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()):
                            "Pass --server-key KEY or set RIO_SERVER_KEY (the key is printed by "
                            "`rio keys` on the server).")
         from actors.remote import parse_listen
-        from rio.curve_keys import check_public_key, load_client_keys
+        from actors.curve_keys import check_public_key, load_client_keys
         requests, events = parse_listen(args.connect)   # events on PORT+1, as the server binds
         mine = load_client_keys()   # RIO_CLIENT_KEY_DIR or config/curve/clients/
         return connect(Endpoints(requests, events, check_public_key(key), mine.public,

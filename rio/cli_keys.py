@@ -12,14 +12,15 @@ Roles (rio/roles.py, docs/deploy.md): observer reads; editor (the default) also 
 saves buffers; owner also runs commands, changes the gate, uses agents and controls processes.
     rio keys --rotate                a new server keypair (every client needs the new key)
 
-The key logic lives in rio/curve_keys.py; this module only parses and prints.
+The key logic lives in actors/curve_keys.py; this module only parses and prints.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from rio import curve_keys, roles
+from actors import curve_keys
+from rio import roles
 
 EPILOG = """\
 Remote access, step by step (docs/deploy.md has the whole story):

@@ -6,7 +6,7 @@ import pytest
 import zmq
 import zmq.auth
 
-from rio import curve_keys
+from actors import curve_keys
 from rio.errors import BusError, ConfigError
 
 

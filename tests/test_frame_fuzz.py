@@ -19,10 +19,11 @@ import pytest
 import zmq
 from hypothesis import HealthCheck, given, settings
 
+from actors import curve_keys
 from actors.bus import Endpoints
 from actors.bus_thread import BusThread
 from actors.hub import WELCOME
-from rio import curve_keys, ops
+from rio import ops
 from rio.protocol import Reply, Request, decode, encode
 from tests.frame_strategies import deep_request, hostile_frame, request_bytes
 from tests.support import RioServer, rio_env
@@ -319,3 +320,29 @@ def test_a_failing_event_handler_or_reply_callback_does_not_stop_the_reading(loc
     finally:
         conn.close()
         bus.stop()
+
+
+@pytest.mark.timeout(30)
+def test_ops_the_hub_routes_by_an_argument_check_it_first(local_hub):
+    from actors.bus import connect
+    from rio.errors import ProtocolError
+    conn = connect(local_hub, name="asker")
+    try:
+        for op, args in (("host.ping", {"process": 5}), ("session.status", {"conversation": []}),
+                         ("bus.register", {"prefixes": 5})):
+            with pytest.raises(ProtocolError) as info:
+                conn.call(op, args, timeout=10)
+            assert info.value.kind == "protocol.bad_args", op   # was bus.no_route / a dead hub
+    finally:
+        conn.close()
+
+
+def test_every_rio_socket_refuses_messages_over_the_socket_limit(local_hub):
+    from actors.bus import BusConnection
+    from rio.protocol import MAX_SOCKET_MESSAGE_BYTES
+    conn = BusConnection(local_hub, name="probe")
+    try:
+        for sock in (conn.dealer, conn.sub):
+            assert sock.getsockopt(zmq.MAXMSGSIZE) == MAX_SOCKET_MESSAGE_BYTES
+    finally:
+        conn.close()

@@ -8,11 +8,11 @@ import sys
 import pytest
 import zmq
 
+from actors import curve_keys
 from actors.bus import BusConnection, Endpoints, connect
 from actors.bus_thread import BusThread
 from actors.hub import Hub
 from actors.remote import RemoteListener, parse_listen
-from rio import curve_keys
 from rio.errors import BusError
 from rio.protocol import Request, decode, encode
 from tests.support import REPO, RioServer, rio_env, wait_for

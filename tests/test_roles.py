@@ -6,11 +6,12 @@ import msgpack
 import pytest
 import zmq
 
+from actors import curve_keys
 from actors.bus import Endpoints, connect
 from actors.bus_thread import BusThread
 from actors.hub import Hub
 from actors.remote import RemoteListener, hub_identity
-from rio import curve_keys, ops, roles
+from rio import ops, roles
 from rio.errors import AuthError, RioError
 from rio.protocol import Reply, decode
 from tests.support import wait_for
