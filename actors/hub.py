@@ -252,6 +252,12 @@ class Hub:
                 self._reply(sender, local)
                 return
         prefix = frame.op.split(".", 1)[0]
+        if prefix in ("host", "session"):
+            try:   # routed by an argument: a wrong one is bad_args, not "nothing serves it"
+                ops.validate(frame)
+            except ProtocolError as err:
+                self._reply(sender, Reply.failure(frame.id, err))
+                return
         if prefix == "host":
             # host.* ops go to one process by name (the supervisor's liveness pings)
             wanted = frame.args.get("process")
