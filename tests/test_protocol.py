@@ -177,7 +177,7 @@ mixed_json = st.recursive(
     max_leaves=30)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.sampled_from(["req", "rep", "evt"]), mixed_json)
 def test_fuzz_mixed_key_payloads_decode_or_are_protocol_errors(kind, payload):
     wire = {"v": 1, "t": kind, "id": "m", "op": "buffer.info", "args": payload, "ok": True,
