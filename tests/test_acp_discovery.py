@@ -6,7 +6,6 @@ import json
 import os
 import stat
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +13,16 @@ from hypothesis import strategies as st
 
 from rio.acp import discovery
 from rio.acp.discovery import (
-    AgentInfo, Probe, RealHost, discover, parse_agents_config, parse_version,
-    run_version_probes, search_dirs, spec_for)
+    AgentInfo,
+    Probe,
+    RealHost,
+    discover,
+    parse_agents_config,
+    parse_version,
+    run_version_probes,
+    search_dirs,
+    spec_for,
+)
 from rio.errors import AgentError, ConfigError
 
 
@@ -200,7 +207,7 @@ def test_an_unknown_name_and_a_missing_agent_say_what_to_do():
     assert err.value.kind == "agent.not_configured" and "claude" in err.value.next
     info = by_name(discover(ENV, FakeHost(), None))["codex"]
     with pytest.raises(AgentError) as err:
-        info.argv
+        _ = info.argv
     assert err.value.kind == "agent.agent_not_found"
     assert "@zed-industries/codex-acp" in err.value.next
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from acp import RequestError
 from acp.schema import (
-    AuthEnvVar, AuthMethodAgent, EnvVarAuthMethod, PermissionOption, TerminalAuthMethod)
+    AuthEnvVar,
+    AuthMethodAgent,
+    EnvVarAuthMethod,
+    PermissionOption,
+    TerminalAuthMethod,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

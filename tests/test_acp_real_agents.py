@@ -21,7 +21,11 @@ import pytest
 
 from actors.acp_process import ProcessControlPort
 from rio.acp.client import AcpClient, AcpSettings
-from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
+from tests.fakes.model_servers import (
+    FakeModelServer,
+    anthropic_text,
+    anthropic_tool_use,
+)
 from tests.test_acp_client import Owner
 
 PREFIX = Path(os.environ.get("ACP_AGENTS_PREFIX", "/tmp/acp-agents")) / "node_modules"

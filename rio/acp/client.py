@@ -17,16 +17,14 @@ around it (ADR-0023):
   option *kind*; the five ``terminal/*`` methods answer "method not found" (ADR-0023);
 * every failure ends as a classified :class:`~rio.errors.AgentError` leaf.
 
-The handler object is duck-typed on purpose: subclassing ``acp.Client`` makes every
-unimplemented method answer ``result: null`` instead of "method not found".
+The agent's requests are answered in :mod:`rio.acp.handlers`; its stdio is read in
+:mod:`rio.acp.wire`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,21 +33,19 @@ from typing import Any, Literal
 
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.schema import (
-    AllowedOutcome, AuthCapabilities, ClientCapabilities, DeniedOutcome,
-    FileSystemCapabilities, Implementation, ReadTextFileResponse, RequestPermissionResponse,
-    WriteTextFileResponse)
+    AuthCapabilities,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+)
 
 from rio.acp.auth import AUTH_REQUIRED, SignInMethod, sign_in_methods
-from rio.acp.port import (
-    AcpTurnPort, AgentProcess, PermissionOption, PermissionQuestion, ProcessPort, StopResult)
+from rio.acp.handlers import AgentRequests, Handlers, confine, pick_option
+from rio.acp.port import AcpTurnPort, AgentProcess, ProcessPort, StopResult
 from rio.acp.protocol_log import ProtocolLog, StderrTail
 from rio.acp.updates import UpdateTranslator
-from rio.agent.turn import shown_input
+from rio.acp.wire import LINE_LIMIT, AgentWire
 from rio.errors import AgentError, RioError
-
-#: Lines longer than this from the agent are dropped (and logged); the SDK's own default.
-LINE_LIMIT = 16 << 20
-_STDERR_CHUNK = 64 << 10
 
 State = Literal["new", "starting", "ready", "sign_in_needed", "prompting", "exited", "stopped"]
 
@@ -99,83 +95,7 @@ class PromptOutcome:
     usage: Mapping[str, Any] = field(default_factory=dict)
 
 
-def pick_option(options: Sequence[Any], kind: str | None) -> Any | None:
-    """The agent's option of ``kind``. "Always" falls back to "once" (never the reverse: a
-    one-off yes must not become a standing one); a rejection with no such option, or None,
-    is answered "cancelled"."""
-    if kind is None:
-        return None
-    by_kind = {o.kind: o for o in options}
-    if kind in by_kind:
-        return by_kind[kind]
-    if kind == "allow_always":
-        return by_kind.get("allow_once")
-    return None
-
-
-def confine(root: Path, path: str) -> str:
-    """``path`` (absolute, or relative to the root) as a root-relative POSIX path, after
-    resolving symlinks; raises ``RequestError`` for anything outside."""
-    if not isinstance(path, str) or not path or "\0" in path:
-        raise RequestError.invalid_params({"path": path, "reason": "not a usable path"})
-    real_root = os.path.realpath(root)
-    full = os.path.realpath(path if os.path.isabs(path) else os.path.join(real_root, path))
-    if full != real_root and os.path.commonpath([real_root, full]) != real_root:
-        raise RequestError(-32602, f"Refused: {path} is outside the project folder "
-                                   f"{real_root}", {"path": path})
-    rel = os.path.relpath(full, real_root)
-    if rel == ".":
-        raise RequestError(-32602, f"Refused: {path} is the project folder, not a file",
-                           {"path": path})
-    return rel.replace(os.sep, "/")
-
-
-class _Handlers:
-    """The agent → client methods, for the SDK (duck-typed: see the module docstring)."""
-
-    def __init__(self, client: AcpClient) -> None:
-        self.client = client
-
-    async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
-        self.client.updates.handle(update)   # synchronous: keeps the order (see updates.py)
-
-    async def request_permission(self, session_id: str, tool_call: Any, options: Any,
-                                 **kw: Any) -> RequestPermissionResponse:
-        return await self.client._ask_permission(tool_call, options)
-
-    async def read_text_file(self, session_id: str, path: str, line: int | None = None,
-                             limit: int | None = None, **kw: Any) -> ReadTextFileResponse:
-        return await self.client._read(path, line, limit)
-
-    async def write_text_file(self, session_id: str, path: str, content: str,
-                              **kw: Any) -> WriteTextFileResponse:
-        return await self.client._write(path, content)
-
-    # terminal/*: not offered (ADR-0023); defined so the SDK answers -32601, not null.
-    async def create_terminal(self, *a: Any, **kw: Any) -> Any:
-        raise RequestError.method_not_found("terminal/create")
-
-    async def terminal_output(self, *a: Any, **kw: Any) -> Any:
-        raise RequestError.method_not_found("terminal/output")
-
-    async def release_terminal(self, *a: Any, **kw: Any) -> Any:
-        raise RequestError.method_not_found("terminal/release")
-
-    async def wait_for_terminal_exit(self, *a: Any, **kw: Any) -> Any:
-        raise RequestError.method_not_found("terminal/wait_for_exit")
-
-    async def kill_terminal(self, *a: Any, **kw: Any) -> Any:
-        raise RequestError.method_not_found("terminal/kill")
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        if method.endswith("auth/status_update"):   # both Zed adapters send it
-            self.client.port.publish("agent.auth_status", {"status": params})
-
-
-class AcpClient:
+class AcpClient(AgentRequests, AgentWire):
     """One agent process and its session. All methods run on one asyncio loop."""
 
     def __init__(self, settings: AcpSettings, port: AcpTurnPort, processes: ProcessPort,
@@ -225,7 +145,7 @@ class AcpClient:
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
         self._tasks += [asyncio.create_task(self._pump_stdout(reader)),
                         asyncio.create_task(self._drain_stderr())]
-        self.conn = connect_to_agent(_Handlers(self), self.process.stdin, reader,
+        self.conn = connect_to_agent(Handlers(self), self.process.stdin, reader,
                                      observers=[self._observe])
         capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
@@ -411,155 +331,6 @@ class AcpClient:
                 task.cancel()
 
     # --- agent → client --------------------------------------------------------------------
-    async def _ask_permission(self, tool_call: Any, options: Any) -> RequestPermissionResponse:
-        state = self.updates.tools.get(tool_call.tool_call_id)
-        question = PermissionQuestion(
-            f"q{next(self._ids)}", tool_call.tool_call_id,
-            tool_call.title or (state.title if state else "") or "a tool call",
-            tool_call.kind or (state.kind if state else "other"),
-            shown_input(tool_call.raw_input if tool_call.raw_input not in (None, {})
-                        else (state.input if state else None)),
-            tuple(PermissionOption(o.option_id, o.name, o.kind) for o in options))
-        if self._cancelling:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._questions[question.request] = answer
-        me = asyncio.current_task()
-        if me is not None:
-            self._answering.add(me)
-            me.add_done_callback(self._answering.discard)
-
-        async def ask() -> None:
-            try:
-                kind = await self.port.ask_permission(question)
-            except Exception:  # noqa: BLE001 -- an owner failure declines the question
-                kind = None
-            if not answer.done():
-                answer.set_result(kind)
-
-        asker = asyncio.ensure_future(ask())
-        self._user_waits += 1
-        try:
-            kind = await answer
-        finally:
-            self._user_waits -= 1
-            self.last_activity = time.monotonic()
-            self._questions.pop(question.request, None)
-            if not asker.done():
-                asker.cancel()
-        option = pick_option(options, kind)
-        self.log.note("·", f"permission {question.request} answered "
-                           f"{option.kind + ' ' + option.option_id if option else 'cancelled'}")
-        if option is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
-
-    def open_questions(self) -> list[str]:
-        return [q for q, f in self._questions.items() if not f.done()]
-
-    async def _read(self, path: str, line: int | None, limit: int | None
-                    ) -> ReadTextFileResponse:
-        rel = confine(self.settings.root, path)
-        try:
-            text = await self.port.read_text(rel)
-        except RioError as err:
-            raise RequestError(-32002, f"{err.message} ({err.kind})", {"path": path}) from None
-        if line is not None or limit is not None:
-            lines = text.splitlines(keepends=True)
-            start = max(0, (line or 1) - 1)
-            end = len(lines) if limit is None else start + max(0, limit)
-            text = "".join(lines[start:end])
-        return ReadTextFileResponse(content=text)
-
-    async def _write(self, path: str, content: str) -> WriteTextFileResponse:
-        rel = confine(self.settings.root, path)
-        if self._cancelling:
-            raise RequestError(-32603, f"Rio did not write {rel}: the turn was stopped.")
-        task = asyncio.ensure_future(self.port.propose_write(rel, content))
-        self._writes.add(task)
-        me = asyncio.current_task()
-        if me is not None:
-            self._answering.add(me)
-            me.add_done_callback(self._answering.discard)
-        self._user_waits += 1
-        try:
-            outcome = await task
-        except asyncio.CancelledError:
-            if not self._cancelling:
-                raise
-            raise RequestError(-32603, f"Rio did not write {rel}: the turn was stopped.") \
-                from None
-        except RioError as err:
-            raise RequestError(-32603, f"Rio did not write {rel}: {err.message}") from None
-        finally:
-            self._writes.discard(task)
-            self._user_waits -= 1
-            self.last_activity = time.monotonic()
-        if not outcome.applied:
-            raise RequestError(-32603, f"Rio did not write {rel}: {outcome.reason or 'declined'}"
-                               ". Do not repeat it unchanged; ask the user what they want.")
-        return WriteTextFileResponse()
-
-    # --- the wire ------------------------------------------------------------------------
-    def _observe(self, event: Any) -> None:
-        if getattr(event.direction, "value", "") == "outgoing":
-            self.log.message("→", event.message)
-
-    async def _pump_stdout(self, reader: asyncio.StreamReader) -> None:
-        """Agent stdout → log → the SDK's reader; malformed lines stop here."""
-        assert self.process is not None
-        source = self.process.stdout
-        try:
-            while True:
-                try:
-                    line = await source.readline()
-                except ValueError:   # longer than LINE_LIMIT: the rest of it was dropped
-                    self.malformed_lines += 1
-                    self.log.note("!", f"a line over {LINE_LIMIT} bytes from the agent, dropped")
-                    continue
-                if not line:
-                    break
-                self.last_activity = time.monotonic()
-                stripped = line.strip()
-                if not stripped:
-                    continue
-                try:
-                    message = json.loads(stripped)
-                    if not isinstance(message, dict):
-                        raise ValueError("not an object")
-                except ValueError:
-                    self.malformed_lines += 1
-                    self.log.note("!", "malformed line from the agent, dropped: "
-                                  + stripped[:300].decode("utf-8", "replace"))
-                    continue
-                self.log.message("←", message)
-                reader.feed_data(line if line.endswith(b"\n") else line + b"\n")
-        except (ConnectionError, OSError) as exc:
-            self.log.note("!", f"reading the agent failed: {exc}")
-        finally:
-            reader.feed_eof()
-
-    async def _drain_stderr(self) -> None:
-        assert self.process is not None
-        pending = b""
-        try:
-            while True:
-                chunk = await self.process.stderr.read(_STDERR_CHUNK)
-                if not chunk:
-                    break
-                self.stderr.total_bytes += len(chunk)
-                *lines, pending = (pending + chunk).split(b"\n")
-                pending = pending[-4000:]
-                for raw in lines[-50:]:
-                    self.stderr.add(raw.decode("utf-8", "replace"))
-                if lines:
-                    self.log.note("stderr", lines[-1][-500:].decode("utf-8", "replace"))
-        except (ConnectionError, OSError):
-            pass
-        if pending:
-            self.stderr.add(pending.decode("utf-8", "replace"))
-
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.returncode is None \
@@ -612,7 +383,7 @@ class AcpClient:
             return None
         try:
             return await asyncio.wait_for(self.process.wait(), 2.0)
-        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 -- unknown is an answer
+        except (TimeoutError, Exception):  # noqa: BLE001 -- unknown is an answer
             return self.process.returncode
 
     # --- stop ----------------------------------------------------------------------------
@@ -624,7 +395,7 @@ class AcpClient:
         if self.conn is not None:
             try:
                 await asyncio.wait_for(self.conn.close(), 1.0)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 -- closing anyway
+            except (TimeoutError, Exception):  # noqa: BLE001 -- closing anyway
                 pass
         result = None
         if self.process is not None:
@@ -650,3 +421,6 @@ def _sign_in_next(methods: Sequence[SignInMethod]) -> str:
         else:
             ways.append(f"choose '{m.name}' to sign in through the agent")
     return "Sign in: " + "; or ".join(ways) + " — then send the message again."
+
+
+__all__ = ["AcpClient", "AcpSettings", "PromptOutcome", "confine", "pick_option", "settings_for"]

@@ -425,7 +425,7 @@ def run_version_probes(argvs: Sequence[Sequence[str]], timeout: float,
     started: list[subprocess.Popen[str] | Probe] = []
     for argv in argvs:
         try:
-            started.append(subprocess.Popen(  # noqa: S603 -- argv list, no shell
+            started.append(subprocess.Popen(
                 list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True, errors="replace", env=dict(env),
                 start_new_session=True))
@@ -467,7 +467,24 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
-__all__ = ["AgentInfo", "AgentSpec", "HostPort", "KNOWN_AGENTS", "KNOWN_NAMES", "KnownAgent",
-           "Probe", "RealHost", "VERSION_TIMEOUT_S", "discover", "find_command",
-           "load_agents_config", "locate", "parse_agents_config", "parse_version",
-           "run_version_probes", "search_dirs", "spec_for", "specs"]
+__all__ = [
+    "KNOWN_AGENTS",
+    "KNOWN_NAMES",
+    "VERSION_TIMEOUT_S",
+    "AgentInfo",
+    "AgentSpec",
+    "HostPort",
+    "KnownAgent",
+    "Probe",
+    "RealHost",
+    "discover",
+    "find_command",
+    "load_agents_config",
+    "locate",
+    "parse_agents_config",
+    "parse_version",
+    "run_version_probes",
+    "search_dirs",
+    "spec_for",
+    "specs",
+]

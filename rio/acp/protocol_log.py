@@ -22,7 +22,7 @@ from typing import Any
 MAX_ENTRIES = 2000
 MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 1 << 20
-_SECRET_KEY = re.compile(r"(api[-_]?key|token|secret|password|authorization|x-api-key)", re.I)
+_SECRET_KEY = re.compile(r"(api[-_]?key|token|secret|password|authorization|x-api-key)", re.IGNORECASE)
 
 
 def log_path(root: Path, conversation: str) -> Path:

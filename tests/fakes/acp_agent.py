@@ -49,15 +49,39 @@ from typing import Any
 
 from acp import RequestError, run_agent, text_block
 from acp.helpers import (
-    plan_entry, start_tool_call, update_agent_message_text, update_agent_thought_text,
-    update_plan, update_tool_call, update_user_message_text)
+    plan_entry,
+    start_tool_call,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+    update_user_message_text,
+)
 from acp.schema import (
-    AgentCapabilities, AuthenticateResponse, AuthMethodAgent, AvailableCommand,
-    AvailableCommandsUpdate, CurrentModeUpdate, EnvVarAuthMethod, AuthEnvVar, Implementation,
-    InitializeResponse, LoadSessionResponse, NewSessionResponse, PermissionOption,
-    PromptResponse, SessionConfigOptionSelect, SessionConfigSelectOption, SessionMode,
-    SessionModeState, SetSessionConfigOptionResponse, SetSessionModeResponse,
-    TerminalAuthMethod, ToolCallUpdate, UsageUpdate)
+    AgentCapabilities,
+    AuthenticateResponse,
+    AuthEnvVar,
+    AuthMethodAgent,
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    CurrentModeUpdate,
+    EnvVarAuthMethod,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    TerminalAuthMethod,
+    ToolCallUpdate,
+    UsageUpdate,
+)
 
 
 class Cancelled(Exception):
@@ -208,7 +232,7 @@ class FakeAgent:
     async def wait_cancel(self, seconds: float | None) -> None:
         try:
             await asyncio.wait_for(self.cancel_event.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return
         raise Cancelled()
 
@@ -300,7 +324,7 @@ class FakeAgent:
         elif "malformed" in a:
             os.write(1, a["malformed"].encode() + b"\n")
         elif "helper" in a:
-            proc = subprocess.Popen(  # noqa: S603 -- a fixed argv
+            proc = subprocess.Popen(
                 [sys.executable, "-c", "import time; time.sleep(3600)"],
                 start_new_session=a["helper"] == "setsid")
             await self.say(sid, f"helper {proc.pid}")

@@ -1,0 +1,80 @@
+"""The agent's stdio as Rio reads it, before the SDK does (mixed into AcpClient).
+
+stdout is read line by line: every line goes to the protocol log, a malformed one is logged,
+counted and dropped (the SDK never sees it), and any line is a sign of life for the silence
+watchdog; valid lines are fed to the SDK's reader. stderr is drained all the time — an
+undrained pipe freezes the agent once the kernel buffer is full (LIBRARIES §1 pitfall 3,
+reproduced with 5 MB) — and its tail kept for error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+#: Lines longer than this from the agent are dropped (and logged).
+LINE_LIMIT = 16 << 20
+_STDERR_CHUNK = 64 << 10
+
+
+class AgentWire:
+    def _observe(self, event: Any) -> None:
+        if getattr(event.direction, "value", "") == "outgoing":
+            self.log.message("→", event.message)
+
+    async def _pump_stdout(self, reader: asyncio.StreamReader) -> None:
+        """Agent stdout → log → the SDK's reader; malformed lines stop here."""
+        assert self.process is not None
+        source = self.process.stdout
+        try:
+            while True:
+                try:
+                    line = await source.readline()
+                except ValueError:   # longer than LINE_LIMIT: the rest of it was dropped
+                    self.malformed_lines += 1
+                    self.log.note("!", f"a line over {LINE_LIMIT} bytes from the agent, dropped")
+                    continue
+                if not line:
+                    break
+                self.last_activity = time.monotonic()
+                stripped = line.strip()
+                if not stripped:
+                    continue
+                try:
+                    message = json.loads(stripped)
+                    if not isinstance(message, dict):
+                        raise ValueError("not an object")
+                except ValueError:
+                    self.malformed_lines += 1
+                    self.log.note("!", "malformed line from the agent, dropped: "
+                                  + stripped[:300].decode("utf-8", "replace"))
+                    continue
+                self.log.message("←", message)
+                reader.feed_data(line if line.endswith(b"\n") else line + b"\n")
+        except (ConnectionError, OSError) as exc:
+            self.log.note("!", f"reading the agent failed: {exc}")
+        finally:
+            reader.feed_eof()
+
+    async def _drain_stderr(self) -> None:
+        assert self.process is not None
+        pending = b""
+        try:
+            while True:
+                chunk = await self.process.stderr.read(_STDERR_CHUNK)
+                if not chunk:
+                    break
+                self.stderr.total_bytes += len(chunk)
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-4000:]
+                for raw in lines[-50:]:
+                    self.stderr.add(raw.decode("utf-8", "replace"))
+                if lines:
+                    self.log.note("stderr", lines[-1][-500:].decode("utf-8", "replace"))
+        except (ConnectionError, OSError):
+            pass
+        if pending:
+            self.stderr.add(pending.decode("utf-8", "replace"))
+
