@@ -348,16 +348,18 @@ define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
 define("ui.raise", "Bring the desktop window to the front (a second `rio` on the same folder "
        "does this instead of opening a second window).")
 define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, approve, "
-       "reject, always, stop, undo, new.",
+       "reject, always, stop, undo, new, mode.",
        Arg("action", str, check=non_empty,
-           doc="open, close, minimise, send, approve, reject, always, stop, undo, new "
+           doc="open, close, minimise, send, approve, reject, always, stop, undo, new, mode "
                "(checked by the desktop)"),
        Arg("text", str, False, None, doc="send: the message"),
        Arg("proposal", (str, int), False, None,
            doc="approve/reject/always: the proposal (default: the first waiting)"),
        Arg("side", str, False, None, check=one_of("left", "right"), doc="open: dock here"),
        Arg("conversation", str, False, None,
-           doc="open: show this conversation (its history is loaded)"))
+           doc="open: show this conversation (its history is loaded)"),
+       Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all"),
+           doc="mode: the approval gate's mode to set (none: just read it)"))
 define("ui.quit", "Quit the desktop as File → Exit does (unsaved-changes prompts included).",
        Arg("force", bool, False, False, doc="quit without prompting; unsaved text stays in "
                                             "the core"))

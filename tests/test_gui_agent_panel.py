@@ -329,3 +329,28 @@ def test_minimised_the_strip_shows_the_state_and_the_questions_waiting(desktop, 
     assert a["open"] and not a["minimised"] and a["strip"] is None
     desktop.call("ui.agent", {"action": "reject"})
     agent(desktop, lambda a: a["state"] == "idle")
+
+
+def test_the_mode_picker_sets_the_gate_and_a_theme_switch_keeps_the_panel(desktop, fresh,
+                                                                         model):
+    a = desktop.call("ui.agent", {"action": "open"})
+    assert agent(desktop, lambda a: a["mode"] == "review")
+    got = desktop.call("ui.agent", {"action": "mode", "mode": "auto_buffer"})
+    assert got["mode"] == "auto_buffer"
+    assert desktop.call("agent.mode", {})["mode"] == "auto_buffer"
+    agent(desktop, lambda a: a["mode"] == "auto_buffer")
+    desktop.call("ui.agent", {"action": "mode", "mode": "review"})
+    model.push(anthropic_text("Themed."))
+    desktop.call("ui.agent", {"action": "send", "text": "before the switch"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2)
+    desktop.call("ui.menu", {"path": "View/Dark Theme"})
+    try:
+        after = agent(desktop, lambda a: a["open"] and a["messages"] == a_msgs(a, 2))
+        assert after["messages"] == a["messages"] and after["conversation"] == fresh
+        assert desktop.state()["theme"] == "dark"
+    finally:
+        desktop.call("ui.menu", {"path": "View/Classic Theme"})
+
+
+def a_msgs(a: dict, n: int) -> list:
+    return a["messages"] if len(a["messages"]) == n else None

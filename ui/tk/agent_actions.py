@@ -17,7 +17,7 @@ Respond = Callable[[Any], None]
 #: What :func:`control` returns when it answers later through ``respond``.
 DEFER = None
 ACTIONS = ("open", "close", "minimise", "send", "approve", "reject", "always", "stop", "undo",
-           "new")
+           "new", "mode")
 
 
 def turn_end_of(conv: Conversation | None) -> Block | None:
@@ -136,6 +136,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "marked": sorted(panel.marks.marked),
             "button": "tb_ai" in panel.app.toolbar.children,
             "input": panel.input.get("1.0", "end-1c") if panel.input is not None else "",
+            "mode": panel.mode.get() if panel.is_open else None,
             "undo": end.data["undo"] if end else None}
 
 
@@ -187,6 +188,10 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
         panel.stop(respond)
     elif action == "undo":
         undo_turn(panel, turn_end_of(panel.model.shown), respond)
+    elif action == "mode":
+        if not panel.is_open:
+            panel.open()
+        panel.set_mode(str(args.get("mode") or ""), respond)
     elif action == "new":
         panel.open()
         panel.new_conversation(lambda c: respond({"conversation": c.id}), respond)

@@ -17,6 +17,7 @@ from ui.tk.agent_view import ConversationView
 from ui.tk.icons import icon
 
 STRIP_PX = 30
+MODES = ("review", "auto_buffer", "allow_all")
 MIN_PX = 220
 #: The state dot's colour on the strip (the VGA palette of the icons).
 DOT = {"idle": "#008000", "thinking": "#e0b000", "waiting": "#ff0000", "error": "#800000"}
@@ -41,8 +42,15 @@ def build(panel: Any) -> None:
     head.pack(side="top", fill="x")
     panel.provider = tk.StringVar(frame, panel.default_provider)
     ttk.Label(head, text="Provider:").pack(side="left")
-    ttk.Combobox(head, textvariable=panel.provider, values=panel.providers, width=10,
+    ttk.Combobox(head, textvariable=panel.provider, values=panel.providers, width=9,
                  state="readonly", name="provider").pack(side="left", padx=(3, 4))
+    # The approval gate's mode (agent.mode): what runs by itself and what asks.
+    panel.mode = tk.StringVar(frame, "")
+    ttk.Label(head, text="Mode:").pack(side="left")
+    mode = ttk.Combobox(head, textvariable=panel.mode, values=MODES, width=10,
+                        state="readonly", name="mode")
+    mode.pack(side="left", padx=(3, 4))
+    mode.bind("<<ComboboxSelected>>", lambda e: panel.set_mode(panel.mode.get()))
     panel.stop_button = ttk.Button(head, text="Stop", width=5, command=panel.stop,
                                    name="stop", state="disabled")
     panel.stop_button.pack(side="right")

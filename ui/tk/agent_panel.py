@@ -61,6 +61,7 @@ class AgentPanel:
         self.is_open = False
         self._list_job: str | None = None
         self._state_shown = ""
+        self._theme = app.theme.name
         conn = self.conn
         conn.subscribe("agent.", self._on_event)
         self.marks = TabMarks(self)
@@ -77,7 +78,18 @@ class AgentPanel:
             w.configure(cursor="hand2")
 
     def toolbar_button(self) -> None:
-        """The AI button at the toolbar's right end (re-made after every toolbar rebuild)."""
+        """The AI button at the toolbar's right end (re-made after every toolbar rebuild).
+
+        The app rebuilds the toolbar on a theme switch too: the panel is rebuilt then, so it
+        follows the theme (its view is drawn again from the model; the input is kept)."""
+        if self._theme != self.app.theme.name:
+            self._theme = self.app.theme.name
+            if self.is_open:
+                typed = self.input.get("1.0", "end-1c") if self.input is not None else ""
+                self.close(remember=False)
+                self.open()
+                if typed and self.input is not None:
+                    self.input.insert("1.0", typed)
         if not (self.prefs.show_ai and self.prefs.show_button):
             return
         img = icon("agent", self.app.theme.name, self.app.root)
@@ -117,6 +129,7 @@ class AgentPanel:
             layout.build(self)
             layout.dock(self)
             self.is_open = True
+            self.set_mode("")
             self.set_prefs(open=True)
             if self.model.current is None:
                 self._adopt_latest()
@@ -188,6 +201,20 @@ class AgentPanel:
         value = self.chooser.get()
         if "[" in value:
             self.show_conversation(value.rsplit("[", 1)[1].rstrip("]"))
+
+    def set_mode(self, mode: str, respond: Respond | None = None) -> None:
+        """The approval gate's mode (agent.mode): review, auto_buffer or allow_all."""
+        def done(result: Any) -> None:
+            if self.is_open:
+                self.mode.set(str(result.get("mode") or ""))
+            if respond is not None:
+                respond(result)
+
+        def failed(err: RioError) -> None:
+            self._panel_error(self.model.shown, err)
+            if respond is not None:
+                respond(err)
+        self.request("agent.mode", {"mode": mode} if mode else {}, done, failed)
 
     # --- conversations -----------------------------------------------------------------------
     def refresh_list(self, then: Callable[[], None] | None = None) -> None:
