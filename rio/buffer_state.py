@@ -430,7 +430,7 @@ class BufferFactory:
                 continue
             except Exception as exc:  # noqa: BLE001 -- one bad journal must not stop the rest
                 log.exception("journal %s", name)
-                failures.append({"journal": name, "kind": "internal.journal",
+                failures.append({"journal": name, "kind": "internal.unexpected",
                                  "message": f"Journal {name} could not be read: {exc}",
                                  "next": "It is kept in the state folder; report it."})
                 continue

@@ -60,6 +60,8 @@ class App(FileActions):
                                          **_saved_preferences()}
         self.commands: CommandTable = default_table()
         self.editors: dict[str, EditorTab] = {}
+        #: buffer id → name, while its journal cannot be written (buffer.journal_failed)
+        self.unprotected: dict[str, str] = {}
         self.dialogs: dict[str, Dialog] = {}
         self.message = tk.StringVar(root, READY)
         self._bound_sequences: set[str] = set()
@@ -620,13 +622,20 @@ class App(FileActions):
                  if b["buffer"] in new]
         n = len(new)
         msg = f"Recovered {n} unsaved document{'s' if n != 1 else ''}"
-        self.set_message(msg + ".")
-        detail = ("Rio stopped unexpectedly last time. Your unsaved changes were brought back "
-                  "and are open in tabs: " + ", ".join(names) + ". Save them to keep them.")
         if failures:
-            detail += f"\n{len(failures)} journal(s) could not be read; they are kept in the " \
-                      "state folder."
-        Dialog(self, "recovered", "Rio", msg, ["OK"], lambda b, v: None, detail=detail)
+            msg += f"; {len(failures)} journal{'s' if len(failures) != 1 else ''} damaged"
+        self.set_message(msg + ".")
+        detail = ""
+        if names:
+            detail = ("Rio stopped unexpectedly last time. Your unsaved changes were brought "
+                      "back and are open in tabs: " + ", ".join(names) + ". Save them to keep "
+                      "them.")
+        for failure in failures:
+            # Each says what could not be replayed, which document, and where the damaged
+            # journal was kept (file.journal_damaged), with what to do next.
+            detail += f"\n\n{failure.get('message', '')} {failure.get('next', '')}".rstrip()
+        Dialog(self, "recovered", "Rio", msg, ["OK"], lambda b, v: None,
+               detail=detail.strip(), icon="warning" if failures else "info")
 
     def _on_buffer_event(self, event: Any) -> None:
         data = thaw(event.data)
@@ -643,6 +652,25 @@ class App(FileActions):
             self.conflict_prompt(ed)
         elif topic == "buffer.recovered":
             self._recovered_notice(data)
+        elif topic == "buffer.journal_failed":
+            self._journal_failed(data, ed)
+        elif topic == "buffer.journal_restored":
+            self._journal_restored(data, ed)
+
+    def _journal_failed(self, data: dict[str, Any], ed: EditorTab | None) -> None:
+        """A document whose edits can no longer be journaled is named, with what to do: until
+        the journal is written again its edits are refused rather than left unprotected."""
+        name = data.get("name") or (ed.summary.get("name") if ed else None) or data["buffer"]
+        self.unprotected[data["buffer"]] = str(name)
+        self.set_message(f"{name} is not protected: {data.get('message', '')}")
+        Dialog(self, "journal_failed", "Rio", f"{name}: edits cannot be journaled",
+               ["OK"], lambda b, v: None,
+               detail=f"{data.get('message', '')}\n\n{data.get('next', '')}".strip(),
+               icon="error")
+
+    def _journal_restored(self, data: dict[str, Any], ed: EditorTab | None) -> None:
+        name = self.unprotected.pop(data["buffer"], None) or data.get("name") or data["buffer"]
+        self.set_message(f"{name} is journaled again: edits are protected.")
 
     def _on_process(self, event: Any) -> None:
         data = thaw(event.data)

@@ -81,7 +81,7 @@ class ControlServer:
             return
         except Exception as exc:  # noqa: BLE001 -- every request gets an answer
             log.exception("ui op %s", req.op)
-            respond(RioError("internal.ui", f"{req.op} failed: {type(exc).__name__}: {exc}"))
+            respond(RioError("internal.unexpected", f"{req.op} failed: {type(exc).__name__}: {exc}"))
             return
         if result is not DEFER:
             respond(result)
@@ -115,6 +115,7 @@ class ControlServer:
         status = {k: v.get() for k, v in app.status_vars.items()}
         status["message"] = app.message.get()
         status["cut"] = app.status_cells_cut()
+        status["unprotected"] = sorted(app.unprotected.values())
         widget_text = None   # what the active widget shows, for checks against the core
         if active is not None and active.ready and active.window is None:
             shown = str(active.orig("get", "1.0", "end-1c"))
@@ -303,6 +304,7 @@ def _wrapper_geometry(title: str) -> tuple[int, int, int, int] | None:
     if len(vals) == 4:
         return vals["x"], vals["y"], vals["w"], vals["h"]
     return None
+
 
 def _tree_selection(app: "App") -> str | None:
     tree = getattr(app, "project_tree", None)
