@@ -355,6 +355,25 @@ def test_a_silent_agent_is_surfaced_and_the_prompt_does_not_wait_forever(tmp_pat
     assert '"method":"session/cancel"' in log
 
 
+def test_an_agent_that_speaks_again_after_a_silence_is_no_longer_silent(tmp_path):
+    owner = Owner()
+    script = {"default_turn": [{"text": "a"}, {"silent": 1.5}, {"text": "b"}, {"silent": 0.5},
+                               {"text": "c"}]}
+
+    async def main():
+        s = settings(tmp_path, script, silent_after_s=0.4, give_up_after_s=30)
+        async with running(s, owner) as client:
+            return await client.prompt("x")
+
+    out = run(main())
+    assert out.status == "done" and out.text == "abc"
+    silent = owner.of("agent.silent")
+    assert silent[0]["seconds"] >= 0.4 and silent[1] == {"seconds": 0, "resumed": True}
+    # every "silent" is followed by a "resumed", the last one at the latest when the turn ends
+    assert silent[-1] == {"seconds": 0, "resumed": True}
+    assert [("resumed" in e) for e in silent] == [False, True] * (len(silent) // 2)
+
+
 def test_a_question_to_the_user_is_not_silence(tmp_path):
     class SlowOwner(Owner):
         async def ask_permission(self, question):

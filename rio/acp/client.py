@@ -270,6 +270,8 @@ class AcpClient(AgentRequests, AgentWire):
         while True:
             done, _ = await asyncio.wait({task}, timeout=tick)
             if done:
+                if reported:   # a UI showing "silent" must not keep showing it
+                    self._publish("agent.silent", {"seconds": 0, "resumed": True})
                 return task.result()
             if self._cancel_at is not None and \
                     time.monotonic() - self._cancel_at >= s.cancel_grace_s:
