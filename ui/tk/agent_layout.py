@@ -42,7 +42,7 @@ def build(panel: Any) -> None:
     head.pack(side="top", fill="x")
     panel.provider = tk.StringVar(frame, panel.default_provider)
     ttk.Label(head, text="Provider:").pack(side="left")
-    ttk.Combobox(head, textvariable=panel.provider, values=panel.providers, width=9,
+    ttk.Combobox(head, textvariable=panel.provider, values=panel.providers, width=10,
                  state="readonly", name="provider").pack(side="left", padx=(3, 4))
     # The approval gate's mode (agent.mode): what runs by itself and what asks.
     panel.mode = tk.StringVar(frame, "")
@@ -54,10 +54,10 @@ def build(panel: Any) -> None:
     panel.stop_button = ttk.Button(head, text="Stop", width=5, command=panel.stop,
                                    name="stop", state="disabled")
     panel.stop_button.pack(side="right")
-    ttk.Button(head, text="New", width=5, command=panel.new_conversation,
-               name="new").pack(side="right", padx=(0, 3))
     row = ttk.Frame(body, padding=(2, 1, 2, 3))
     row.pack(side="top", fill="x")
+    ttk.Button(row, text="New", width=5, command=panel.new_conversation,
+               name="new").pack(side="right", padx=(3, 0))
     ttk.Label(row, text="Conversation:").pack(side="left")
     panel.chooser = ttk.Combobox(row, state="readonly", width=24, name="conversations")
     panel.chooser.pack(side="left", fill="x", expand=True, padx=(3, 0))
