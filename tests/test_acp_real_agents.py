@@ -4,7 +4,8 @@ Install them with ``npm i --prefix /tmp/acp-agents @zed-industries/claude-agent-
 @zed-industries/codex-acp opencode-ai`` (or point ``ACP_AGENTS_PREFIX`` at another prefix);
 each test skips, with the reason, when its agent is absent. Every run gets a fresh empty
 ``HOME`` and a minimal environment with a fake key (``test``): nobody's account is used.
-Versions observed: claude-agent-acp 0.23.1, codex-acp 0.16.0, opencode 1.18.33 (Node 20).
+Versions observed: claude-agent-acp 0.23.1, codex-acp 0.16.0, opencode 1.18.33 (Node 20). codex-acp
+speaks only the OpenAI Responses API: its test points `$CODEX_HOME/config.toml` at the server.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from actors.acp_process import ProcessControlPort
 from rio.acp.client import AcpClient, AcpSettings
 from tests.fakes.model_servers import (
     FakeModelServer,
+    Reply,
     anthropic_text,
     anthropic_tool_use,
+    sse,
 )
 from tests.test_acp_client import Owner
 
@@ -169,6 +172,59 @@ def test_claude_without_a_key_needs_a_terminal_sign_in_on_the_first_prompt(tmp_p
     methods = out.error.details["methods"]
     assert methods and methods[0]["type"] == "terminal"          # offered: we declared it
     assert methods[0]["command"][:2] == [NODE, str(CLAUDE)]
+
+
+def responses_text(text: str) -> Reply:
+    """One OpenAI Responses API stream (codex-acp speaks only this) answering ``text``."""
+    msg = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    resp = {"id": "resp_1", "object": "response", "created_at": 0, "status": "in_progress",
+            "model": "gpt-5.4-mini", "output": []}
+    usage = {"input_tokens": 5, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 8}
+    return Reply(chunks=(
+        sse("response.created", {"type": "response.created", "response": resp}),
+        sse("response.output_item.added", {"type": "response.output_item.added",
+                                           "output_index": 0,
+                                           "item": {**msg, "status": "in_progress",
+                                                    "content": []}}),
+        sse("response.output_text.delta", {"type": "response.output_text.delta",
+                                           "item_id": "msg_1", "output_index": 0,
+                                           "content_index": 0, "delta": text}),
+        sse("response.output_item.done", {"type": "response.output_item.done",
+                                          "output_index": 0, "item": msg}),
+        sse("response.completed", {"type": "response.completed", "response": {
+            **resp, "status": "completed", "output": [msg], "usage": usage}})))
+
+
+def test_codex_text_turn_against_a_loopback_responses_server(tmp_path):
+    need(CODEX)
+    server = FakeModelServer([lambda r: responses_text("Hello from Responses")] * 20)
+    server.start()
+    codex_home = tmp_path / "home" / ".codex"
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.4-mini"\nmodel_provider = "fake"\n[model_providers.fake]\n'
+        f'name = "fake"\nbase_url = "{server.url}/v1"\nwire_api = "responses"\n'
+        'env_key = "FAKE_KEY"\n')
+    owner = Owner()
+    env = base_env(tmp_path / "home", CODEX_HOME=str(codex_home), FAKE_KEY="test")
+
+    async def main():
+        async with client_for((str(CODEX),), tmp_path, env, owner) as client:
+            await client.new_session()
+            out = await client.prompt("Say hello")
+        return client, out
+
+    try:
+        client, out = asyncio.run(main())
+    finally:
+        server.close()
+    assert out.status == "done" and out.text == "Hello from Responses"
+    assert [r.path for r in server.requests] == ["/v1/responses"]
+    assert client.stop_result.how in ("terminated", "killed")
+    no_survivors(client)
 
 
 def test_codex_without_a_login_needs_sign_in_on_session_new(tmp_path):
