@@ -62,6 +62,7 @@ class BusConnection:
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:6]
         self._pending: dict[str, _Pending] = {}
+        self._refused: list[tuple[ReplyCallback | None, Reply]] = []   # never sent (too big)
         self._handlers: list[tuple[str, EventHandler]] = []
         self._last_seq: dict[str, int] = {}
         self.on_gap: GapHandler | None = None
@@ -113,10 +114,15 @@ class BusConnection:
     def request(self, op: str, args: Mapping[str, Any] | None = None,
                 callback: ReplyCallback | None = None, *, timeout: float = DEFAULT_TIMEOUT,
                 request_id: str | None = None) -> str:
-        """Send a request; raises ``protocol.oversize_frame`` / ``malformed_frame`` at once for
-        a frame no peer would accept (the hub's socket would cut the connection instead)."""
+        """Send a request. One no peer would accept (``protocol.oversize_frame``, nested too
+        deep) is not sent — the hub's socket would cut the connection — and its callback gets
+        that error on the next :meth:`drain`, as if the hub had answered it."""
         rid = request_id or self.next_id()
-        payload = encode_checked(Request(rid, op, dict(args or {})))
+        try:
+            payload = encode_checked(Request(rid, op, dict(args or {})))
+        except ProtocolError as err:
+            self._refused.append((callback, Reply.failure(rid, err)))
+            return rid
         self._pending[rid] = _Pending(callback, time.monotonic() + timeout, op)
         self.send_raw(payload)
         return rid
@@ -134,6 +140,8 @@ class BusConnection:
         """Blocking request: returns the result or raises the error the reply carries."""
         box: list[Reply] = []
         rid = self.request(op, args, box.append, timeout=timeout)
+        if self._refused:
+            self.drain()   # refused before sending: answered now, not after a poll
         deadline = time.monotonic() + timeout
         poller = zmq.Poller()
         poller.register(self.dealer, zmq.POLLIN)
@@ -159,6 +167,14 @@ class BusConnection:
     def drain(self, limit: int = 10_000) -> int:
         """Handle everything readable now (the FDs are edge-triggered: drain fully)."""
         handled = 0
+        while self._refused:
+            callback, reply = self._refused.pop(0)
+            handled += 1
+            if callback is not None:
+                try:
+                    callback(reply)
+                except Exception:  # noqa: BLE001 -- like any reply callback
+                    log.exception("%s: reply callback for %s failed", self.name, reply.id)
         while handled < limit:
             progressed = self._drain_dealer() + self._drain_sub()
             if not progressed:
@@ -171,6 +187,10 @@ class BusConnection:
         if self.closed:
             return
         self.closed = True
+        for callback, reply in self._refused:
+            if callback is not None:
+                callback(reply)
+        self._refused.clear()
         for rid, pending in list(self._pending.items()):
             self._pending.pop(rid, None)
             if pending.callback is not None:

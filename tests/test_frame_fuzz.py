@@ -25,7 +25,7 @@ from actors.bus_thread import BusThread
 from actors.hub import WELCOME
 from rio import ops
 from rio.protocol import Reply, Request, decode, encode
-from tests.frame_strategies import deep_request, hostile_frame, request_bytes
+from tests.frame_strategies import deep_request, hostile_frame, nest, request_bytes
 from tests.support import RioServer, rio_env
 from tests.test_remote import free_port_pair
 
@@ -344,5 +344,25 @@ def test_every_rio_socket_refuses_messages_over_the_socket_limit(local_hub):
     try:
         for sock in (conn.dealer, conn.sub):
             assert sock.getsockopt(zmq.MAXMSGSIZE) == MAX_SOCKET_MESSAGE_BYTES
+    finally:
+        conn.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_request_too_big_to_send_is_answered_through_its_callback(local_hub):
+    """The desktop sends edits with callbacks from Tk: an oversize paste must come back as an
+    error reply (so the editor resyncs), not as an exception out of ``request``."""
+    from actors.bus import connect
+    from rio.protocol import MAX_FRAME_BYTES
+    conn = connect(local_hub, name="desktop")
+    try:
+        got = []
+        conn.request("buffer.replace", {"buffer": "b", "start": 0, "end": 0,
+                                        "text": "x" * (MAX_FRAME_BYTES + 1)}, got.append)
+        conn.request("buffer.list", {"deep": nest(150)}, got.append)
+        conn.drain()
+        assert [r.error["kind"] for r in got] == ["protocol.oversize_frame",
+                                                  "protocol.malformed_frame"]
+        assert conn.call("bus.stats", timeout=10)["requests"] >= 1   # and it still talks
     finally:
         conn.close()
