@@ -4,14 +4,16 @@ Install them with ``npm i --prefix /tmp/acp-agents @zed-industries/claude-agent-
 @zed-industries/codex-acp opencode-ai`` (or point ``ACP_AGENTS_PREFIX`` at another prefix);
 each test skips, with the reason, when its agent is absent. Every run gets a fresh empty
 ``HOME`` and a minimal environment with a fake key (``test``): nobody's account is used.
-Versions observed: claude-agent-acp 0.23.1, codex-acp 0.16.0, opencode 1.18.33 (Node 20). codex-acp
-speaks only the OpenAI Responses API: its test points `$CODEX_HOME/config.toml` at the server.
+Versions observed: claude-agent-acp 0.23.1, codex-acp 0.16.0, opencode 1.18.33 (Node 20).
+codex-acp speaks only the OpenAI Responses API: its test points ``$CODEX_HOME/config.toml`` at
+the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -27,6 +29,7 @@ from tests.fakes.model_servers import (
     Reply,
     anthropic_text,
     anthropic_tool_use,
+    openai_text,
     sse,
 )
 from tests.test_acp_client import Owner
@@ -246,6 +249,37 @@ def test_codex_without_a_login_needs_sign_in_on_session_new(tmp_path):
     env_vars = {v for m in err.details["methods"] for v in m.get("vars", [])}
     assert {"CODEX_API_KEY", "OPENAI_API_KEY"} <= env_vars
     assert client.stop_result.how in ("terminated", "killed")    # ignores stdin close too
+    no_survivors(client)
+
+
+def test_opencode_text_turn_against_a_loopback_chat_completions_server(tmp_path):
+    need(OPENCODE)
+    server = FakeModelServer([lambda r: openai_text("Hello from chat completions")] * 20)
+    server.start()
+    owner = Owner()
+    (tmp_path / "home").mkdir()
+    config = {"provider": {"fake": {
+        "npm": "@ai-sdk/openai-compatible", "name": "Fake",
+        "options": {"baseURL": server.url + "/v1", "apiKey": "test"},
+        "models": {"m1": {"name": "M1"}}}}, "model": "fake/m1", "small_model": "fake/m1"}
+    env = base_env(tmp_path / "home", OPENCODE_CONFIG_CONTENT=json.dumps(config),
+                   OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_MODELS_FETCH="1",
+                   OPENCODE_DISABLE_LSP_DOWNLOAD="1", npm_config_registry="http://127.0.0.1:9")
+
+    async def main():
+        async with client_for((str(OPENCODE), "acp"), tmp_path, env, owner) as client:
+            await client.new_session()
+            out = await client.prompt("Say hello")
+        return client, out
+
+    try:
+        client, out = asyncio.run(main())
+    finally:
+        server.close()
+    assert out.status == "done" and out.text == "Hello from chat completions"
+    assert out.usage.get("total_tokens")
+    assert all(r.path == "/v1/chat/completions" for r in server.requests)  # title + turn
+    assert client.stop_result.how in ("stdin_closed", "terminated")  # it obeys stdin close
     no_survivors(client)
 
 
