@@ -201,3 +201,29 @@ def test_prefs_round_trip_keep_other_keys_and_refuse_nonsense(tmp_path):
     assert data["theme"] == "dark" and data["agent_side"] == "left"
     assert load_panel_prefs(path) == PanelPrefs(side="left", width=500, open=True)
     assert load_panel_prefs(tmp_path / "missing.json") == PanelPrefs()
+
+
+# --- the ACP agents' extra events --------------------------------------------------------------
+
+def test_acp_thoughts_plans_tool_updates_and_silence():
+    conv = Conversation(C)
+    run(conv, ev("agent.turn", state="started", text="x"))
+    assert run(conv, ev("agent.thought", text="Let me "), ev("agent.thought", text="see.")) == \
+        [("block", 1), ("text", 1, "see.")]
+    assert conv.blocks[1].kind == "thought" and conv.blocks[1].text == "Let me see."
+    run(conv, ev("agent.tool", call="t1", name="read", input={}, title="Read a.py",
+                 kind="read", status="pending"))
+    assert run(conv, ev("agent.tool_update", call="t1", status="completed")) == [("update", 2)]
+    assert conv.blocks[2].data["status"] == "ok" and conv.blocks[2].data["title"] == "Read a.py"
+    plan = [{"content": "read", "priority": "high", "status": "completed"},
+            {"content": "edit", "priority": "high", "status": "pending"}]
+    assert run(conv, ev("agent.plan", entries=plan)) == [("block", 3)]
+    plan[1]["status"] = "in_progress"
+    assert run(conv, ev("agent.plan", entries=plan)) == [("update", 3)]
+    from ui.tk.agent_extras import plan_lines
+    assert plan_lines(conv.blocks[3].data["entries"]) == ["☑ read", "◐ edit"]
+    assert run(conv, ev("agent.silent", seconds=30, give_up_after_s=300)) == [("block", 4)]
+    assert conv.blocks[4].text.startswith("No word from the agent for 30 s")
+    assert run(conv, ev("agent.silent", seconds=0, resumed=True)) == [("update", 4)]
+    assert conv.blocks[4].text == "The agent is answering again."
+    assert [m["role"] for m in conv.messages()] == ["user"]      # thoughts are not messages

@@ -143,3 +143,24 @@ def test_a_retryable_error_is_one_line_with_a_retry_button(view):
     assert len(view.extras) == 1
     view.extras[0].invoke()
     assert retried == [conv.blocks[-1]]
+
+
+def test_a_thought_is_folded_and_a_plan_is_redrawn_in_place(view):
+    conv = Conversation(C)
+    view.show(conv)
+    turn = f"{C}.1"
+    plan = [{"content": "read", "status": "completed"}, {"content": "edit", "status": "pending"}]
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.thought", {"text": "secret "}),
+                        ("agent.thought", {"text": "reasoning"}),
+                        ("agent.plan", {"entries": plan}),
+                        ("agent.delta", {"text": "Answer."})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+    body = view.text.tag_ranges("b1_body")
+    assert view.text.get(body[0], body[-1]) == "secret reasoning"
+    assert str(view.text.tag_cget("b1_body", "elide")) in ("1", "true")
+    plan[1]["status"] = "completed"
+    view.apply(conv.apply("agent.plan", {"conversation": C, "turn": turn, "entries": plan}))
+    text = view.text.get("1.0", "end")
+    assert "☑ edit" in text and "☐ edit" not in text
+    assert text.index("☑ edit") < text.index("Answer.")

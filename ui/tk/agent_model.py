@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ui.tk import agent_extras as extras
 from ui.tk.agent_text import (MarkdownStream, Span, diff_line_tag, fold_output,  # noqa: F401
                               inline_spans, markdown_line, render_markdown, short_input)
 
@@ -111,6 +112,10 @@ class Conversation:
         self.blocks.append(block)
         return [("block", len(self.blocks) - 1)]
 
+    def add_block(self, kind: str, turn: Any, text: str = "",
+                  data: dict[str, Any] | None = None) -> list[Change]:
+        return self._add(Block(kind, turn, text, data or {}))
+
     def apply(self, topic: str, data: Mapping[str, Any]) -> list[Change]:
         turn = data.get("turn")
         if topic == "agent.turn":
@@ -129,7 +134,8 @@ class Conversation:
             self.turn = self.turn or turn
             block = Block("tool", turn, str(data.get("name") or ""),
                           {"name": data.get("name"), "input": data.get("input") or {},
-                           "status": "running"})
+                           "status": "running", "title": data.get("title"),
+                           "kind": data.get("kind")})
             changes = self._add(block)
             self._tools[str(data.get("call"))] = len(self.blocks) - 1
             return changes
@@ -164,6 +170,8 @@ class Conversation:
             changes = self._add(block)
             self.pending[pid] = len(self.blocks) - 1
             return changes
+        if topic in extras.TOPICS:
+            return extras.apply(self, topic, data)
         if topic == "agent.message":
             # The turn's whole text, once it ended: shown only when no delta showed it.
             if any(b.kind == "assistant" and b.turn == turn for b in self.blocks):

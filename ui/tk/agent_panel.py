@@ -494,21 +494,7 @@ class AgentPanel:
 def install(app: Any) -> AgentPanel:
     panel = AgentPanel(app)
     app.agent_panel = panel
-    reg = app.register_command
-    reg("agent.panel", "Agent &Panel", "Ctrl+Shift+A", panel.toggle, menu="Agent")
-    reg("agent.ask_selection", "&Ask About Selection", "Ctrl+Shift+L",
-        panel.ask_about_selection, menu="Agent")
-    reg("agent.new", "&New Conversation", "", lambda: (panel.open(), panel.new_conversation()),
-        menu="Agent", group=1)
-    reg("agent.stop", "&Stop the Agent", "", panel.stop, menu="Agent", group=1)
-    reg("agent.undo", "&Undo the Agent's Last Turn", "",
-        lambda: panel.undo_turn(panel.last_turn_end()), menu="Agent", group=2)
-    reg("agent.save", "Save the Agent's &Changes", "",
-        lambda: panel.save_turn(panel.last_turn_end()), menu="Agent", group=2)
-    reg("agent.dock", "&Dock on the Other Side", "", panel.dock_other_side, menu="Agent",
-        group=3)
-    reg("edit.ai_preferences", "AI Pre&ferences...", "", lambda: _ai_preferences(panel),
-        menu="Edit", group=3)
+    actions.register_commands(panel)
     if not panel.prefs.show_ai:
         from ui.tk.agent_prefs import apply_ai_prefs
         apply_ai_prefs(panel, False, panel.prefs.show_button, panel.prefs.side)
@@ -519,8 +505,3 @@ def install(app: Any) -> AgentPanel:
     if panel.prefs.open:
         panel.open()
     return panel
-
-
-def _ai_preferences(panel: AgentPanel) -> object:
-    from ui.tk.agent_prefs import show_ai_preferences
-    return show_ai_preferences(panel)

@@ -15,6 +15,7 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
+from ui.tk.agent_extras import plan_lines
 from ui.tk.agent_model import Block, Conversation
 from ui.tk.agent_text import (MarkdownStream, diff_line_tag, fold_output, markdown_line,
                               render_markdown, short_input)
@@ -89,6 +90,8 @@ class ConversationView:
         tx.tag_configure("failed", foreground=c["error"])
         tx.tag_configure("error", foreground=c["error"], font=(family, 9, "bold"))
         tx.tag_configure("note", foreground=c["note"], font=(family, 9, "italic"))
+        tx.tag_configure("thought", foreground=c["note"], font=(family, 9, "italic"),
+                         lmargin1=12, lmargin2=12)
 
     # --- whole conversations -----------------------------------------------------------------
     def show(self, conv: Conversation | None) -> None:
@@ -125,7 +128,9 @@ class ConversationView:
                 if i == self.rendered:
                     self._draw(i)
             elif kind == "text":
-                if i == self.rendered - 1 and self.stream is not None:
+                if i == self.rendered - 1 and self.conv.blocks[i].kind == "thought":
+                    self.text.insert("end", change[2], ("thought", f"b{i}", f"b{i}_body"))
+                elif i == self.rendered - 1 and self.stream is not None:
                     self._stream(change[2])
                 elif i == self.rendered:
                     self._draw(i)
@@ -181,6 +186,10 @@ class ConversationView:
                 self._stream(block.text)
         elif block.kind == "tool":
             self._tool(i, block)
+        elif block.kind == "thought":
+            self._thought(i, block)
+        elif block.kind == "plan":
+            self._plan(i, block)
         elif block.kind in ("proposal", "turn_end"):
             card = ProposalCard(self, i, block) if block.kind == "proposal" \
                 else TurnEndCard(self, i, block)
@@ -197,7 +206,7 @@ class ConversationView:
                 tx.window_create("end", window=button, padx=6)
             tx.insert("end", "\n", ("error", tag))
         else:
-            tx.insert("end", block.text + "\n", ("note", tag))
+            self._note(i, block)
 
     def _stream(self, delta: str) -> None:
         """Append a delta: finished lines styled once, the unfinished one redrawn plain."""
@@ -222,7 +231,8 @@ class ConversationView:
         shown = d.get("input") or {}
         if str(d.get("name")).startswith("propose_") and isinstance(shown, dict):
             shown = {"path": shown.get("path")}      # the card below shows the change
-        line = f"⚙ {d.get('name')} {short_input(shown, 60)}  "
+        line = f"⚙ {d['title']}  " if d.get("title") else \
+            f"⚙ {d.get('name')} {short_input(shown, 60)}  "
         self.text.insert(at, line, ("card", tag))
         summary = " ".join(str(d.get("summary") or "").split())[:100]
         more = " (truncated)" if d.get("truncated") else ""
@@ -238,20 +248,39 @@ class ConversationView:
             card.refresh()
             return
         block = self.conv.blocks[i]
-        if block.kind != "tool":
-            return
+        draw = {"tool": self._tool, "plan": self._plan, "note": self._note}.get(block.kind)
         ranges = self.text.tag_ranges(f"b{i}")
-        if not ranges:
+        if draw is None or not ranges:
             return
         start = self.text.index(ranges[0])
         self.text.delete(ranges[0], ranges[-1])
+        # Inserting at a right-gravity mark keeps the pieces in order.
         self.text.mark_set("redraw", start)
         self.text.mark_gravity("redraw", "right")
-        self._tool_at(i, block, "redraw")
+        draw(i, block, at="redraw")
 
-    def _tool_at(self, i: int, block: Block, mark: str) -> None:
-        # Inserting at a right-gravity mark keeps the pieces in order.
-        self._tool(i, block, at=mark)
+    def _note(self, i: int, block: Block, at: str = "end") -> None:
+        self.text.insert(at, block.text + "\n", ("note", f"b{i}"))
+
+    def _plan(self, i: int, block: Block, at: str = "end") -> None:
+        tag = f"b{i}"
+        self.text.insert(at, "Plan\n", ("card", "md_bold", tag))
+        rows = plan_lines(block.data.get("entries") or [])
+        self.text.insert(at, "\n".join(rows or ["(empty)"]) + "\n", ("card", tag))
+
+    def _thought(self, i: int, block: Block) -> None:
+        """Reasoning, folded: a click on its header line shows or hides it."""
+        tag, body = f"b{i}", f"b{i}_body"
+        head = f"b{i}_head"
+        self.text.insert("end", "▸ Thinking (click to show)\n", ("note", tag, head))
+        self.text.tag_configure(body, elide=True)
+        self.text.insert("end", block.text, ("thought", tag, body))
+
+        def toggle(_e: Any) -> str:
+            hidden = not bool(self.text.tag_cget(body, "elide"))
+            self.text.tag_configure(body, elide=hidden)
+            return "break"
+        self.text.tag_bind(head, "<Button-1>", toggle)
 
     def card_chars(self) -> int:
         """How many diff characters fit across the conversation (cards never overflow it)."""

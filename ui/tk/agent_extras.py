@@ -1,0 +1,73 @@
+"""The events only ACP agents send (docs/protocol.md "ACP agents"), as panel blocks — so the
+panel shows an ACP conversation the way it shows an API provider's, whatever is behind it.
+
+* ``agent.thought`` — the agent's reasoning, streamed into a ``thought`` block the view shows
+  folded (a click unfolds it);
+* ``agent.tool_update`` — a running tool call changed (title, kind, input, status): its card
+  is redrawn in place;
+* ``agent.plan`` — the whole plan each time it changes: one ``plan`` block per turn, updated;
+* ``agent.silent`` — no word from the agent for a while: one ``note`` per turn, updated, and
+  cleared when it speaks again.
+
+Display-free, like :mod:`ui.tk.agent_model`; :meth:`Conversation.apply` hands these here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent")
+#: A plan entry's status → its check box on the plan card.
+PLAN_MARKS = {"completed": "☑", "in_progress": "◐", "pending": "☐"}
+
+
+def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
+    turn = data.get("turn")
+    if topic == "agent.thought":
+        text = str(data.get("text") or "")
+        if not text:
+            return []
+        conv.turn = conv.turn or turn
+        last = conv.blocks[-1] if conv.blocks else None
+        if last is not None and last.kind == "thought" and last.turn == turn:
+            last.text += text
+            return [("text", len(conv.blocks) - 1, text)]
+        return conv.add_block("thought", turn, text)
+    if topic == "agent.tool_update":
+        i = conv._tools.get(str(data.get("call")))
+        if i is None:
+            return []
+        d = conv.blocks[i].data
+        for key in ("title", "kind", "input", "status"):
+            if data.get(key) is not None:
+                d[key] = data[key]
+        if d.get("status") in ("completed",):
+            d["status"] = "ok"
+        elif d.get("status") in ("failed",):
+            d["status"] = "failed"
+        return [("update", i)]
+    if topic == "agent.plan":
+        entries = [dict(e) for e in data.get("entries") or () if isinstance(e, Mapping)]
+        for i, b in enumerate(conv.blocks):
+            if b.kind == "plan" and b.turn == turn:
+                b.data["entries"] = entries
+                return [("update", i)]
+        return conv.add_block("plan", turn, "", {"entries": entries})
+    if topic == "agent.silent":
+        seconds = int(data.get("seconds") or 0)
+        text = "" if data.get("resumed") or seconds <= 0 else \
+            f"No word from the agent for {seconds} s" + (
+                f" (Rio gives up after {int(data['give_up_after_s'])} s; Stop ends it now)."
+                if data.get("give_up_after_s") else ".")
+        for i, b in enumerate(conv.blocks):
+            if b.kind == "note" and b.turn == turn and b.data.get("silent"):
+                b.text = text or "The agent is answering again."
+                return [("update", i)]
+        return conv.add_block("note", turn, text, {"silent": True}) if text else []
+    return []
+
+
+def plan_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """The plan as a checklist, one line per entry."""
+    return [f"{PLAN_MARKS.get(str(e.get('status')), '☐')} {e.get('content', '')}"
+            for e in entries]
