@@ -42,6 +42,7 @@ class Dialog:
         self.on_answer = on_answer
         self.done = False
         root = app.root
+        self._old_focus = str(root.tk.call("focus"))   # given back before the dialog goes
         self.top = top = tk.Toplevel(root, name=f"dlg_{name}")
         top.title(title)
         # A raised edge of its own: crisp under any window manager, and still a 3-D box
@@ -147,6 +148,16 @@ class Dialog:
             del self.app.dialogs[self.name]
         try:
             self.top.grab_release()
+        except tk.TclError:
+            pass
+        # Give the focus back BEFORE destroying the dialog, as Tk's own tk_dialog does:
+        # destroying the focused toplevel first, then forcing focus elsewhere, crashed Tk
+        # 8.6.13 in TkSetFocusWin under Xvfb (about one Open dialog in three, core dump).
+        old = self._old_focus
+        try:
+            if old and not old.startswith(str(self.top)) and self.top.winfo_exists() and \
+                    bool(int(self.top.tk.call("winfo", "exists", old))):
+                self.top.tk.call("focus", old)
         except tk.TclError:
             pass
         self.top.destroy()
