@@ -462,6 +462,28 @@ def test_stderr_floods_and_malformed_lines_do_not_stop_a_turn(tmp_path):
     assert len(client.log.lines()) <= 2000
 
 
+def test_a_usage_update_without_used_is_dropped_before_the_sdk(tmp_path, caplog):
+    """claude-agent-acp sends one every turn; the SDK would log a traceback for each."""
+    owner = Owner()
+    bad = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": "s", "update": {"sessionUpdate": "usage_update", "used": None,
+                                     "size": 200000}}})
+    script = {"default_turn": [{"malformed": bad}, {"usage": [5, 10]}, {"text": "ok"}]}
+
+    async def main():
+        async with running(settings(tmp_path, script), owner) as client:
+            return await client.prompt("x"), client
+
+    with caplog.at_level("ERROR"):
+        out, client = run(main())
+    assert out.status == "done" and out.text == "ok"
+    assert owner.of("agent.usage") == [{"used": 5, "size": 10}]
+    assert "usage_update without 'used' dropped" in client.log.text()
+    assert client.malformed_lines == 0
+    assert not [r for r in caplog.records if "validation" in r.getMessage().lower()
+                or "Unhandled" in r.getMessage()]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script,how", [
     ({}, ("stdin_closed", "terminated")),

@@ -19,6 +19,17 @@ LINE_LIMIT = 16 << 20
 _STDERR_CHUNK = 64 << 10
 
 
+def _unusable_usage(message: dict[str, Any]) -> bool:
+    """claude-agent-acp 0.23 sends ``usage_update`` with ``used: null``; the SDK's model
+    rejects it with a logged traceback at every turn. It carries nothing usable: drop it."""
+    if message.get("method") != "session/update":
+        return False
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return isinstance(update, dict) and update.get("sessionUpdate") == "usage_update" \
+        and not isinstance(update.get("used"), int)
+
+
 class AgentWire:
     def _observe(self, event: Any) -> None:
         if getattr(event.direction, "value", "") == "outgoing":
@@ -52,6 +63,10 @@ class AgentWire:
                                   + stripped[:300].decode("utf-8", "replace"))
                     continue
                 self.log.message("←", message)
+                if _unusable_usage(message):
+                    self.log.note("!", "usage_update without 'used' dropped (the SDK's schema "
+                                  "requires it)")
+                    continue
                 reader.feed_data(line if line.endswith(b"\n") else line + b"\n")
         except (ConnectionError, OSError) as exc:
             self.log.note("!", f"reading the agent failed: {exc}")
