@@ -25,7 +25,7 @@ CACHE_S = 60.0
 class AgentsActor(pykka.ThreadingActor):
     def __init__(self) -> None:
         super().__init__()
-        self._cached: tuple[float, list[dict[str, Any]]] | None = None
+        self._cached: tuple[float, Any, list[dict[str, Any]]] | None = None
 
     def on_receive(self, message: Any) -> Any:
         ctx: RequestContext = message
@@ -40,13 +40,16 @@ class AgentsActor(pykka.ThreadingActor):
 
     def list(self, refresh: bool) -> list[dict[str, Any]]:
         now = time.monotonic()
-        if not refresh and self._cached is not None and now - self._cached[0] < CACHE_S:
-            return self._cached[1]
+        # config.toml is read every time (cheap): an agent added there shows at once
         config = discovery.load_agents_config(config_dir())
+        cached = self._cached
+        if not refresh and cached is not None and now - cached[0] < CACHE_S \
+                and cached[1] == config:
+            return cached[2]
         infos = discovery.discover(os.environ, discovery.RealHost(),
                                    discovery.run_version_probes, config)
         rows = [i.to_dict() for i in infos]
-        self._cached = (now, rows)
+        self._cached = (now, config, rows)
         return rows
 
 

@@ -85,6 +85,11 @@ def test_the_core_actor_keeps_versions_until_refresh(machine):
     assert log.read_text().count("--version") == 1
     actor.list(refresh=True)
     assert log.read_text().count("--version") == 2
+    # an agent added to config.toml shows at once, without waiting for the cache
+    _, _, config = machine
+    (config / "config.toml").write_text('[agents.mine]\ncommand = "codex-acp"\n')
+    rows = {r["name"]: r for r in actor.list(refresh=False)}
+    assert rows["mine"]["found"] and rows["mine"]["configured"]
 
 
 @pytest.mark.slow
