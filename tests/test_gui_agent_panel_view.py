@@ -164,3 +164,41 @@ def test_a_thought_is_folded_and_a_plan_is_redrawn_in_place(view):
     text = view.text.get("1.0", "end")
     assert "☑ edit" in text and "☐ edit" not in text
     assert text.index("☑ edit") < text.index("Answer.")
+
+
+def test_the_sign_in_card_shows_the_agents_own_ways_and_copies_the_command(view):
+    conv = Conversation(C)
+    view.show(conv)
+    turn = f"{C}.1"
+    methods = [{"id": "login", "name": "Log in", "type": "terminal",
+                "command": "claude-agent-acp --cli"},
+               {"id": "key", "name": "API key", "type": "env_var", "vars": ["CODEX_API_KEY"]},
+               {"id": "chatgpt", "name": "Login with ChatGPT", "type": "agent",
+                "description": "opens your browser"}]
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.sign_in", {"state": "needed", "agent": "codex",
+                                           "methods": methods})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+    card = view.cards[1]
+
+    def texts(w):
+        out = []
+        for child in w.winfo_children():
+            if child.winfo_class() in ("TLabel", "TButton"):
+                out.append(child.cget("text"))
+            elif child.winfo_class() == "TEntry":
+                out.append(child.get())
+            out += texts(child)
+        return out
+    shown = texts(card.frame)
+    assert "Sign-in needed: codex" in shown and "claude-agent-acp --cli" in shown
+    assert any("set CODEX_API_KEY" in t for t in shown)
+    assert any("opens your browser" in t for t in shown)
+    assert not any("key" in t.lower() and "entry" in t.lower() for t in shown)
+    copy = next(b for b in card.body.winfo_children()[2].winfo_children()
+                if b.winfo_class() == "TButton")
+    copy.invoke()
+    assert view.text.clipboard_get() == "claude-agent-acp --cli"
+    view.apply(conv.apply("agent.sign_in", {"conversation": C, "turn": turn,
+                                            "state": "signed_in", "method": "login"}))
+    assert texts(card.frame) == ["Signed in to codex."]

@@ -7,7 +7,10 @@ panel shows an ACP conversation the way it shows an API provider's, whatever is 
   is redrawn in place;
 * ``agent.plan`` — the whole plan each time it changes: one ``plan`` block per turn, updated;
 * ``agent.silent`` — no word from the agent for a while: one ``note`` per turn, updated, and
-  cleared when it speaks again.
+  cleared when it speaks again;
+* ``agent.sign_in`` — the agent needs a sign-in: a ``sign_in`` card with its own ways (a
+  terminal command with Copy, a variable to set, a sign-in the agent does itself); no key
+  field, ever. ``{state: signed_in}`` turns the card into a note.
 
 Display-free, like :mod:`ui.tk.agent_model`; :meth:`Conversation.apply` hands these here.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent")
+TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in")
 #: A plan entry's status → its check box on the plan card.
 PLAN_MARKS = {"completed": "☑", "in_progress": "◐", "pending": "☐"}
 
@@ -64,7 +67,34 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
                 b.text = text or "The agent is answering again."
                 return [("update", i)]
         return conv.add_block("note", turn, text, {"silent": True}) if text else []
+    if topic == "agent.sign_in":
+        for i, b in enumerate(conv.blocks):
+            if b.kind == "sign_in" and b.data.get("state") == "needed":
+                b.data.update({k: v for k, v in data.items()
+                               if k in ("state", "agent", "methods", "method")})
+                return [("update", i)]
+        if data.get("state") != "needed":
+            return []
+        return conv.add_block("sign_in", turn, "", {
+            "state": "needed", "agent": data.get("agent"),
+            "methods": [dict(m) for m in data.get("methods") or () if isinstance(m, Mapping)]})
     return []
+
+
+def sign_in_lines(method: Mapping[str, Any]) -> tuple[str, str]:
+    """(what it is, what to do) for one sign-in method, as the card shows it."""
+    kind = method.get("type")
+    name = str(method.get("name") or method.get("id") or "")
+    if kind == "terminal":
+        command = method.get("command") or ""
+        args = " ".join(str(a) for a in method.get("args") or ())
+        return f"{name}: run in a terminal, then send your message again", \
+            f"{command} {args}".strip()
+    if kind == "env_var":
+        names = ", ".join(str(v.get("name", v)) if isinstance(v, Mapping) else str(v)
+                          for v in method.get("vars") or ())
+        return f"{name}: set {names or 'the variable'} and restart Rio", ""
+    return f"{name}: {method.get('description') or 'the agent signs you in itself'}", ""
 
 
 def plan_lines(entries: list[dict[str, Any]]) -> list[str]:

@@ -15,7 +15,7 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
-from ui.tk.agent_extras import plan_lines
+from ui.tk.agent_extras import plan_lines, sign_in_lines
 from ui.tk.agent_model import Block, Conversation
 from ui.tk.agent_text import (MarkdownStream, diff_line_tag, fold_output, markdown_line,
                               render_markdown, short_input)
@@ -190,9 +190,9 @@ class ConversationView:
             self._thought(i, block)
         elif block.kind == "plan":
             self._plan(i, block)
-        elif block.kind in ("proposal", "turn_end"):
-            card = ProposalCard(self, i, block) if block.kind == "proposal" \
-                else TurnEndCard(self, i, block)
+        elif block.kind in ("proposal", "turn_end", "sign_in"):
+            card = {"proposal": ProposalCard, "turn_end": TurnEndCard,
+                    "sign_in": SignInCard}[block.kind](self, i, block)
             self.cards[i] = card
             tx.window_create("end", window=card.frame, padx=2, pady=3)
             tx.insert("end", "\n", (tag,))
@@ -443,3 +443,43 @@ class TurnEndCard(Card):
         undo = d.get("undo")
         self.undo.configure(state="normal" if undo == "available" else "disabled",
                             text={"undone": "Undone"}.get(undo, "Undo"))
+
+
+class SignInCard(Card):
+    """An agent that needs a sign-in, with its own ways to do it; never a key field."""
+
+    def __init__(self, view: ConversationView, index: int, block: Block):
+        super().__init__(view, index, block)
+        self.body = ttk.Frame(self.frame)
+        self.body.pack(side="top", fill="x")
+        self.refresh()
+
+    def refresh(self) -> None:
+        for w in self.body.winfo_children():
+            w.destroy()
+        d = self.block.data
+        app = self.view.panel.app
+        if d.get("state") == "signed_in":
+            ttk.Label(self.body, text=f"Signed in to {d.get('agent') or 'the agent'}.") \
+                .pack(anchor="w")
+            return
+        ttk.Label(self.body, text=f"Sign-in needed: {d.get('agent') or 'the agent'}",
+                  font=(app.ui_font_family(), 9, "bold")).pack(anchor="w")
+        mono = app.editor_font_tuple()
+        for method in d.get("methods") or ():
+            what, command = sign_in_lines(method)
+            ttk.Label(self.body, text=what, wraplength=320, justify="left") \
+                .pack(anchor="w", pady=(3, 0))
+            if command:
+                row = ttk.Frame(self.body)
+                row.pack(anchor="w", fill="x")
+                entry = ttk.Entry(row, font=(mono[0], max(7, mono[1] - 1)), width=36)
+                entry.insert(0, command)
+                entry.configure(state="readonly")
+                entry.pack(side="left", fill="x", expand=True)
+                ttk.Button(row, text="Copy", width=6,
+                           command=lambda c=command: self._copy(c)).pack(side="left", padx=3)
+
+    def _copy(self, text: str) -> None:
+        self.frame.clipboard_clear()
+        self.frame.clipboard_append(text)
