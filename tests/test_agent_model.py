@@ -227,3 +227,26 @@ def test_acp_thoughts_plans_tool_updates_and_silence():
     assert run(conv, ev("agent.silent", seconds=0, resumed=True)) == [("update", 4)]
     assert conv.blocks[4].text == "The agent is answering again."
     assert [m["role"] for m in conv.messages()] == ["user"]      # thoughts are not messages
+
+
+def test_history_goes_before_what_the_events_showed_without_repeating_a_turn():
+    """A conversation continued elsewhere (rio chat --conversation) is first seen mid-turn:
+    its history is put before the live blocks, the live turn not repeated, and a proposal
+    waiting in it still answers to its id."""
+    T2 = f"{C}.2"
+    conv = Conversation(C)
+    run(conv, ("agent.turn", {"conversation": C, "turn": T2, "state": "started",
+                              "text": "again"}),
+        ("agent.propose", {"conversation": C, "turn": T2, "proposal": "p9", "call": "c9",
+                           "path": "a", "kind": "edit", "diff": DIFF}))
+    assert not conv.loaded
+    conv.prepend_history({"provider": "openai", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "first"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "One."}]},
+        {"role": "user", "content": [{"type": "text", "text": "again"}]}],
+        "turns": [{"turn": T1, "status": "done"}, {"turn": T2, "status": "running"}]})
+    assert [(b.kind, b.text) for b in conv.blocks[:3]] == \
+        [("user", "first"), ("assistant", "One."), ("user", "again")]
+    assert conv.loaded and conv.provider == "openai" and len(conv.blocks) == 4
+    assert conv.pending_list()[0]["proposal"] == "p9"
+    assert conv.decided("p9", "applied") == [("update", 3)]

@@ -193,6 +193,18 @@ class Conversation:
         text = f"{err['message']} — {err['next']}" if err.get("next") else str(err["message"])
         return self._add(Block("error", turn, text, dict(err)))
 
+    def prepend_history(self, history: Mapping[str, Any]) -> None:
+        """Put the conversation's earlier history (``agent.history``) before the blocks the
+        events built; turns the events already showed are not repeated."""
+        seen = {b.turn for b in self.blocks if b.turn}
+        earlier = [b for b in blocks_from_history(history) if b.turn not in seen]
+        n = len(earlier)
+        self.blocks = earlier + self.blocks
+        self.pending = {pid: i + n for pid, i in self.pending.items()}
+        self._tools = {call: i + n for call, i in self._tools.items()}
+        self.provider = self.provider or str(history.get("provider") or "")
+        self.loaded = True
+
     def note_error(self, kind: str, message: str, next_: str = "") -> list[Change]:
         """A failure of the panel's own request (agent.busy, not_configured …): one line."""
         err = {"kind": kind, "message": message, "next": next_}
@@ -208,7 +220,6 @@ class Conversation:
                 changes += self._close_pending("interrupted")
             self.turn = turn
             self.error = None
-            self.loaded = True
             return changes + self._add(Block("user", turn, str(data.get("text") or "")))
         if state not in ("done", "stopped", "error"):
             return []

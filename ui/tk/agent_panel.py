@@ -261,11 +261,8 @@ class AgentPanel:
             return
 
         def got(history: Any) -> None:
-            from ui.tk.agent_model import blocks_from_history
-            if not conv.loaded:      # else a turn started meanwhile: its events are the truth
-                conv.blocks = blocks_from_history(history) + conv.blocks
-                conv.provider = conv.provider or str(history.get("provider") or "")
-                conv.loaded = True
+            if not conv.loaded:
+                conv.prepend_history(history)
                 if self.model.current == cid and self.view is not None:
                     self.view.show(conv)
                 self._sync_header()
