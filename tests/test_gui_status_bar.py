@@ -27,6 +27,7 @@ def test_a_long_message_never_pushes_the_fixed_cells_off_the_window(tmp_path, di
         assert str(binary) in message
         assert len(message) > 150
         assert state["status"]["cut"] == []
-        assert state["status"]["agent"] == "No agent"
+        # "No agent" until the agent panel is installed (a moment after the window shows).
+        assert state["status"]["agent"] in ("No agent", "Agent idle")
     finally:
         d.stop()
