@@ -436,6 +436,8 @@ class AgentPanel:
     def apply_changes(self, conv: Conversation, changes: list[tuple]) -> None:
         if conv.id == self.model.current and self.view is not None:
             self.view.apply(changes)
+        if changes and all(c[0] == "text" for c in changes):
+            return      # a delta changes no state: the header and status bar stay as they are
         self._sync_header()
         self.refresh_status()
 
