@@ -13,7 +13,7 @@ Limits a frame must keep (docs/protocol.md "Frame limits"): at most :data:`MAX_F
 bytes, containers nested at most :data:`MAX_DEPTH` deep inside ``args`` / ``result`` / ``error``
 / ``data``, and string map keys only. msgpack's unpacker has no depth option (its C stack stops
 at 1024 levels, and ``_frozen``/``thaw`` recurse), so :func:`_check_tree` walks the decoded value
-with an explicit stack before anything recursive touches it.
+level by level, without recursion, before anything recursive touches it.
 """
 
 from __future__ import annotations
