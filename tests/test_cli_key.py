@@ -58,9 +58,9 @@ def test_status_reports_the_environment_variable_and_lists_providers(env):
     status = rio(env, "status")
     assert status.returncode == 0
     lines = status.stdout.splitlines()
-    assert any(l.startswith("anthropic:") and "environment variable ANTHROPIC_API_KEY" in l
-               for l in lines)
-    assert any(l.startswith("openai:") and "no API key set" in l for l in lines)
+    assert any(line.startswith("anthropic:") and "environment variable ANTHROPIC_API_KEY" in line
+               for line in lines)
+    assert any(line.startswith("openai:") and "no API key set" in line for line in lines)
     assert KEY not in status.stdout + status.stderr
 
     done = rio(env, "set", "anthropic", input="another-key-value-123\n")

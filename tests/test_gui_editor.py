@@ -76,7 +76,7 @@ def test_bookmarks_toggle_and_jump(desktop):
     desktop.call("ui.key", {"keysym": "F2", "state": "Control"})
     s = desktop.wait_state(lambda s: s["bookmarks"] == [2, 4])
     desktop.call("ui.key", {"keysym": "F2"})          # from line 4: wraps to 2
-    s = desktop.wait_state(lambda s: s["cursor"]["line"] == 2)
+    desktop.wait_state(lambda s: s["cursor"]["line"] == 2)
     desktop.call("ui.key", {"keysym": "F2"})
     desktop.wait_state(lambda s: s["cursor"]["line"] == 4)
     desktop.call("ui.key", {"keysym": "F2", "state": "Control"})
@@ -162,8 +162,8 @@ def test_conflict_keep_mine_overwrites_and_show_difference_opens_the_diff(deskto
     (project / "f.py").write_text("theirs\n")
     desktop.wait_state(lambda s: any(d["name"] == "conflict" for d in s["dialogs_open"]))
     desktop.call("ui.dialog_answer", {"name": "conflict", "button": "Show Difference"})
-    s = desktop.wait_state(lambda s: {"difference", "conflict"} <= {d["name"] for d in
-                                                                    s["dialogs_open"]})
+    desktop.wait_state(lambda s: {"difference", "conflict"} <= {d["name"] for d in
+                                                                s["dialogs_open"]})
     desktop.call("ui.dialog_answer", {"name": "difference", "button": "Close"})
     desktop.call("ui.dialog_answer", {"name": "conflict", "button": "Keep Mine"})
     assert wait_for(lambda: (project / "f.py").read_text() == "# mine\n" + SOURCE, 10)
