@@ -73,9 +73,12 @@ def _check_tree(value: Any, leaf: str, what: str) -> None:
 
 def _checked(value: Any, leaf: str, what: str) -> Any:
     """:func:`_frozen` of a decoded value after :func:`_check_tree` (flat maps skip the walk)."""
-    if type(value) is dict and all(type(v) in _SCALARS for v in value.values()) \
-            and all(type(k) is str for k in value):
-        return MappingProxyType(value)   # the common case: a keystroke's args
+    if type(value) is dict:
+        for key, item in value.items():   # a plain loop: the keystroke path (0.2 µs)
+            if type(key) is not str or type(item) not in _SCALARS:
+                break
+        else:
+            return MappingProxyType(value)   # the common case: a keystroke's args
     _check_tree(value, leaf, what)
     return _frozen(value)
 
