@@ -211,6 +211,10 @@ def test_ai_features_off_hides_every_ai_element_and_stops_the_turn(desktop, fres
     s = desktop.state()
     assert s["status"]["agent"] == "No agent"
     assert model.disconnected.wait(10)          # the running turn was stopped
+    # ... and the agent processes were ended (the idle timer's way: a message restarts one).
+    assert wait_for(lambda: not [p for p in desktop.call("system.status")["processes"]
+                                 if p["name"].startswith("agent:")
+                                 and p["state"] in ("running", "starting")], 20)
     with pytest.raises(Exception, match="turned off"):
         desktop.call("ui.agent", {"action": "open"})
     with pytest.raises(Exception):

@@ -3,7 +3,8 @@ side the agent panel docks on. The user's preferences (``ui.json``, :class:`Pane
 project data.
 
 *Show AI features* off hides every AI element — the panel, the AI button, the Agent menu, the
-tab marks, the status bar's agent state ("No agent") — and stops every running turn. The dialog
+tab marks, the status bar's agent state ("No agent") — stops every running turn and ends the
+agent processes (as their idle timer would: a later message starts one again). The dialog
 itself stays in the Edit menu, so the features can be turned on again. Registered in
 ``app.dialogs`` as ``ai_preferences`` (``ui.dialog_answer`` drives it).
 """
@@ -29,6 +30,7 @@ def apply_ai_prefs(panel: Any, show_ai: bool, show_button: bool, side: str) -> N
                 panel.request("agent.stop", {"conversation": conv.id}, lambda r: None,
                               lambda err: None)
         panel.marks.clear()
+        end_agent_processes(panel)
     reopen = panel.is_open and side != panel.prefs.side
     if reopen:
         panel.close(remember=False)
@@ -42,6 +44,20 @@ def apply_ai_prefs(panel: Any, show_ai: bool, show_button: bool, side: str) -> N
         app.rebuild_menus()
     app.rebuild_toolbar()
     panel.refresh_status()
+
+
+def end_agent_processes(panel: Any) -> None:
+    """AI features off: end every agent session process (``system.restart`` without a new
+    start, as the idle timer does — the next message would start it again)."""
+    def got(status: Any) -> None:
+        for proc in status.get("processes") or ():
+            name = str(proc.get("name") or "")
+            if name.startswith("agent:") and proc.get("state") in ("running", "ready",
+                                                                   "starting"):
+                panel.request("system.restart", {"process": name, "again": False,
+                                                 "reason": "idle"},
+                              lambda r: None, lambda err: None)
+    panel.request("system.status", {}, got, lambda err: None)
 
 
 class AIPreferencesDialog:
