@@ -358,3 +358,17 @@ def test_the_mode_picker_sets_the_gate_and_a_theme_switch_keeps_the_panel(deskto
 
 def a_msgs(a: dict, n: int) -> list:
     return a["messages"] if len(a["messages"]) == n else None
+
+
+def test_an_error_shows_what_to_do_next(desktop, fresh, model):
+    from tests.fakes.model_servers import anthropic_error
+    model.push(anthropic_error(401, "authentication_error", "invalid x-api-key"))
+    desktop.call("ui.agent", {"action": "send", "text": "hello?"})
+    a = agent(desktop, lambda a: a["state"] == "error")
+    errors = [m["text"] for m in a["messages"] if m["role"] == "error"]
+    assert len(errors) == 1 and " — " in errors[0]          # what happened — what to do
+    assert "rio key" in errors[0]
+    assert desktop.state()["status"]["agent"] == "Agent error"
+    model.push(anthropic_text("Fine now."))
+    desktop.call("ui.agent", {"action": "send", "text": "again"})
+    agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] == "Fine now.")
