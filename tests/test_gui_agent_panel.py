@@ -372,3 +372,24 @@ def test_an_error_shows_what_to_do_next(desktop, fresh, model):
     model.push(anthropic_text("Fine now."))
     desktop.call("ui.agent", {"action": "send", "text": "again"})
     agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] == "Fine now.")
+
+
+def test_dragging_the_caption_across_the_window_docks_the_panel_there(desktop, fresh):
+    import shutil
+    import subprocess
+    if shutil.which("xdotool") is None:
+        pytest.skip("xdotool is not installed")
+    a = desktop.call("ui.agent", {"action": "open", "side": "right"})
+    a = agent(desktop, lambda a: a["caption"] is not None)
+    x, y = a["caption"]
+    env = {**os.environ, "DISPLAY": desktop.env["DISPLAY"]}
+
+    def drag(to_x: int) -> None:
+        subprocess.run(["xdotool", "mousemove", str(x), str(y), "mousedown", "1",
+                        "mousemove", str((x + to_x) // 2), str(y), "mousemove", str(to_x), str(y),
+                        "mouseup", "1"], env=env, check=True, timeout=10)
+    drag(40)
+    a = agent(desktop, lambda a: a["side"] == "left" and a["open"] and a["caption"])
+    x, y = a["caption"]
+    drag(x + 700)
+    agent(desktop, lambda a: a["side"] == "right" and a["open"])

@@ -202,3 +202,11 @@ def test_the_sign_in_card_shows_the_agents_own_ways_and_copies_the_command(view)
     view.apply(conv.apply("agent.sign_in", {"conversation": C, "turn": turn,
                                             "state": "signed_in", "method": "login"}))
     assert texts(card.frame) == ["Signed in to codex."]
+
+
+def test_letting_go_of_the_caption_on_a_half_of_the_window_docks_there():
+    from ui.tk.agent_layout import drop_side
+    assert drop_side(100, 0, 1000, "right") == "left"
+    assert drop_side(900, 0, 1000, "left") == "right"
+    assert drop_side(1400, 1000, 1000, "left") == "left"     # a window not at the origin
+    assert drop_side(50, 0, 0, "right") == "right"           # not mapped yet: stays

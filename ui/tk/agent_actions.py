@@ -127,6 +127,7 @@ def describe(panel: Any) -> dict[str, Any]:
     return {"open": panel.is_open, "side": panel.prefs.side, "shown": panel.prefs.show_ai,
             "minimised": panel.is_open and panel.prefs.minimised,
             "strip": _strip(panel),
+            "caption": _caption_centre(panel),
             "conversation": conv.id if conv else None,
             "provider": conv.provider if conv else None,
             "state": conv.state if conv else "idle", "status": panel.model.status_text(),
@@ -138,6 +139,18 @@ def describe(panel: Any) -> dict[str, Any]:
             "input": panel.input.get("1.0", "end-1c") if panel.input is not None else "",
             "mode": panel.mode.get() if panel.is_open else None,
             "undo": end.data["undo"] if end else None}
+
+
+def _caption_centre(panel: Any) -> list[int] | None:
+    """Where the panel's caption is on the screen (for a test that drags it)."""
+    cap = getattr(panel, "caption", None) if panel.frame is not None else None
+    try:
+        if cap is None or not cap.winfo_ismapped():
+            return None
+        return [cap.winfo_rootx() + cap.winfo_width() // 2,
+                cap.winfo_rooty() + cap.winfo_height() // 2]
+    except Exception:  # noqa: BLE001 -- a destroyed caption: none to report
+        return None
 
 
 def _strip(panel: Any) -> dict[str, str] | None:

@@ -3,7 +3,8 @@ strip. Display only; the panel (ui/tk/agent_panel.py) owns the state and the act
 
 Docked as a pane of ``app.hpane`` — after the editor (right) or between the project tree and
 the editor (left) — so the user resizes it with the same raised sash as the other panes; it
-takes its width from the editor, never from the tree. Minimised, it is a 30 px strip with the
+takes its width from the editor, never from the tree. Dragging its caption to the other half
+of the window docks it there. Minimised, it is a 30 px strip with the
 state as a coloured dot and the number of questions waiting; a click restores it.
 """
 
@@ -36,8 +37,12 @@ def build(panel: Any) -> None:
                            ("_", panel.minimise, "minimise")):
         ttk.Button(title, text=text, width=2, style="Toolbutton", takefocus=False,
                    command=fn, name=name).pack(side="right")
-    ttk.Label(title, text=" Agent", style="Title.TLabel", image=icon(
-        "agent", t.name, app.root), compound="left").pack(side="left", fill="x", expand=True)
+    caption = ttk.Label(title, text=" Agent", style="Title.TLabel", image=icon(
+        "agent", t.name, app.root), compound="left", cursor="fleur", name="caption")
+    caption.pack(side="left", fill="x", expand=True)
+    panel.caption = caption
+    # Drag the caption across the window and let go on the other half: the panel docks there.
+    caption.bind("<ButtonRelease-1>", lambda e: _dropped(panel, e.x_root))
     head = ttk.Frame(body, padding=(2, 3, 2, 1))
     head.pack(side="top", fill="x")
     panel.provider = tk.StringVar(frame, panel.default_provider)
@@ -179,3 +184,17 @@ def fold(panel: Any, minimised: bool) -> None:
         pane.paneconfigure(panel.frame, minsize=MIN_PX, width=panel.prefs.width)
     place_sashes(panel, tree_w)
     refresh_strip(panel)
+
+
+def drop_side(x_root: int, window_x: int, window_width: int, side: str) -> str:
+    """Where a caption let go at ``x_root`` docks the panel: the half of the window it is in."""
+    if window_width <= 0:
+        return side
+    return "left" if x_root - window_x < window_width / 2 else "right"
+
+
+def _dropped(panel: Any, x_root: int) -> None:
+    root = panel.app.root
+    side = drop_side(x_root, root.winfo_rootx(), root.winfo_width(), panel.prefs.side)
+    if side != panel.prefs.side:
+        root.after_idle(lambda: panel.open(side=side))
