@@ -250,3 +250,15 @@ def test_history_goes_before_what_the_events_showed_without_repeating_a_turn():
     assert conv.loaded and conv.provider == "openai" and len(conv.blocks) == 4
     assert conv.pending_list()[0]["proposal"] == "p9"
     assert conv.decided("p9", "applied") == [("update", 3)]
+
+
+def test_at_file_prefix_and_completion_order():
+    from ui.tk.agent_text import at_prefix, complete_paths
+    assert at_prefix("look at @src/a") == "src/a"
+    assert at_prefix("@") == "" and at_prefix("mail me@home") is None
+    assert at_prefix("done @x.py and more") is None
+    paths = ["docs/readme.md", "src/forecast.py", "forecast.py", "tests/test_forecast.py"]
+    assert complete_paths("fore", paths) == ["forecast.py", "src/forecast.py",
+                                             "tests/test_forecast.py"]
+    assert complete_paths("SRC/", paths) == ["src/forecast.py"]
+    assert complete_paths("", paths, limit=2) == ["docs/readme.md", "forecast.py"]

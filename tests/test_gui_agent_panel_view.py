@@ -210,3 +210,29 @@ def test_letting_go_of_the_caption_on_a_half_of_the_window_docks_there():
     assert drop_side(900, 0, 1000, "left") == "right"
     assert drop_side(1400, 1000, 1000, "left") == "left"     # a window not at the origin
     assert drop_side(50, 0, 0, "right") == "right"           # not mapped yet: stays
+
+
+def test_at_file_completion_picks_a_project_file(tk_root, tmp_path):
+    import tkinter as tk
+    from ui.tk.agent_complete import PathCompleter
+    from ui.tk.theme import apply_theme
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "forecast.py").write_text("x = 1\n")
+    (tmp_path / "report.py").write_text("y = 2\n")
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "forecast.js").write_text("z\n")
+    theme = apply_theme(tk_root, "classic")
+    app = SimpleNamespace(theme=theme, root=tk_root, project_root=str(tmp_path),
+                          ui_font_family=lambda: "DejaVu Sans")
+    box = tk.Text(tk_root, height=3)
+    box.pack()
+    tk_root.update()
+    completer = PathCompleter(SimpleNamespace(app=app), box)
+    box.insert("end", "please read @fore")
+    assert completer.update() == ["src/forecast.py"]       # ignored folders are left out
+    assert completer.popup is not None
+    assert completer.pick() is True
+    assert box.get("1.0", "end-1c") == "please read @src/forecast.py "
+    assert completer.popup is None
+    box.insert("end", "and mail@x")
+    assert completer.update() == [] and completer.popup is None

@@ -83,6 +83,8 @@ def build(panel: Any) -> None:
     panel.input.bind("<Return>", panel.on_enter)
     panel.input.bind("<KP_Enter>", panel.on_enter)
     panel.input.bind("<Shift-Return>", lambda e: None)   # the class binding: a new line
+    from ui.tk.agent_complete import PathCompleter
+    panel.completer = PathCompleter(panel, panel.input)
     panel.view = ConversationView(panel, body)
     panel.view.show(panel.model.shown)
     _build_strip(panel)

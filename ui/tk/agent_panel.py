@@ -309,6 +309,9 @@ class AgentPanel:
 
     # --- sending, answering, stopping --------------------------------------------------------
     def on_enter(self, _e: tk.Event) -> str:
+        completer = getattr(self, "completer", None)
+        if completer is not None and completer.pick():
+            return "break"      # Enter picks the @file shown, it does not send
         self.send_input()
         return "break"
 

@@ -137,3 +137,28 @@ def diff_line_tag(line: str) -> str:
     if line.startswith("@@"):
         return "diff_hunk"
     return "diff_ctx"
+
+
+_AT_WORD = re.compile(r"(?:^|\s)@([\w./-]*)$")
+
+
+def at_prefix(before_cursor: str) -> str | None:
+    """The ``@path`` being typed just before the cursor (``"see @src/a"`` → ``"src/a"``)."""
+    m = _AT_WORD.search(before_cursor)
+    return m.group(1) if m else None
+
+
+def complete_paths(prefix: str, paths: list[str], limit: int = 8) -> list[str]:
+    """Project paths for an ``@prefix``: a path starting with it first, then a file name
+    starting with it, then any path containing it (case-insensitive), each group sorted."""
+    p = prefix.lower()
+    starts, names, inside = [], [], []
+    for path in paths:
+        low = path.lower()
+        if low.startswith(p):
+            starts.append(path)
+        elif low.rsplit("/", 1)[-1].startswith(p):
+            names.append(path)
+        elif p in low:
+            inside.append(path)
+    return (sorted(starts) + sorted(names) + sorted(inside))[:limit]
