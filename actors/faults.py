@@ -78,6 +78,8 @@ def apply_fault(sup: Any, args: dict[str, Any]) -> dict[str, Any]:
       saves of the documents process fail after writing ``after_bytes`` bytes of the temp file.
     * ``journal_fail`` {params: {errno, after_bytes, count}}: the next ``count`` journal writes
       (an edit's append, a journal's first write) fail after ``after_bytes`` bytes.
+    * ``hub_crash``: the hub's thread dies of the next frame it reads (the supervisor must
+      start it again).
     * ``clear``: disarm any armed save or journal failure.
     """
     fault = args["fault"]
@@ -104,12 +106,16 @@ def apply_fault(sup: Any, args: dict[str, Any]) -> dict[str, Any]:
         spec = SaveFailure.from_params(params)
         write_switch(journal_fail_path(sup.name), spec)
         return {"fault": fault, "armed": spec.to_dict()}
+    if fault == "hub_crash":
+        sup.hub.crash_on_next_frame()
+        return {"fault": fault, "armed": True}
     if fault == "clear":
         save_fail_path(sup.name).unlink(missing_ok=True)
         journal_fail_path(sup.name).unlink(missing_ok=True)
         return {"fault": fault}
     raise ProtocolError("bad_args", f"Unknown fault {fault!r}.",
-                        "Use signal, save_fail, journal_fail or clear (docs/faults.md).")
+                        "Use signal, save_fail, journal_fail, hub_crash or clear "
+                        "(docs/faults.md).")
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,7 @@ class Hub:
         self._inject_lock = threading.Lock()
         self._inject_endpoint = f"inproc://hub-inject-{id(self)}"
         self.stats = {"requests": 0, "replies": 0, "events": 0, "errors": 0}
+        self._crash_next = False
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "Hub":
@@ -95,6 +96,26 @@ class Hub:
         if self._bind_error is not None:
             raise self._bind_error
         return self
+
+    def alive(self) -> bool:
+        """Is the hub's thread running? (False once stopped, or if it died.)"""
+        return self._thread is not None and self._thread.is_alive()
+
+    def restart(self) -> "Hub":
+        """Start the hub's thread again after it died: it binds the same endpoints anew and
+        keeps its routing table, so services and clients reconnect on their own (ZeroMQ
+        reconnects) and are routed as before; requests that were in flight time out."""
+        if self._thread is not None:
+            self._thread.join(1)
+        self._ready.clear()
+        self._bind_error = None
+        self._crash_next = False
+        return self.start()
+
+    def crash_on_next_frame(self) -> None:
+        """Fault injection (``system.fault hub_crash``): the hub's thread dies of the next
+        frame it reads, as a bug outside every per-frame guard would kill it."""
+        self._crash_next = True
 
     def stop(self) -> None:
         if self._thread is None:
@@ -171,6 +192,8 @@ class Hub:
                             frames = router.recv_multipart(zmq.NOBLOCK)
                         except zmq.Again:
                             break
+                        if self._crash_next:
+                            raise SystemExit("hub_crash fault injected")
                         self._on_frames_safely(frames)
         finally:
             for sock in (router, xpub, ctl, inject):

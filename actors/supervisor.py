@@ -85,6 +85,7 @@ class Supervisor:
         self.stop_requested = threading.Event()
         self.started = time.time()
         self.hub: Hub | None = None
+        self.hub_restarts = 0
         self.conn = None
         self.log_dir = state_base() / "logs"
 
@@ -173,6 +174,7 @@ class Supervisor:
         try:
             while not self.stop_requested.is_set():
                 self.stop_requested.wait(tick)
+                self._check_hub()
                 self.conn.drain()
                 now = time.monotonic()
                 with self.lock:
@@ -182,6 +184,18 @@ class Supervisor:
         finally:
             self.shutdown()
         return 0
+
+    def _check_hub(self) -> None:
+        """The hub's thread guards every frame, but should it die anyway, the instance must
+        not live on deaf (``rio stop`` unanswered, a new ``rio serve`` refused as "instance
+        exists"): it is started again on the same endpoints, and says so."""
+        if self.hub is None or self.hub.alive() or self.stop_requested.is_set():
+            return
+        log.error("the hub's thread died; starting it again")
+        self.hub_restarts += 1
+        self.hub.restart()
+        self.hub.publish("system.process", {"name": "hub", "event": "restarted",
+                                            "restarts": self.hub_restarts})
 
     def _tracked_pids(self) -> set[int]:
         return {c.pid for c in self.children.values() if c.pid}
@@ -341,6 +355,7 @@ class Supervisor:
                                   "used": budget.restarts_in_window(time.monotonic())}})
         return {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
                 "uptime_s": time.time() - self.started, "processes": procs,
+                "hub_restarts": self.hub_restarts,
                 "rss": psutil.Process().memory_info().rss}
 
     def spawn_on_demand(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from rio.errors import RioError
 from tests.support import RioServer, rio_env, wait_for, wait_gone
 
 pytestmark = pytest.mark.timeout(120)
@@ -284,3 +285,43 @@ def test_a_failing_system_op_is_an_error_reply_not_a_dead_hub(tmp_path: Path) ->
     assert "dictionary changed size" in reply.error["message"]
     ok = sup.handle_system(b"client", Request("r2", "system.ping", {}))
     assert ok is not None and ok.ok
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.slow
+def test_a_dead_hub_thread_is_started_again_and_the_instance_stays_usable(tmp_path: Path) -> None:
+    """Should the hub's thread die despite its per-frame guards, the supervisor starts it again:
+    the instance is never left deaf (`rio stop` unanswered, `rio serve` refused as existing)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    server = RioServer(root, tmp_path, extra_args=["--fault-injection"]).start()
+    try:
+        core = server.pids()["core"]
+        assert server.call("system.fault", {"fault": "hub_crash"})["armed"] is True
+        with pytest.raises(RioError):           # this frame kills the hub: it is never answered
+            server.call("system.status", timeout=2)
+        assert wait_for(lambda: _status_or_none(server) is not None, 20)
+        status = server.call("system.status")
+        assert status["hub_restarts"] == 1
+        # The core was not restarted: it reconnected to the same endpoints on its own.
+        assert {p["name"]: p["pid"] for p in status["processes"]}["core"] == core
+        assert wait_for(lambda: _buffer_list_or_none(server) is not None, 20)
+        done = server.cli("stop", "--instance", server.name)
+        assert done.returncode == 0, done.stderr
+        assert server.proc is not None and server.proc.wait(30) == 0
+    finally:
+        server.stop()
+
+
+def _status_or_none(server: RioServer) -> dict | None:
+    try:
+        return server.call("system.status", timeout=2)
+    except RioError:
+        return None
+
+
+def _buffer_list_or_none(server: RioServer) -> list | None:
+    try:
+        return server.call("buffer.list", timeout=2)
+    except RioError:
+        return None
