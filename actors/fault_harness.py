@@ -154,8 +154,9 @@ class Harness:
         wait = self.pacer.wait_before(target.name, target.budget, time.monotonic())
         if wait <= 0:
             return
-        self.options.progress(f"pacing: waiting {wait:.0f} s for {target.name}'s restart "
-                              "budget")
+        if wait >= 0.5:                   # a moment's wait is not worth a line
+            self.options.progress(f"pacing: waiting {wait:.0f} s for {target.name}'s restart "
+                                  "budget")
         until = time.monotonic() + wait
         while time.monotonic() < until:
             self.client.pump()            # keep up with the fake agents' events meanwhile
