@@ -347,19 +347,21 @@ define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
        Arg("delay_ms", int, False, 150, check=non_negative, doc="let the window settle first"))
 define("ui.raise", "Bring the desktop window to the front (a second `rio` on the same folder "
        "does this instead of opening a second window).")
-define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, approve, "
-       "reject, always, stop, undo, new, mode.",
+define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, type, "
+       "approve, reject, always, stop, undo, new, mode, tick.",
        Arg("action", str, check=non_empty,
-           doc="open, close, minimise, send, approve, reject, always, stop, undo, new, mode "
-               "(checked by the desktop)"),
-       Arg("text", str, False, None, doc="send: the message"),
+           doc="open, close, minimise, send, type, approve, reject, always, stop, undo, new, "
+               "mode, tick (checked by the desktop)"),
+       Arg("text", str, False, None, doc="send: the message; type: typed into the input, "
+           "then Enter"),
        Arg("proposal", (str, int), False, None,
            doc="approve/reject/always: the proposal (default: the first waiting)"),
        Arg("side", str, False, None, check=one_of("left", "right"), doc="open: dock here"),
        Arg("conversation", str, False, None,
            doc="open: show this conversation (its history is loaded)"),
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all"),
-           doc="mode: the approval gate's mode to set (none: just read it)"))
+           doc="mode: the approval gate's mode to set (none: just read it)"),
+       Arg("on", bool, False, None, doc="tick: the 'Name the active file' tick on or off"))
 define("ui.quit", "Quit the desktop as File → Exit does (unsaved-changes prompts included).",
        Arg("force", bool, False, False, doc="quit without prompting; unsaved text stays in "
                                             "the core"))

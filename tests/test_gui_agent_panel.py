@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from desktop_support import RioDesktop
-from support import wait_for
+from tests.desktop_support import RioDesktop
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -393,3 +393,19 @@ def test_dragging_the_caption_across_the_window_docks_the_panel_there(desktop, f
     x, y = a["caption"]
     drag(x + 700)
     agent(desktop, lambda a: a["side"] == "right" and a["open"])
+
+
+def test_the_active_file_is_named_in_the_message_when_ticked(desktop, fresh, model):
+    desktop.call("ui.open", {"path": "other.txt", "line": 1})
+    desktop.wait_active_ready()
+    assert desktop.call("ui.agent", {"action": "tick", "on": True})["name_active"] is True
+    try:
+        model.push(anthropic_text("Seen."))
+        desktop.call("ui.agent", {"action": "type", "text": "what is this?"})
+        a = agent(desktop, lambda a: a["state"] == "idle" and a["messages"]
+                  and a["messages"][-1]["text"] == "Seen.")
+        sent = "what is this?\n\n(Active file: other.txt, line 1.)"
+        assert a["messages"][0]["text"] == sent
+        assert model.requests[-1].json["messages"][-1]["content"][0]["text"] == sent
+    finally:
+        desktop.call("ui.agent", {"action": "tick", "on": False})

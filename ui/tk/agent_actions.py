@@ -16,8 +16,8 @@ from ui.tk.agent_model import Block, Conversation
 Respond = Callable[[Any], None]
 #: What :func:`control` returns when it answers later through ``respond``.
 DEFER = None
-ACTIONS = ("open", "close", "minimise", "send", "approve", "reject", "always", "stop", "undo",
-           "new", "mode")
+ACTIONS = ("open", "close", "minimise", "send", "type", "approve", "reject", "always", "stop",
+           "undo", "new", "mode", "tick")
 
 
 def turn_end_of(conv: Conversation | None) -> Block | None:
@@ -91,6 +91,21 @@ def retry(panel: Any, block: Block) -> None:
         panel.send(text)
 
 
+def active_file_note(panel: Any) -> str:
+    """With "Name the active file" ticked: which file the user looks at, and where, added to
+    the message (``(Active file: src/a.py, line 12.)``); "" otherwise."""
+    var = getattr(panel, "name_active", None)
+    ed = panel.app.active_editor()
+    if var is None or not var.get() or ed is None or not ed.summary.get("path"):
+        return ""
+    try:
+        line = ed.cursor()[0] if ed.ready else None
+    except Exception:  # noqa: BLE001 -- a tab still loading: the path is enough
+        line = None
+    where = f", line {line}" if line else ""
+    return f"\n\n(Active file: {ed.summary['path']}{where}.)"
+
+
 def ask_about_selection(panel: Any) -> None:
     """Quote the editor's selection, with its path and lines, into the panel's input."""
     import tkinter as tk
@@ -138,6 +153,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "button": "tb_ai" in panel.app.toolbar.children,
             "input": panel.input.get("1.0", "end-1c") if panel.input is not None else "",
             "mode": panel.mode.get() if panel.is_open else None,
+            "name_active": panel.prefs.name_active,
             "undo": end.data["undo"] if end else None}
 
 
@@ -194,6 +210,14 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
         if not panel.is_open:
             panel.open()
         panel.send(text, respond)
+    elif action == "type":
+        # Typed into the panel's input and sent as Enter would (the ticks apply).
+        if not panel.is_open:
+            panel.open()
+        panel.input.delete("1.0", "end")
+        panel.input.insert("1.0", str(args.get("text") or ""))
+        panel.send_input()
+        return {"typed": True}
     elif action in ("approve", "reject", "always"):
         proposal = args.get("proposal")
         panel.answer(None if proposal is None else str(proposal), action, respond)
@@ -205,6 +229,13 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
         if not panel.is_open:
             panel.open()
         panel.set_mode(str(args.get("mode") or ""), respond)
+    elif action == "tick":
+        # The "Name the active file" tick under the input.
+        if not panel.is_open:
+            panel.open()
+        panel.name_active.set(bool(args.get("on")))
+        panel.set_prefs(name_active=panel.name_active.get())
+        return describe(panel)
     elif action == "new":
         panel.open()
         panel.new_conversation(lambda c: respond({"conversation": c.id}), respond)

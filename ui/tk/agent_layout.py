@@ -70,6 +70,13 @@ def build(panel: Any) -> None:
     # The input is packed before the conversation so a short panel shrinks the history.
     bottom = ttk.Frame(body, padding=(0, 3, 0, 0))
     bottom.pack(side="bottom", fill="x")
+    ticks = ttk.Frame(body, padding=(2, 2, 0, 0))
+    ticks.pack(side="bottom", fill="x")
+    panel.name_active = tk.BooleanVar(frame, panel.prefs.name_active)
+    ttk.Checkbutton(ticks, text="Name the active file in the message",
+                    variable=panel.name_active, name="name_active",
+                    command=lambda: panel.set_prefs(name_active=panel.name_active.get())
+                    ).pack(side="left")
     # Send first, from the right: the box takes what is left and never hides it.
     panel.send_button = ttk.Button(bottom, text="Send", width=6, command=panel.send_input,
                                    name="send")

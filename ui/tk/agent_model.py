@@ -400,6 +400,7 @@ class PanelPrefs:
     width: int = 380
     open: bool = False            # the panel was open when the window last closed
     minimised: bool = False       # folded to the 30 px strip
+    name_active: bool = False     # say which file is active (and the cursor's line) in a message
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "PanelPrefs":

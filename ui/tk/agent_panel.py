@@ -322,7 +322,7 @@ class AgentPanel:
         if not text.strip():
             return
         self.input.delete("1.0", "end")
-        self.send(text)
+        self.send(text + actions.active_file_note(self))
 
     def send(self, text: str, respond: Respond | None = None) -> None:
         """Send a message to the shown conversation (a new one when there is none). A message
