@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from support import RioServer, wait_for
+from tests.support import RioServer, wait_for
 
 
 class RioDesktop(RioServer):

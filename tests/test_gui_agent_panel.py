@@ -95,6 +95,7 @@ def test_a_streamed_answer_renders_and_the_status_bar_follows(desktop, fresh, mo
     s = desktop.state()
     assert s["status"]["agent"] == "Agent idle"
     assert a["open"] is True and a["side"] == "right"
+    assert a["choices"][:2] == ["anthropic", "openai"]     # then the ACP agents found, if any
     # the key never reaches the window's state
     assert "test-key" not in repr(s)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from editor_harness import close_editor, open_editor, widget_text
+from tests.editor_harness import close_editor, open_editor, widget_text
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
 

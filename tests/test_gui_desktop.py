@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from desktop_support import RioDesktop
-from support import wait_for, wait_gone
+from tests.desktop_support import RioDesktop
+from tests.support import wait_for, wait_gone
 
 pytestmark = pytest.mark.gui
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from desktop_support import RioDesktop
-from support import wait_for
+from tests.desktop_support import RioDesktop
+from tests.support import wait_for
 
 pytestmark = pytest.mark.gui
 

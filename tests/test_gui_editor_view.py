@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from editor_harness import close_editor, open_editor, widget_text
+from tests.editor_harness import close_editor, open_editor, widget_text
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
 

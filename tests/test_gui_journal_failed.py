@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from support import RioServer, wait_for
+from tests.support import RioServer, wait_for
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from desktop_support import RioDesktop
-from support import wait_for
+from tests.desktop_support import RioDesktop
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from desktop_support import RioDesktop
+from tests.desktop_support import RioDesktop
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 

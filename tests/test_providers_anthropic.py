@@ -9,19 +9,39 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fakes.model_servers import (
-    FakeModelServer, Reply, anthropic_error, anthropic_events, anthropic_stream_error,
-    anthropic_text, anthropic_tool_use, huge_sse, json_reply, sse)
 
 from rio.agent_config import ProviderSettings
 from rio.failures import RetryPolicy
 from rio.providers.anthropic import AnthropicProvider, AnthropicStreamParser, build_body
 from rio.providers.anthropic_auth import ApiKeyAuth
 from rio.providers.base import (
-    Delta, Done, Event, Message, ProviderFailure, ProviderRequest, ToolCall, ToolResultBlock,
-    ToolSpec, ToolUseBlock, Usage, discover_providers)
+    Delta,
+    Done,
+    Event,
+    Message,
+    ProviderFailure,
+    ProviderRequest,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+    discover_providers,
+)
 from rio.providers.sse import SseEvent
 from rio.secrets import Secret, SecretStore
+from tests.fakes.model_servers import (
+    FakeModelServer,
+    Reply,
+    anthropic_error,
+    anthropic_events,
+    anthropic_stream_error,
+    anthropic_text,
+    anthropic_tool_use,
+    huge_sse,
+    json_reply,
+    sse,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,19 +8,41 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from fakes.model_servers import (
-    FakeModelServer, Reply, openai_chunks, openai_error, openai_text, openai_tool_call, sse)
 
 from rio.agent_config import ProviderSettings
 from rio.errors import AgentError
 from rio.failures import RetryPolicy
 from rio.providers.base import (
-    Delta, Done, Event, Message, ProviderFailure, ProviderRequest, ToolCall, ToolResultBlock,
-    ToolSpec, ToolUseBlock, Usage, discover_providers)
+    Delta,
+    Done,
+    Event,
+    Message,
+    ProviderFailure,
+    ProviderRequest,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+    discover_providers,
+)
 from rio.providers.openai_compat import (
-    BearerKeyAuth, OpenAICompatProvider, OpenAIStreamParser, messages_to_wire)
+    BearerKeyAuth,
+    OpenAICompatProvider,
+    OpenAIStreamParser,
+    messages_to_wire,
+)
 from rio.providers.sse import SseEvent
 from rio.secrets import Secret
+from tests.fakes.model_servers import (
+    FakeModelServer,
+    Reply,
+    openai_chunks,
+    openai_error,
+    openai_text,
+    openai_tool_call,
+    sse,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

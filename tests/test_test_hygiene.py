@@ -31,3 +31,18 @@ def test_no_test_writes_fixed_names_into_the_temp_folder():
             if fixed.search(line) and ".exists()" not in line:   # looking is fine
                 offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_helpers_are_imported_one_way():
+    """``from tests.support import …``, never ``from support import …``: both work (pytest puts
+    tests/ on sys.path), but they load the module twice, and the second copy's RUNTIME_DIRS
+    is never cleaned up by conftest.py — its ``/tmp/rio-t-*`` folders were left behind."""
+    helpers = {p.stem for p in (REPO / "tests").glob("*.py") if not p.stem.startswith("test_")}
+    helpers |= {"fakes", "bench"}
+    bare = re.compile(r"^\s*(?:from|import)\s+(" + "|".join(sorted(helpers)) + r")\b")
+    offenders = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if bare.match(line):
+                offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

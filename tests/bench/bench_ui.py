@@ -26,7 +26,7 @@ import psutil
 from tests.bench.common import Row, percentiles
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
 
 def _xvfb() -> tuple[subprocess.Popen, str]:
@@ -161,7 +161,7 @@ def _window_named(display: str, name: str) -> bool:
 
 
 def run(quick: bool = False) -> list[Row]:
-    from support import RioServer
+    from tests.support import RioServer
     rows: list[Row] = []
     if shutil.which("Xvfb") is None:
         return [Row("ui", "SKIPPED: Xvfb missing", float("nan"), "")]
