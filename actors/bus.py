@@ -1,9 +1,13 @@
 """A process's connection to the hub: one DEALER for requests, one SUB for events.
 
 :class:`BusConnection` belongs to exactly one thread (ZeroMQ sockets are not thread-safe:
-libzmq's docs forbid sharing one between threads). The desktop uses it straight from Tk's main thread — register :meth:`fds` with
-``createfilehandler`` and call :meth:`drain` — and processes that host actors wrap it in a
-:class:`~actors.bus_thread.BusThread`.
+libzmq's docs forbid sharing one between threads). The desktop uses it straight from Tk's main
+thread — register :meth:`fds` with ``createfilehandler`` and call :meth:`drain` — and processes
+that host actors wrap it in a :class:`~actors.bus_thread.BusThread`. Everyone else waits with
+:meth:`~BusConnection.wait`, :meth:`~BusConnection.wait_for` or the
+:meth:`~BusConnection.events` iterator: nobody outside the bus layer touches its sockets (a test
+holds every module to that). The sockets themselves are made by :mod:`actors.bus_socket`, shared
+with every other client of the hub.
 
 Requests carry ids; replies are matched to callbacks; each request has a deadline after which its
 callback gets ``bus.timeout``. Events carry a per-topic ``seq``; a jump is reported to the gap
@@ -17,12 +21,13 @@ import logging
 import os
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import zmq
 
-from actors.hub import WELCOME, configure
+from actors.bus_socket import WELCOME, Endpoints, make_dealer, make_sub
 from rio.errors import BusError, ProtocolError, RioError, error_from_wire
 from rio.protocol import Event, Reply, Request, decode, encode_checked, peek_id, thaw
 
@@ -43,13 +48,7 @@ class _Pending:
     op: str
 
 
-@dataclass(frozen=True)
-class Endpoints:
-    requests: str
-    events: str
-    server_key: bytes | None = None   # CURVE: the server's public key (tcp only)
-    client_public: bytes | None = None  # CURVE: this client's authorised keypair (Z85);
-    client_secret: bytes | None = None  # without one a throwaway pair is used (ZAP refuses it)
+__all__ = ["BusConnection", "Endpoints", "connect", "result_of", "encode_reply", "as_error"]
 
 
 class BusConnection:
@@ -70,43 +69,120 @@ class BusConnection:
         self.live = False
         self.closed = False
 
-        self.dealer = self.ctx.socket(zmq.DEALER)
-        configure(self.dealer)
-        self.dealer.setsockopt(zmq.ROUTING_ID, self.identity)
-        self.sub = self.ctx.socket(zmq.SUB)
-        configure(self.sub)
-        if endpoints.server_key is not None:
-            if endpoints.client_secret is not None and endpoints.client_public is not None:
-                public, secret = endpoints.client_public, endpoints.client_secret
-            else:
-                public, secret = zmq.curve_keypair()
-            for sock in (self.dealer, self.sub):
-                sock.curve_serverkey = endpoints.server_key
-                sock.curve_publickey = public
-                sock.curve_secretkey = secret
-        self.sub.setsockopt(zmq.SUBSCRIBE, WELCOME)
-        for prefix in subscribe:
-            self.sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
-        self.dealer.connect(endpoints.requests)
-        self.sub.connect(endpoints.events)
+        self._dealer = make_dealer(self.ctx, endpoints, self.identity)
+        self._sub = make_sub(self.ctx, endpoints, subscribe)
+        self._poller = zmq.Poller()
+        self._poller.register(self._dealer, zmq.POLLIN)
+        self._poller.register(self._sub, zmq.POLLIN)
 
     # --- the thread that owns the connection calls these ------------------------------------
     def fds(self) -> tuple[int, int]:
-        return self.dealer.getsockopt(zmq.FD), self.sub.getsockopt(zmq.FD)
+        """The two file descriptors to watch from an event loop that is not ZeroMQ's (Tk's
+        ``createfilehandler``, :mod:`ui.tk.bus_pump`). They are edge-triggered: when one turns
+        readable, call :meth:`drain`, which reads everything there is."""
+        return self._dealer.getsockopt(zmq.FD), self._sub.getsockopt(zmq.FD)
+
+    def register(self, poller: zmq.Poller) -> None:
+        """Add the two sockets to a poller of the bus layer's own (the bus thread polls them
+        with its control socket); then :meth:`drain` when it reports either readable."""
+        poller.register(self._dealer, zmq.POLLIN)
+        poller.register(self._sub, zmq.POLLIN)
+
+    # Old names, kept while callers move to wait()/events() (removed once none is left).
+    @property
+    def dealer(self) -> zmq.Socket:
+        return self._dealer
+
+    @property
+    def sub(self) -> zmq.Socket:
+        return self._sub
 
     def subscribe(self, prefix: str, handler: EventHandler) -> None:
         """Handle events whose topic starts with ``prefix`` (during :meth:`drain`)."""
         if not any(p == prefix for p, _ in self._handlers):
-            self.sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+            self._sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
         self._handlers.append((prefix, handler))
 
+    def unsubscribe(self, prefix: str, handler: EventHandler) -> None:
+        """Undo one :meth:`subscribe`; the hub stops sending the prefix once no handler (and no
+        ``subscribe=`` of the constructor) wants it."""
+        try:
+            self._handlers.remove((prefix, handler))
+        except ValueError:
+            return
+        if not any(p == prefix for p, _ in self._handlers) and not self.closed:
+            self._sub.setsockopt(zmq.UNSUBSCRIBE, prefix.encode())
+
     def wait_live(self, timeout: float = 5.0) -> bool:
-        """Block until the event stream is connected (the hub's welcome arrived)."""
+        """Block until the event stream is connected (the hub's welcome arrived). Connecting
+        before the hub has bound is fine: libzmq retries, and this returns once it is up."""
         deadline = time.monotonic() + timeout
         while not self.live and time.monotonic() < deadline:
-            if self.sub.poll(int(max(0.0, deadline - time.monotonic()) * 1000) or 1):
+            if self._sub.poll(int(max(0.0, deadline - time.monotonic()) * 1000) or 1):
                 self._drain_sub()
         return self.live
+
+    def wait(self, timeout: float) -> bool:
+        """Block until something arrives — a reply, an event, a request routed to this
+        client, or a reply due now (a refused request, a request past its deadline) — and
+        handle it as :meth:`drain` does; or until ``timeout`` seconds pass. Returns whether
+        anything was handled. The waiting is done on the sockets, never by sleeping: it wakes
+        the moment a frame arrives, and at the nearest request deadline."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            if self.drain():
+                return True
+            now = time.monotonic()
+            remaining = deadline - now
+            if remaining <= 0:
+                return False
+            if self._pending:   # wake for the nearest deadline so its callback fires on time
+                nearest = min(p.deadline for p in self._pending.values()) - now
+                remaining = min(remaining, max(nearest, 0.0) + 0.001)
+            self._poller.poll(int(remaining * 1000) + 1)
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float) -> bool:
+        """:meth:`wait` until ``condition()`` is true (checked before each wait) or ``timeout``
+        seconds pass; returns the condition's last value as a bool."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return bool(condition())
+            self.wait(remaining)
+        return True
+
+    def events(self, prefixes: Iterable[str] | str = ("",), *,
+               timeout: float | None = None) -> Iterator[Event]:
+        """Yield the events whose topic starts with one of ``prefixes``, in order, as they
+        arrive — until ``timeout`` seconds have passed in all (None: until the caller stops
+        iterating). Replies, routed requests and other handlers keep being served meanwhile.
+        Subscribes on the first ``next()`` and unsubscribes when the iterator is closed or
+        ends (``break`` out of a ``for`` closes it)."""
+        if isinstance(prefixes, str):
+            prefixes = (prefixes,)
+        given = set(prefixes)
+        # a prefix under another one adds nothing (and would deliver its events twice)
+        wanted = tuple(sorted(p for p in given
+                              if not any(q != p and p.startswith(q) for q in given)))
+        arrived: deque[Event] = deque()
+        for prefix in wanted:
+            self.subscribe(prefix, arrived.append)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                while arrived:
+                    yield arrived.popleft()
+                if deadline is None:
+                    self.wait(3600.0)
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self.wait(remaining)
+        finally:
+            for prefix in wanted:
+                self.unsubscribe(prefix, arrived.append)
 
     def next_id(self) -> str:
         return f"{self._id_prefix}-{next(self._ids)}"
@@ -129,7 +205,7 @@ class BusConnection:
 
     def send_raw(self, payload: bytes) -> None:
         try:
-            self.dealer.send(payload, zmq.NOBLOCK)
+            self._dealer.send(payload, zmq.NOBLOCK)
         except zmq.Again:
             # The HWM is 100k frames: reaching it means the hub is gone or stuck.
             raise BusError("unreachable", "The bus is not accepting requests (queue full).",
@@ -143,26 +219,27 @@ class BusConnection:
         if self._refused:
             self.drain()   # refused before sending: answered now, not after a poll
         deadline = time.monotonic() + timeout
-        poller = zmq.Poller()
-        poller.register(self.dealer, zmq.POLLIN)
-        poller.register(self.sub, zmq.POLLIN)
         while not box:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._pending.pop(rid, None)
                 raise _timeout(op, timeout)
-            poller.poll(min(remaining, 0.05) * 1000)
+            self._poller.poll(min(remaining, 0.05) * 1000)
             self.drain()
         return result_of(box[0])
 
     def reply(self, client: bytes, reply: Reply) -> None:
         """A service answers a request the hub routed to it (a result too big or too deep to
         send becomes that error, so the client still gets an answer)."""
-        self.dealer.send_multipart([client, encode_reply(reply)])
+        self._dealer.send_multipart([client, encode_reply(reply)])
+
+    def send_routed(self, client: bytes, payload: bytes) -> None:
+        """Send an already encoded reply to ``client`` (a service re-answering a duplicate)."""
+        self._dealer.send_multipart([client, payload])
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         """A service publishes an event; the hub numbers it and fans it out."""
-        self.dealer.send(encode_checked(Event(topic, dict(data))))
+        self._dealer.send(encode_checked(Event(topic, dict(data))))
 
     def drain(self, limit: int = 10_000) -> int:
         """Handle everything readable now (the FDs are edge-triggered: drain fully)."""
@@ -180,8 +257,7 @@ class BusConnection:
             if not progressed:
                 break
             handled += progressed
-        self._expire()
-        return handled
+        return handled + self._expire()
 
     def close(self) -> None:
         if self.closed:
@@ -197,15 +273,15 @@ class BusConnection:
                 pending.callback(Reply.failure(rid, BusError(
                     "closed", "The connection closed before the reply arrived.",
                     "Reconnect and try again.")))
-        self.dealer.close(linger=0)
-        self.sub.close(linger=0)
+        self._dealer.close(linger=0)
+        self._sub.close(linger=0)
 
     # --- internals ------------------------------------------------------------------------------
     def _drain_dealer(self) -> int:
         n = 0
         while True:
             try:
-                frames = self.dealer.recv_multipart(zmq.NOBLOCK)
+                frames = self._dealer.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return n
             n += 1
@@ -249,7 +325,7 @@ class BusConnection:
         n = 0
         while True:
             try:
-                frames = self.sub.recv_multipart(zmq.NOBLOCK)
+                frames = self._sub.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return n
             n += 1
@@ -278,15 +354,19 @@ class BusConnection:
         if last is not None and event.seq != last + 1 and self.on_gap is not None:
             self.on_gap(event.topic, last + 1, event.seq)
 
-    def _expire(self) -> None:
+    def _expire(self) -> int:
+        """Answer the requests past their deadline with ``bus.timeout``; returns how many."""
         if not self._pending:
-            return
+            return 0
         now = time.monotonic()
+        expired = 0
         for rid, pending in list(self._pending.items()):
             if pending.deadline <= now:
                 del self._pending[rid]
+                expired += 1
                 if pending.callback is not None:
                     pending.callback(Reply(rid, False, error=_timeout(pending.op, None).to_wire()))
+        return expired
 
 
 def _timeout(op: str, seconds: float | None) -> BusError:

@@ -25,8 +25,8 @@ import zmq
 import zmq.asyncio
 
 from actors.bus import result_of
+from actors.bus_socket import make_dealer
 from actors.bus_thread import BusThread
-from actors.hub import configure
 from rio.errors import BusError, RioError
 from rio.protocol import Event, Reply, Request, decode, encode_checked, thaw
 
@@ -41,15 +41,7 @@ class AsyncLink:
             raise BusError("unreachable", "The bus thread is not running yet.",
                            "Check that the hub is running (`rio status`).")
         self.ctx = zmq.asyncio.Context.shadow(bus.ctx.underlying)
-        self.sock = self.ctx.socket(zmq.DEALER)
-        configure(self.sock)
-        self.sock.setsockopt(zmq.ROUTING_ID, bus.conn.identity + b"/async")
-        endpoints = bus.endpoints
-        if endpoints.server_key is not None:
-            self.sock.curve_serverkey = endpoints.server_key
-            self.sock.curve_publickey = endpoints.client_public
-            self.sock.curve_secretkey = endpoints.client_secret
-        self.sock.connect(endpoints.requests)
+        self.sock = make_dealer(self.ctx, bus.endpoints, bus.conn.identity + b"/async")
         self.name = bus.name
         self._prefix = uuid.uuid4().hex[:6]
         self._ids = itertools.count(1)

@@ -27,7 +27,7 @@ import msgpack
 import zmq
 
 from actors.bus import BusConnection, Endpoints, as_error, encode_reply, result_of
-from actors.hub import configure
+from actors.bus_socket import make_dealer
 from rio import ops
 from rio.errors import BusError, RioError
 from rio.protocol import Event, Reply, Request, decode, encode_checked, peek_id
@@ -117,13 +117,13 @@ class BusThread:
     def send_reply(self, client: bytes, reply: Reply) -> None:
         payload = encode_reply(reply)   # a result too big to travel becomes that error
         copies = self._remember(client, payload)
-        if threading.current_thread() is self._thread:
-            sock = self.conn.dealer
-        else:
-            sock = self._link()
+        on_bus_thread = threading.current_thread() is self._thread
         for _ in range(copies):   # every copy of the request gets the reply
             for p in self._faulted(payload):
-                sock.send_multipart([client, p])
+                if on_bus_thread:
+                    self.conn.send_routed(client, p)
+                else:
+                    self._link().send_multipart([client, p])
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         with self._lock:
@@ -165,18 +165,10 @@ class BusThread:
         sock = getattr(self._local, "link", None)
         if sock is None:
             assert self.conn is not None, "the bus thread is not running"
-            sock = self.ctx.socket(zmq.DEALER)
-            configure(sock)
             with self._lock:
                 self._links += 1
                 identity = self.conn.identity + b"/%d" % self._links
-            sock.setsockopt(zmq.ROUTING_ID, identity)
-            if self.endpoints.server_key is not None:
-                public, secret = (self.endpoints.client_public, self.endpoints.client_secret)
-                sock.curve_serverkey = self.endpoints.server_key
-                sock.curve_publickey = public
-                sock.curve_secretkey = secret
-            sock.connect(self.endpoints.requests)
+            sock = make_dealer(self.ctx, self.endpoints, identity)
             self._local.link = sock
         return sock
 
@@ -223,8 +215,7 @@ class BusThread:
             return
         self._ready.set()
         poller = zmq.Poller()
-        poller.register(conn.dealer, zmq.POLLIN)
-        poller.register(conn.sub, zmq.POLLIN)
+        conn.register(poller)
         poller.register(pull, zmq.POLLIN)
         try:
             while True:
@@ -279,7 +270,7 @@ class BusThread:
         if running:
             return
         if done is not None:
-            self.conn.dealer.send_multipart([client, done])
+            self.conn.send_routed(client, done)
             return
         try:
             args = ops.validate(request)

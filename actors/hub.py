@@ -15,7 +15,7 @@ Every request gets an answer: no route, a departed service and a malformed frame
 replies; when a service goes away its outstanding requests are failed with ``bus.actor_dead``.
 No frame can end the hub thread: anything unexpected while handling one is logged and answered
 with ``internal.unexpected`` (docs/protocol.md "Frame limits"). Every socket refuses messages
-over ``MAX_SOCKET_MESSAGE_BYTES`` in libzmq itself (:func:`configure`).
+over ``MAX_SOCKET_MESSAGE_BYTES`` in libzmq itself (:func:`actors.bus_socket.configure`).
 Before routing, every request is checked against the sender's role (:mod:`rio.roles`): a
 remote client's role is in the identity the CURVE bridge gave it, and ops above it are refused
 with ``auth.forbidden``; local clients are owners.
@@ -33,15 +33,13 @@ from typing import Callable
 import msgpack
 import zmq
 
+from actors.bus_socket import HWM, WELCOME, configure  # noqa: F401 -- HWM, WELCOME re-exported
 from rio import ops, roles
 from rio.errors import BusError, InternalError, ProtocolError, RioError
-from rio.protocol import (MAX_SOCKET_MESSAGE_BYTES, Event, Reply, Request, decode, encode,
-                          peek_id)
+from rio.protocol import Event, Reply, Request, decode, encode, peek_id
 
 log = logging.getLogger("rio.hub")
 
-HWM = 100_000            # explicit, large: PUB and ROUTER drop silently at the default 1000
-WELCOME = b"__welcome__"  # XPUB_WELCOME_MSG: a subscriber knows it is live once this arrives
 
 
 @dataclass
@@ -52,15 +50,6 @@ class Service:
     pid: int
     #: requests routed to it and not answered yet → how many copies (each gets one reply)
     pending: dict[tuple[bytes, str], int] = field(default_factory=dict)
-
-
-def configure(sock: zmq.Socket) -> None:
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.SNDHWM, HWM)
-    sock.setsockopt(zmq.RCVHWM, HWM)
-    # A bigger message is refused from its length header (nothing allocated) and its sender
-    # disconnected: without it a 1 GB frame cost the hub ~2.1 GB before decode refused it.
-    sock.setsockopt(zmq.MAXMSGSIZE, MAX_SOCKET_MESSAGE_BYTES)
 
 
 class Hub:

@@ -36,7 +36,7 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from actors import curve_keys
-from actors.hub import WELCOME, configure
+from actors.bus_socket import WELCOME, configure, make_dealer
 from rio import roles
 from rio.errors import AuthError, BusError, InternalError, ProtocolError
 from rio.protocol import Event, Reply, Request, decode, encode, peek_id
@@ -267,10 +267,8 @@ class RemoteListener:
             self._close_idle(poller, by_dealer, force=True)
             if len(self._clients) >= self.max_clients:
                 return None
-        dealer = self._ctx.socket(zmq.DEALER)
-        configure(dealer)
-        dealer.setsockopt(zmq.ROUTING_ID, hub_identity(ident, role))
-        dealer.connect(self.hub_requests)
+        dealer = make_dealer(self._ctx, None, hub_identity(ident, role),
+                             connect_to=self.hub_requests)
         client = _Client(dealer, time.monotonic(), role=role)
         self._clients[ident] = client
         by_dealer[dealer] = ident
