@@ -262,3 +262,15 @@ def test_at_file_prefix_and_completion_order():
                                              "tests/test_forecast.py"]
     assert complete_paths("SRC/", paths) == ["src/forecast.py"]
     assert complete_paths("", paths, limit=2) == ["docs/readme.md", "forecast.py"]
+
+
+def test_the_picker_offers_providers_then_the_acp_agents_found():
+    from ui.tk.agent_model import new_conversation_args, picker_entries
+    agents = [{"name": "claude", "found": True}, {"name": "codex", "found": False},
+              {"name": "gemini", "found": True}]
+    entries = picker_entries(["anthropic", "openai"], agents)
+    assert entries == ["anthropic", "openai", "claude (ACP)", "gemini (ACP)"]
+    assert picker_entries(entries, agents) == entries            # asked again: no twins
+    assert new_conversation_args("claude (ACP)", "anthropic") == {"agent": "claude"}
+    assert new_conversation_args("openai", "anthropic") == {"provider": "openai"}
+    assert new_conversation_args("anthropic", "anthropic") == {}

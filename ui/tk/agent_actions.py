@@ -145,6 +145,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "caption": _caption_centre(panel),
             "conversation": conv.id if conv else None,
             "provider": conv.provider if conv else None,
+            "choices": list(panel.providers),
             "state": conv.state if conv else "idle", "status": panel.model.status_text(),
             "messages": conv.messages() if conv else [],
             "pending": conv.pending_list() if conv else [],

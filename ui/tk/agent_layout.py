@@ -47,8 +47,9 @@ def build(panel: Any) -> None:
     head.pack(side="top", fill="x")
     panel.provider = tk.StringVar(frame, panel.default_provider)
     ttk.Label(head, text="Provider:").pack(side="left")
-    ttk.Combobox(head, textvariable=panel.provider, values=panel.providers, width=10,
-                 state="readonly", name="provider").pack(side="left", padx=(3, 4))
+    panel.provider_box = ttk.Combobox(head, textvariable=panel.provider, values=panel.providers,
+                                      width=10, state="readonly", name="provider")
+    panel.provider_box.pack(side="left", padx=(3, 4))
     # The approval gate's mode (agent.mode): what runs by itself and what asks.
     panel.mode = tk.StringVar(frame, "")
     ttk.Label(head, text="Mode:").pack(side="left")

@@ -485,3 +485,22 @@ def provider_names() -> tuple[str, list[str]]:
     if default not in names:
         names.insert(0, default)
     return default, names
+
+
+ACP_SUFFIX = " (ACP)"
+
+
+def picker_entries(providers: list[str], agents: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What the panel's picker offers: the API providers, then the ACP agents found on this
+    machine (``agents.list``), marked "(ACP)". A conversation does not care which kind."""
+    found = [str(a.get("name")) for a in agents if a.get("found") and a.get("name")]
+    return list(providers) + [f"{name}{ACP_SUFFIX}" for name in found
+                              if f"{name}{ACP_SUFFIX}" not in providers]
+
+
+def new_conversation_args(choice: str, default_provider: str) -> dict[str, str]:
+    """``agent.new``'s arguments for a picker entry: ``{agent}`` for an ACP agent,
+    ``{provider}`` for another provider than the configured one, else nothing."""
+    if choice.endswith(ACP_SUFFIX):
+        return {"agent": choice[:-len(ACP_SUFFIX)]}
+    return {"provider": choice} if choice and choice != default_provider else {}

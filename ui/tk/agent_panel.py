@@ -31,8 +31,9 @@ from ui.tk import agent_actions as actions
 from ui.tk.agent_marks import TabMarks
 from ui.tk import agent_layout as layout
 from ui.tk.agent_model import (STATE_LABELS, AgentModel, Block, Conversation, PanelPrefs,
-                               load_last_shown, load_panel_prefs, provider_names,
-                               save_last_shown, save_panel_prefs)
+                               load_last_shown, load_panel_prefs, new_conversation_args,
+                               picker_entries, provider_names, save_last_shown,
+                               save_panel_prefs)
 from ui.tk.agent_view import ConversationView
 from ui.tk.icons import icon
 
@@ -69,6 +70,13 @@ class AgentPanel:
         self._hook_status()
         self.refresh_status()
         self.refresh_list()
+        self.request("agents.list", {}, self._got_agents, lambda err: None)
+
+    def _got_agents(self, result: Any) -> None:
+        """The ACP agents found here join the picker (ui/tk/agent_model.picker_entries)."""
+        self.providers = picker_entries(self.providers, (result or {}).get("agents") or ())
+        if self.is_open and getattr(self, "provider_box", None) is not None:
+            self.provider_box.configure(values=self.providers)
 
     # --- the window's seams ----------------------------------------------------------------------
     def _hook_status(self) -> None:
@@ -285,7 +293,7 @@ class AgentPanel:
     def new_conversation(self, then: Callable[[Conversation], None] | None = None,
                          fail: Callable[[RioError], None] | None = None) -> None:
         provider = self.provider.get() if self.is_open else self.default_provider
-        args = {"provider": provider} if provider and provider != self.default_provider else {}
+        args = new_conversation_args(provider, self.default_provider)
 
         def made(result: Any) -> None:
             conv = self.model.get(str(result["conversation"]))
