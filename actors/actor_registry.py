@@ -52,6 +52,7 @@ ACTOR_MODULES: dict[str, str] = {
     "conversations": "actors.conversations_actor",  # agent.* in the core
     "gate": "actors.gate_actor",                    # gate.* in the core
     "agents": "actors.agents_actor",                # agents.*: installed ACP agents
+    "mcp": "actors.mcp_actor",                      # mcp.*: Rio's MCP tools for ACP agents
     "agent_session": "actors.agent_session",        # one process per conversation
     "fake_agent": "actors.faults",                  # the fault harness's stand-in agent
 }

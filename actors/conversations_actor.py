@@ -212,6 +212,18 @@ class ConversationsActor(pykka.ThreadingActor):
 
     def op_approve(self, ctx: RequestContext) -> None:
         turn = ctx.args["turn"]
+        if str(ctx.args["proposal"]).startswith("mcp-"):
+            # A proposal of Rio's MCP tools (an ACP agent's): the mcp actor holds it.
+            mcp_args = {k: ctx.args[k] for k in ("turn", "proposal", "decision")}
+
+            def forward_mcp() -> None:
+                try:
+                    ctx.reply(self.bus.call("mcp.approve", mcp_args,
+                                            timeout=APPROVE_TIMEOUT_S + 60))
+                except RioError as err:
+                    ctx.fail(err)
+            self.forwards.submit(forward_mcp)
+            return
         cid = conversation_of_turn(turn)
         running = self._running_turn(cid, turn)
         if running is None:

@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import pykka
 
-from actors.bus_thread import RequestContext
 from actors.actor_registry import ActorHost, actor_factory
+from actors.bus_thread import RequestContext
 from rio.errors import ConfigError, ProtocolError
 from rio.gate import Gate, JsonFileStore, Limits
 
@@ -41,6 +41,10 @@ class GateActor(pykka.ThreadingActor):
         if op == "gate.check":
             return gate.check(args["conversation"], args["turn"], args["provider"],
                               args["tool"], args["args"] or {}).to_dict()
+        if op == "gate.agent_check":
+            decision, turn = gate.check_agent(args["conversation"], args["agent"], args["tool"],
+                                              args["args"] or {})
+            return {**decision.to_dict(), "turn": turn}
         if op == "gate.turn":
             count = gate.turn_event(args["conversation"], args["turn"], args["event"])
             # The mode comes with the answer so a session learns it without another round trip.
@@ -59,7 +63,9 @@ class GateActor(pykka.ThreadingActor):
         if op == "gate.status":
             return {"mode": gate.mode, "always": [list(p) for p in gate.always_allowed()],
                     "limits": {"max_requests": gate.limits.max_requests,
-                               "max_tool_calls": gate.limits.max_tool_calls}}
+                               "max_tool_calls": gate.limits.max_tool_calls,
+                               "max_agent_changes": gate.limits.max_agent_changes,
+                               "max_agent_requests": gate.limits.max_agent_requests}}
         raise ProtocolError("unknown_op", f"Unknown op {op!r}.")
 
 

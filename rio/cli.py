@@ -386,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands() -> list:
     """Commands that live in their own modules (agent chat, keys, faults ...)."""
     found = []
-    for module in ("rio.cli_agent", "rio.cli_agents", "rio.cli_faults", "rio.cli_keys"):
+    for module in ("rio.cli_agent", "rio.cli_agents", "rio.cli_faults", "rio.cli_keys",
+                   "rio.cli_mcp"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:

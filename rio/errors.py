@@ -33,7 +33,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     credentials_unreadable, empty_key, keyring_failed, bad_key_file, bad_public_key,
     │     bad_client_name, unknown_client, bad_role
     ├── AuthError              auth.*       a remote key's role does not allow the request
-    │     forbidden
+    │     forbidden, bad_token (Rio's MCP endpoint: no valid token for the conversation)
     ├── AgentError             agent.*      a model provider or agent failed
     │     not_configured, auth_rejected, rate_limited, server_error, network,
     │     unexpected_response, request_rejected, insecure_endpoint, endpoint_refused,
@@ -41,7 +41,8 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     outside_turn, session_died, session_timeout, session_unavailable, unknown_conversation,
     │     unknown_turn, too_large,
     │     ACP agents (rio/acp, docs/agent-chat.md): agent_not_found, agent_start_failed,
-    │     agent_exited, agent_silent, sign_in_needed, agent_failed, agent_timeout
+    │     agent_exited, agent_silent, sign_in_needed, agent_failed, agent_timeout,
+    │     Rio's MCP tools (actors/mcp_actor.py): tool_refused
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
           unexpected, bad_error, unknown
 

@@ -18,6 +18,10 @@ What the gate decides (issue 5, ADR-0016)::
 Per-turn limits count model requests and tool calls between ``begin`` and ``end``; one past
 the limit raises ``agent.limit_reached`` (the turn ends with that error, the user can send
 "continue").
+
+An external (ACP) agent's calls to Rio's MCP tools have a table of their own
+(:meth:`Gate.check_agent`, ADR-0025): counted per turn (24 changing, 400 in all by default),
+refused outside a turn, and past a limit refused with words telling the agent to stop.
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ WRITE_TOOLS = frozenset({"propose_edit", "propose_create"})
 COMMAND_TOOLS = frozenset({"run_command"})
 KNOWN_TOOLS = READ_TOOLS | WRITE_TOOLS | COMMAND_TOOLS
 TURN_EVENTS = ("begin", "end", "model_request", "tool_call")
+
+#: The tools of Rio's MCP endpoint (``rio mcp``, actors/mcp_actor.py) that an external agent
+#: calls: reads run, ``open_in_editor`` only moves the user's view, writes are proposals.
+AGENT_READ_TOOLS = frozenset({"list_buffers", "read_buffer", "get_selection", "search_project"})
+AGENT_VIEW_TOOLS = frozenset({"open_in_editor"})
+AGENT_TOOLS = AGENT_READ_TOOLS | AGENT_VIEW_TOOLS | WRITE_TOOLS
 
 #: Turns whose session died never send "end"; keep the table from growing without bound.
 MAX_OPEN_TURNS = 256
@@ -63,12 +73,18 @@ class Decision:
 class Limits:
     max_requests: int = 24
     max_tool_calls: int = 64
+    #: An external agent's calls to Rio's MCP tools, per turn: those that change something
+    #: (proposals, open_in_editor) and all of them.
+    max_agent_changes: int = 24
+    max_agent_requests: int = 400
 
 
 @dataclass(frozen=True)
 class TurnCount:
     requests: int = 0
     tool_calls: int = 0
+    agent_changes: int = 0
+    agent_requests: int = 0
 
 
 class GateStore(Protocol):
@@ -150,9 +166,9 @@ class Gate:
         return self._mode
 
     def remember(self, provider: str, tool: str) -> None:
-        if tool not in KNOWN_TOOLS:
+        if tool not in KNOWN_TOOLS | AGENT_TOOLS:
             raise ProtocolError("bad_args", f"There is no tool {tool!r} to always allow.",
-                                f"Use one of {', '.join(sorted(KNOWN_TOOLS))}.")
+                                f"Use one of {', '.join(sorted(KNOWN_TOOLS | AGENT_TOOLS))}.")
         self._always.add((provider, tool))
         self._save()
 
@@ -169,6 +185,10 @@ class Gate:
     # --- turns and limits -------------------------------------------------------------------
     def in_turn(self, conversation: str, turn: str) -> bool:
         return (conversation, turn) in self._turns
+
+    def current_turn(self, conversation: str) -> str | None:
+        """The conversation's running turn (a conversation has at most one), or None."""
+        return next((t for c, t in self._turns if c == conversation), None)
 
     def turn_event(self, conversation: str, turn: str, event: str) -> TurnCount:
         key = (conversation, turn)
@@ -243,6 +263,65 @@ class Gate:
         if remembered:
             return Decision("allow", f"Always allowed for {provider}.")
         return Decision("ask", "Writes are reviewed before they apply.")
+
+
+    # --- an external agent's calls to Rio's MCP tools ------------------------------------------
+    def check_agent(self, conversation: str, agent: str, tool: str,
+                    args: Mapping[str, Any]) -> tuple[Decision, str | None]:
+        """Decide on an ACP agent's call to one of Rio's MCP tools, and count it against the
+        running turn's limits. Returns the decision and the turn it belongs to (None when no
+        turn runs: refused). One past a limit is refused with words telling the agent to
+        stop and say what is left; the count stays past the limit, so every further call of
+        the turn is refused too.
+
+        Table (ADR-0025)::
+
+            tool                         review   auto_buffer   allow_all
+            list_buffers, read_buffer,   allow    allow         allow
+            get_selection, search_project
+            open_in_editor               allow    allow         allow   (moves the view only)
+            propose_edit                 ask      allow         allow
+            propose_create               ask      ask           allow
+            "always allow" (agent, tool) turns an ask into allow
+            unknown tool, a path outside the project, no turn running: refuse
+        """
+        turn = self.current_turn(conversation)
+        if turn is None:
+            return Decision("refuse", "Rio's tools work only while the user's message is being "
+                            "answered (no turn is running in this conversation)."), None
+        if tool not in AGENT_TOOLS:
+            return Decision("refuse", f"There is no tool named {tool!r}."), turn
+        changing = tool not in AGENT_READ_TOOLS
+        count = self._turns[(conversation, turn)]
+        count = replace(count, agent_requests=count.agent_requests + 1,
+                        agent_changes=count.agent_changes + (1 if changing else 0))
+        self._turns[(conversation, turn)] = count
+        limits = self.limits
+        if count.agent_requests > limits.max_agent_requests:
+            return _limit_refusal(f"{limits.max_agent_requests} requests to Rio's tools"), turn
+        if changing and count.agent_changes > limits.max_agent_changes:
+            return _limit_refusal(f"{limits.max_agent_changes} changing requests (proposals, "
+                                  "opening files)"), turn
+        if tool in AGENT_READ_TOOLS or tool in AGENT_VIEW_TOOLS:
+            return Decision("allow", "Reads and showing a file run automatically."), turn
+        value = args.get("path")
+        if isinstance(value, str) and outside_project(value) and not (
+                self.root is not None and value.startswith(str(self.root) + "/")):
+            return Decision("refuse", f"path {value!r} is outside the project; only paths "
+                            "inside the project root are allowed."), turn
+        if self._mode == "allow_all":
+            return Decision("allow", "Mode \"allow everything\"."), turn
+        if tool == "propose_edit" and self._mode == "auto_buffer":
+            return Decision("allow", "Mode \"auto-apply buffer edits\" (undoable)."), turn
+        if (agent, tool) in self._always:
+            return Decision("allow", f"Always allowed for {agent}."), turn
+        return Decision("ask", "Writes are reviewed before they apply."), turn
+
+
+def _limit_refusal(what: str) -> Decision:
+    return Decision("refuse", f"This turn reached its limit of {what}. Stop now: do not call "
+                    "Rio's tools again in this turn; tell the user what you did and what is "
+                    "left to do, so they can send \"continue\".")
 
 
 def outside_turn(conversation: str, turn: str) -> AgentError:

@@ -282,6 +282,19 @@ define("agents.list", "The known and configured ACP agents: found or not, path, 
        Arg("refresh", bool, False, False, doc="ask the versions again (else kept 60 s)"))
 
 
+# --- mcp.*: Rio's MCP tools for external agents (actors/mcp_actor.py, rio/mcp_tools.py) -----
+
+define("mcp.call", "One call of Rio's MCP tools by an ACP agent (sent by `rio mcp`); checked "
+       "against the conversation's token, then the gate.",
+       Arg("conversation", str, check=non_empty, doc="conversation id"),
+       Arg("token", str, check=non_empty, doc="the conversation's token (from its 0600 file)"),
+       Arg("tool", str, check=non_empty), Arg("args", dict, False, None),
+       Arg("agent", str, False, "acp", doc="the agent's name (\"always allow\" is per agent)"))
+define("mcp.approve", "Answer a proposal of Rio's MCP tools (ids mcp-…); agent.approve "
+       "forwards those here.", Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
+       Arg("decision", str, check=one_of("approve", "reject", "always")))
+
+
 # --- session.*: one conversation's agent process (actors/agent_session.py) ----------------------
 # Internal: the core's conversations actor sends these; the hub routes them to the process
 # named "agent:" + conversation.
@@ -309,6 +322,10 @@ define("gate.check", "Should this tool call run, ask the user, or be refused?",
        SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
        Arg("provider", str, check=non_empty), Arg("tool", str, check=non_empty),
        Arg("args", dict, False, None, doc="the tool's input"))
+define("gate.agent_check", "An external agent's call to one of Rio's MCP tools: allow, ask "
+       "or refuse, counted against the running turn's limits; answers with the turn.",
+       SESSION_CONVERSATION, Arg("agent", str, check=non_empty, doc="the ACP agent's name"),
+       Arg("tool", str, check=non_empty), Arg("args", dict, False, None, doc="the tool's input"))
 define("gate.remember", "Always allow this tool for this provider (persisted).",
        Arg("provider", str, check=non_empty), Arg("tool", str, check=non_empty))
 define("gate.forget", "Stop always allowing this tool for this provider.",

@@ -41,8 +41,8 @@ _EDITOR = (
 _OWNER = (
     "run.start", "run.stop",
     "agent.new", "agent.list", "agent.history", "agent.send", "agent.approve", "agent.stop",
-    "agent.mode", "agents.list",
-    "gate.check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",
+    "agent.mode", "agents.list", "mcp.call", "mcp.approve",
+    "gate.check", "gate.agent_check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",
     "session.turn", "session.approve", "session.stop", "session.status",
     "system.spawn", "system.stop", "system.restart", "system.fault",
     "host.ping", "host.stop", "bus.register", "bus.unregister",

@@ -40,7 +40,7 @@ def test_the_shipped_defaults() -> None:
     assert [p.name for p in config.processes] == ["core", "agent", "fake", "ui"]
     core = config.process("core")
     assert core.actors == ("documents", "workspace", "runner", "conversations", "gate",
-                           "agents")
+                           "agents", "mcp")
     assert core.restart == "always"
     assert (core.max_restarts, core.window_s) == (5, 60.0)
     assert (core.backoff_initial_s, core.backoff_max_s) == (0.1, 5.0)
@@ -65,7 +65,7 @@ def test_the_isolated_placement_gives_each_actor_its_own_process() -> None:
     hosts = {actor: config.process_for(actor).name for actor in known_actors()}
     assert hosts == {"documents": "documents", "workspace": "workspace", "runner": "runner",
                      "conversations": "conversations", "gate": "gate", "agents": "agents",
-                     "agent_session": "agent", "fake_agent": "fake", "ui": "ui"}
+                     "mcp": "mcp", "agent_session": "agent", "fake_agent": "fake", "ui": "ui"}
     assert all(len(p.actors) == 1 for p in config.processes)
     assert config.process("gate").restart == "always"
     assert config.placement == "isolated"
@@ -93,7 +93,7 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
     core = config.process("core")
     assert core.restart == "never"
     assert core.actors == ("documents", "workspace", "runner", "conversations",
-                           "gate", "agents")  # kept from shipped
+                           "gate", "agents", "mcp")  # kept from shipped
     assert core.max_restarts == 2 and core.term_grace_s == 0.25
     assert config.process("agent").max_restarts == 2
     assert config.process("agent").stdin_grace_s == 1.0
@@ -103,7 +103,7 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
 def test_the_user_copy_can_move_an_actor_and_change_a_placement(tmp_path: Path) -> None:
     user = write(tmp_path, """
         [process.core]
-        actors = ["documents", "workspace", "conversations", "gate", "agents"]
+        actors = ["documents", "workspace", "conversations", "gate", "agents", "mcp"]
 
         [process.endpoint]
         actors = ["runner"]
@@ -298,7 +298,7 @@ def test_a_placement_takes_its_actors_out_of_the_base_processes(tmp_path: Path) 
     assert config.process_for("ui").name == "gate"
     assert [p.name for p in config.processes] == ["agent", "fake", "documents", "conversations",
                                                   "gate", "workspace", "runner",
-                                                  "agents"]  # no "ui"
+                                                  "agents", "mcp"]  # no "ui"
 
 
 # ------------------------------------------------------------------- one list of actors
@@ -314,14 +314,15 @@ def test_the_registry_has_a_factory_for_every_actor_a_host_starts() -> None:
     for name in known_actors():
         if name not in OTHER_PROCESSES:
             assert callable(factory_for(name)), name
-    assert factory_for("mcp") is None   # not built yet: not listed either
+    assert factory_for("no_such_actor") is None
 
 
 def test_an_actor_the_registry_does_not_know_is_refused(tmp_path: Path) -> None:
     user = write(tmp_path, """
         [process.core]
-        actors = ["documents", "workspace", "runner", "conversations", "gate", "mcp"]
+        actors = ["documents", "workspace", "runner", "conversations", "gate", "agents", "mcp",
+                  "mystery"]
     """)
     with pytest.raises(ConfigError) as info:
         load_config(user_path=user, actors=known_actors(), on_demand=ON_DEMAND)
-    assert "unknown actor 'mcp'" in info.value.message and "line 2:" in info.value.message
+    assert "unknown actor 'mystery'" in info.value.message and "line 2:" in info.value.message

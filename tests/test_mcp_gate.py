@@ -1,0 +1,156 @@
+"""The gate for external agents' calls to Rio's MCP tools, the token files, the permission
+predicate and the line slicing — pure logic, no processes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rio.errors import AuthError
+from rio.gate import Gate, Limits
+from rio.mcp_entry import (
+    check_token,
+    end_conversation,
+    is_rio_tool,
+    issue_token,
+    mcp_server_entry,
+    read_token,
+    token_path,
+)
+from rio.mcp_tools import TOOLS, slice_lines
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("RIO_STATE_DIR", str(tmp_path / "state"))
+    root = tmp_path / "proj"
+    root.mkdir()
+    return root
+
+
+def test_outside_a_turn_everything_is_refused_and_no_turn_is_named():
+    gate = Gate()
+    decision, turn = gate.check_agent("c1", "claude", "list_buffers", {})
+    assert (decision.decision, turn) == ("refuse", None)
+
+
+@pytest.mark.parametrize("mode,tool,expected", [
+    ("review", "read_buffer", "allow"), ("review", "search_project", "allow"),
+    ("review", "open_in_editor", "allow"), ("review", "propose_edit", "ask"),
+    ("review", "propose_create", "ask"), ("auto_buffer", "propose_edit", "allow"),
+    ("auto_buffer", "propose_create", "ask"), ("allow_all", "propose_create", "allow"),
+    ("allow_all", "run_command", "refuse"), ("review", "fs_read", "refuse"),
+])
+def test_the_table_per_tool_and_mode(mode, tool, expected):
+    gate = Gate(mode=mode)
+    gate.turn_event("c1", "c1.1", "begin")
+    decision, turn = gate.check_agent("c1", "claude", tool, {"path": "a.py"})
+    assert decision.decision == expected
+    assert turn == "c1.1"
+
+
+def test_always_allow_is_remembered_per_agent():
+    gate = Gate()
+    gate.turn_event("c1", "c1.1", "begin")
+    gate.remember("claude", "propose_edit")
+    assert gate.check_agent("c1", "claude", "propose_edit", {})[0].decision == "allow"
+    assert gate.check_agent("c1", "codex", "propose_edit", {})[0].decision == "ask"
+    assert gate.check_agent("c1", "claude", "propose_create", {})[0].decision == "ask"
+
+
+def test_a_path_outside_is_refused_even_in_allow_all():
+    gate = Gate(mode="allow_all")
+    gate.turn_event("c1", "c1.1", "begin")
+    assert gate.check_agent("c1", "a", "propose_edit", {"path": "../x"})[0].decision == "refuse"
+    assert gate.check_agent("c1", "a", "propose_edit", {"path": "/etc/x"})[0].decision == \
+        "refuse"
+
+
+def test_limits_changing_then_any_and_the_agent_is_told_to_stop():
+    gate = Gate(mode="allow_all", limits=Limits(max_agent_changes=2, max_agent_requests=5))
+    gate.turn_event("c1", "c1.1", "begin")
+    assert [gate.check_agent("c1", "a", "propose_edit", {})[0].decision
+            for _ in range(3)] == ["allow", "allow", "refuse"]
+    refused = gate.check_agent("c1", "a", "open_in_editor", {})[0]
+    assert refused.decision == "refuse" and "Stop now" in refused.reason
+    # reads still run until the overall limit (4 counted so far, the 5th is the last)
+    assert gate.check_agent("c1", "a", "read_buffer", {})[0].decision == "allow"
+    last = gate.check_agent("c1", "a", "read_buffer", {})[0]
+    assert last.decision == "refuse" and "what is left" in last.reason
+    # a new turn starts counting again
+    gate.turn_event("c1", "c1.1", "end")
+    gate.turn_event("c1", "c1.2", "begin")
+    assert gate.check_agent("c1", "a", "propose_edit", {})[0].decision == "allow"
+
+
+def test_the_default_limits_are_24_changing_and_400_in_all():
+    assert (Limits().max_agent_changes, Limits().max_agent_requests) == (24, 400)
+
+
+def test_token_file_is_0600_fresh_each_time_bound_and_removed(state):
+    path = issue_token(state, "c1")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    first = read_token(path)
+    check_token(state, "c1", first)
+    issue_token(state, "c2")
+    with pytest.raises(AuthError):        # one conversation's token is not another's
+        check_token(state, "c2", first)
+    issue_token(state, "c1")              # a new session: the old token stops working
+    with pytest.raises(AuthError):
+        check_token(state, "c1", first)
+    end_conversation("c1", state)
+    assert not path.exists()
+    for bad in (None, "", read_token(token_path(state, "c2")) + "x"):
+        with pytest.raises(AuthError):
+            check_token(state, "c2", bad)
+
+
+def test_a_conversation_id_cannot_name_a_file_elsewhere(state):
+    for bad in ("../x", "a/b", ".hidden", ""):
+        with pytest.raises(AuthError):
+            token_path(state, bad)
+
+
+def test_the_entry_holds_no_token_and_no_rio_variable(state, monkeypatch):
+    monkeypatch.setenv("RIO_INSTANCE", "inst1")
+    entry = mcp_server_entry("c9", state, agent="claude")
+    token = read_token(token_path(state.resolve(), "c9"))
+    assert entry["name"] == "rio" and entry["env"] == []
+    assert token and all(token not in a for a in entry["args"])
+    assert entry["args"][:3] == ["-m", "rio.cli", "mcp"]
+    assert "--token-file" in entry["args"] and "--instance-file" in entry["args"]
+    assert entry["args"][entry["args"].index("--agent") + 1] == "claude"
+
+
+def test_the_permission_predicate_knows_rios_tools_only():
+    assert is_rio_tool("mcp__rio__propose_edit")
+    assert is_rio_tool("mcp__rio__read_buffer")
+    assert not is_rio_tool("mcp__other__propose_edit")
+    assert not is_rio_tool("Bash")
+    assert not is_rio_tool("mcp__rio__rm_rf")
+    assert not is_rio_tool(None)
+
+
+def test_tools_carry_annotations():
+    by = {t.name: t for t in TOOLS}
+    assert by["read_buffer"].read_only and not by["read_buffer"].destructive
+    assert not by["propose_edit"].read_only and by["propose_edit"].destructive
+    assert set(by) == {"list_buffers", "read_buffer", "get_selection", "search_project",
+                       "open_in_editor", "propose_edit", "propose_create"}
+
+
+@given(st.lists(st.text(alphabet="ab\n", max_size=6), max_size=8),
+       st.integers(1, 10), st.integers(1, 10))
+def test_slice_lines_matches_a_plain_list_slice(parts, start, end):
+    text = "".join(parts)
+    got, first, last, total = slice_lines(text, start, end)
+    lines = text.splitlines(keepends=True)
+    assert total == len(lines)
+    assert got == "".join(lines[start - 1:end])
+    assert first == start
