@@ -84,8 +84,15 @@ def test_fs_list_refuses(tools: Tools, path: str) -> None:
 
 
 def test_fs_list_inside_works_and_never_follows_links_out(tools: Tools) -> None:
+    """A link out of the project is listed by name only: neither the kind nor the size of what
+    it points at (``dir``/``file (11 bytes)`` would tell the agent about the outside)."""
     outcome = run(tools.read("fs_list", {"path": "."}))
-    assert outcome.ok and "a.py" in outcome.content and "secret.txt" not in outcome.content
+    assert outcome.ok, outcome
+    kinds = {line.split()[1]: line for line in outcome.content.splitlines()}
+    assert kinds["a.py"] == "file a.py  (6 bytes)" and kinds["sub"] == "dir  sub"
+    assert kinds["link_dir"] == "other link_dir", kinds
+    assert kinds["link_file"] == "other link_file", kinds
+    assert "secret.txt" not in outcome.content and "bytes" not in kinds["link_file"]
 
 
 def test_fs_read_inside_is_capped_with_a_marker(tools: Tools) -> None:
