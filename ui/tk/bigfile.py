@@ -6,6 +6,12 @@ longer than :data:`LONG_LINE`, the editor shows at most :data:`WINDOW_ROWS` rows
 replica of the document (the first screen comes straight from ``buffer.lines`` while the rest
 loads), and a long line is cut into rows of :data:`SPLIT` characters for display only.
 
+Tk lays out a whole display row on every change to it, so a key costs in proportion to the row
+it lands in: a bare Tk ``insert`` + redisplay measured 0.09 ms at 1,024 characters, 0.23 ms at
+2,048 and 0.46 ms at 4,096 (0.07 ms at 80). Rows may grow to twice :data:`SPLIT` while typing
+before a re-render, so :data:`SPLIT` is 1,024: a key in a 1 MB one-line file then costs what it
+costs in a short line (docs/adr/0025-start-path-and-long-line-keys.md).
+
 :class:`LineWindow` is the display-free part: which document offsets each widget row shows,
 mapping widget (row, col) ↔ document offset, and keeping that map right after an edit. The
 widget side lives in ui/tk/editor.py.
@@ -19,7 +25,7 @@ from rio.text import ChunkedText
 
 BIG_CHARS = 8 * 1024 * 1024     # above this the window is used (also highlighting's limit)
 LONG_LINE = 20_000              # a line longer than this forces the window too
-SPLIT = 4_096                   # display row width for long lines
+SPLIT = 1_024                   # display row width for long lines (see the docstring)
 WINDOW_ROWS = 2_000             # rows the widget holds at once
 MARGIN_ROWS = 200               # re-window when the view comes this close to an edge
 FIRST_SCREEN_LINES = 120        # lines fetched with buffer.lines for the first screen

@@ -165,9 +165,14 @@ class EditorDecorations:
         # and redrawing ~40 numbers costs ~2 ms a keystroke (measured, tests/bench/bench_ui.py).
         # The top line's y and the font's family and line spacing are in it: a scroll by part
         # of a line, or another font at the same size, moves every number.
+        # Only the top line's y and height: dlineinfo's x and width change with every
+        # character typed on that line, and keying on them redrew the gutter on every key
+        # typed on the top row (always, in a one-line file) — 1.3–2.4 ms a key (issue 13).
         font = self.app.editor_font
         top = self.orig("index", "@0,0")
-        key = (str(top), str(self.orig("dlineinfo", top)), total,
+        info = self.orig("dlineinfo", top)
+        parts = str(info).split() if isinstance(info, str) else list(info or ())
+        key = (str(top), tuple(str(p) for p in parts[1:2] + parts[3:4]), total,
                str(self.orig("index", "insert linestart")),
                tuple(self.bookmark_lines()), self.text.winfo_height(),
                self.app.settings.get("line_numbers", True), str(font.cget("size")),
