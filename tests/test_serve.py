@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -82,33 +84,64 @@ def test_edit_undo_save_keeps_line_endings(server, project):
         conn.close()
 
 
+def _events(server, *args: str) -> tuple[subprocess.Popen, queue.Queue]:
+    """A `rio events` subscriber and a queue of the JSON lines it prints (a thread reads them,
+    so waiting for a line never blocks the test past its timeout)."""
+    proc = subprocess.Popen([sys.executable, "-m", "rio.cli", "events", "--instance",
+                             server.name, *args], env=server.env, stdout=subprocess.PIPE,
+                            text=True)
+    lines: queue.Queue = queue.Queue()
+    proc.reader = threading.Thread(  # type: ignore[attr-defined]
+        target=lambda: [lines.put(json.loads(line)) for line in proc.stdout], daemon=True)
+    proc.reader.start()  # type: ignore[attr-defined]
+    return proc, lines
+
+
 def test_events_stream_and_conflict(server, project):
-    events = subprocess.Popen([sys.executable, "-m", "rio.cli", "events", "--instance",
-                               server.name, "--topic", "buffer.", "--count", "3"],
-                              env=server.env, stdout=subprocess.PIPE, text=True)
+    # Events published before a subscriber is live are not promised to it, so instead of
+    # guessing how long connecting takes, edit a probe buffer until both subscribers show
+    # they are live: `every` prints an event, `one` (--count 1) prints one and exits.
+    every, lines = _events(server, "--topic", "buffer.")
+    one, _ = _events(server, "--topic", "buffer.changed", "--count", "1")
+    conn = server.connect()
     try:
-        time.sleep(1.0)  # the subscriber connects; events before that are not promised
-        conn = server.connect()
+        probe = conn.call("buffer.open", {"path": "crlf.txt"})["buffer"]
+        deadline = time.monotonic() + 30
+        seen: list[dict] = []
+        while not (seen and one.poll() == 0):
+            assert time.monotonic() < deadline, "the subscribers never went live"
+            conn.call("buffer.replace", {"buffer": probe, "start": 0, "end": 0, "text": "x"})
+            try:
+                seen.append(lines.get(timeout=0.2))
+            except queue.Empty:
+                pass
+        conn.call("buffer.close", {"buffer": probe, "discard": True})
+
         bid = conn.call("buffer.open", {"path": "hello.txt"})["buffer"]
         conn.call("buffer.replace", {"buffer": bid, "start": 0, "end": 5, "text": "Howdy"})
         (project / "hello.txt").write_text("changed behind Rio's back\n")
-        out, _ = events.communicate(timeout=30)
-        lines = [json.loads(line) for line in out.splitlines()]
-        topics = [e["topic"] for e in lines]
+        mine: list[dict] = []
+        while "buffer.conflict" not in [e["topic"] for e in mine]:
+            event = lines.get(timeout=30)
+            if event["data"].get("buffer") == bid:
+                mine.append(event)
+        topics = [e["topic"] for e in mine]
         assert topics[:2] == ["buffer.opened", "buffer.changed"]
-        assert lines[1]["data"]["text"] == "Howdy" and lines[1]["data"]["version"] == 1
-        assert "buffer.conflict" in topics
+        assert mine[1]["data"]["text"] == "Howdy" and mine[1]["data"]["version"] == 1
         with pytest.raises(Exception) as info:
             conn.call("buffer.save", {"buffer": bid})
         assert info.value.kind == "file.conflict"
         assert (project / "hello.txt").read_text() == "changed behind Rio's back\n"
         conn.call("buffer.save", {"buffer": bid, "force": True})
         assert (project / "hello.txt").read_text() == "Howdy world\n"
-        conn.close()
     finally:
-        if events.poll() is None:
-            events.kill()
-            events.wait()
+        conn.close()
+        for proc in (every, one):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.reader.join(5)
+            proc.stdout.close()
 
 
 def test_status_and_stop(server):
