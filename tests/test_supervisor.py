@@ -117,7 +117,7 @@ def test_an_agent_process_dies_and_the_core_never_notices(server: RioServer) -> 
                 word = f"w{len(typed)} "
                 edit(server, c, bid, word)
                 typed.append(word)
-                time.sleep(0.01)
+                time.sleep(0.01)   # pacing: a typist, not a flood (not a wait for anything)
         except BaseException as exc:  # noqa: BLE001 -- reported below
             failures.append(exc)
         finally:
@@ -126,14 +126,15 @@ def test_an_agent_process_dies_and_the_core_never_notices(server: RioServer) -> 
     thread = threading.Thread(target=typist)
     thread.start()
     try:
-        time.sleep(0.2)
+        assert wait_for(lambda: len(typed) >= 5, 20)   # typing is under way
         os.kill(fake, signal.SIGKILL)
         assert wait_for(lambda: process(server, "fake:polite-forking-1").get("pid")
                         not in (None, fake)
                         and process(server, "fake:polite-forking-1").get("ready"), 20)
         assert not wait_gone([psutil.Process(p) for p in escaped if psutil.pid_exists(p)], 5), \
             "the escaped helper of the killed agent survived"
-        time.sleep(0.2)
+        after_restart = len(typed)
+        assert wait_for(lambda: len(typed) >= after_restart + 5, 20)   # and goes on after it
     finally:
         stop.set()
         thread.join(20)
