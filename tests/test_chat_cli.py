@@ -9,6 +9,7 @@ server is at the bottom.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -145,6 +146,19 @@ def test_interactive_loop_over_a_pipe(server, fakes):
     assert [m["role"] for m in fake.turns[1]["messages"]] == ["user", "assistant", "user"]
 
 
+def read_until(stream, text: str, timeout: float) -> str:
+    """What ``stream`` (a pipe from a child) says until ``text`` shows or ``timeout`` passes;
+    read off the descriptor, so a later ``communicate()`` carries on from there."""
+    seen, deadline = b"", time.monotonic() + timeout
+    while text.encode() not in seen and (left := deadline - time.monotonic()) > 0:
+        if select.select([stream.fileno()], [], [], left)[0]:
+            chunk = os.read(stream.fileno(), 4096)
+            if not chunk:
+                break
+            seen += chunk
+    return seen.decode(errors="replace")
+
+
 def test_ctrl_c_stops_the_turn_and_exits_4(server, fakes):
     def hold(fake: FakeSession, ctx: RequestContext) -> None:
         fake.bus.publish("agent.delta", {"conversation": ctx.args["conversation"],
@@ -156,9 +170,11 @@ def test_ctrl_c_stops_the_turn_and_exits_4(server, fakes):
                             text=True, cwd=str(server.root))
     try:
         assert wait_for(lambda: fake.pending, 20)
-        time.sleep(0.3)
+        seen = read_until(proc.stdout, "working", 20)   # the chat is showing the turn
+        assert "working" in seen, seen
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
+        out = seen + out
     finally:
         if proc.poll() is None:
             proc.kill()
