@@ -365,20 +365,24 @@ define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
 define("ui.raise", "Bring the desktop window to the front (a second `rio` on the same folder "
        "does this instead of opening a second window).")
 define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, type, "
-       "approve, reject, always, stop, undo, new, mode, tick.",
+       "approve, reject, always, answer, stop, undo, new, mode, tick.",
        Arg("action", str, check=non_empty,
-           doc="open, close, minimise, send, type, approve, reject, always, stop, undo, new, "
-               "mode, tick (checked by the desktop)"),
+           doc="open, close, minimise, send, type, approve, reject, always, answer, stop, "
+               "undo, new, mode, tick (checked by the desktop)"),
        Arg("text", str, False, None, doc="send: the message; type: typed into the input, "
            "then Enter"),
        Arg("proposal", (str, int), False, None,
-           doc="approve/reject/always: the proposal (default: the first waiting)"),
+           doc="approve/reject/always/answer: the proposal or question (default: the first "
+               "waiting)"),
        Arg("side", str, False, None, check=one_of("left", "right"), doc="open: dock here"),
        Arg("conversation", str, False, None,
            doc="open: show this conversation (its history is loaded)"),
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all"),
            doc="mode: the approval gate's mode to set (none: just read it)"),
-       Arg("on", bool, False, None, doc="tick: the 'Name the active file' tick on or off"))
+       Arg("on", bool, False, None, doc="tick: the 'Name the active file' tick on or off"),
+       Arg("option", str, False, None,
+           doc="answer: the agent's option for its permission question, by kind or id "
+               "(none declines)"))
 define("ui.quit", "Quit the desktop as File → Exit does (unsaved-changes prompts included).",
        Arg("force", bool, False, False, doc="quit without prompting; unsaved text stays in "
                                             "the core"))

@@ -6,10 +6,10 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from ui.tk.agent_model import (AgentModel, Conversation, MarkdownStream, PanelPrefs,
-                               blocks_from_history, diff_line_tag, fold_output, inline_spans,
-                               load_panel_prefs, markdown_line, render_markdown,
-                               save_panel_prefs)
+from ui.tk.agent_model import (AgentModel, Conversation, MarkdownStream, blocks_from_history,
+                               diff_line_tag, fold_output, inline_spans, markdown_line,
+                               render_markdown)
+from ui.tk.agent_settings import PanelPrefs, load_panel_prefs, save_panel_prefs
 
 C = "3f9a0c12b7de"
 T1 = f"{C}.1"
@@ -265,7 +265,7 @@ def test_at_file_prefix_and_completion_order():
 
 
 def test_the_picker_offers_providers_then_the_acp_agents_found():
-    from ui.tk.agent_model import new_conversation_args, picker_entries
+    from ui.tk.agent_settings import new_conversation_args, picker_entries
     agents = [{"name": "claude", "found": True}, {"name": "codex", "found": False},
               {"name": "gemini", "found": True}]
     entries = picker_entries(["anthropic", "openai"], agents)
@@ -274,3 +274,19 @@ def test_the_picker_offers_providers_then_the_acp_agents_found():
     assert new_conversation_args("claude (ACP)", "anthropic") == {"agent": "claude"}
     assert new_conversation_args("openai", "anthropic") == {"provider": "openai"}
     assert new_conversation_args("anthropic", "anthropic") == {}
+
+
+def test_an_acp_permission_question_waits_like_a_proposal():
+    conv = Conversation(C)
+    options = [{"id": "a", "name": "Allow once", "kind": "allow_once"},
+               {"id": "r", "name": "Reject", "kind": "reject_once"}]
+    run(conv, ev("agent.turn", state="started", text="x"),
+        ev("agent.permission", request="7", call="c1", title="Run make", tool_kind="execute",
+           input={"command": "make"}, options=options))
+    assert conv.state == "waiting"
+    assert conv.pending_list() == [{"proposal": "perm:7", "path": None, "turn": T1,
+                                    "kind": "permission",
+                                    "options": ["allow_once", "reject_once"]}]
+    run(conv, ev("agent.tool_result", call="c1", name="execute", ok=True, summary="done",
+                 truncated=False))
+    assert not conv.pending and conv.blocks[1].data["decision"] == "applied"

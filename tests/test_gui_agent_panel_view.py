@@ -236,3 +236,26 @@ def test_at_file_completion_picks_a_project_file(tk_root, tmp_path):
     assert completer.popup is None
     box.insert("end", "and mail@x")
     assert completer.update() == [] and completer.popup is None
+
+
+def test_a_permission_card_offers_the_agents_own_options(view):
+    conv = Conversation(C)
+    view.show(conv)
+    turn = f"{C}.1"
+    asked: list = []
+    view.panel.answer_permission = lambda key, kind: asked.append((key, kind))
+    options = [{"id": "a", "name": "Allow once", "kind": "allow_once"},
+               {"id": "al", "name": "Always allow", "kind": "allow_always"},
+               {"id": "r", "name": "Reject", "kind": "reject_once"}]
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.permission", {"request": "7", "call": "c1", "title": "Run make",
+                                              "tool_kind": "execute", "input": {"command": "make"},
+                                              "options": options})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+    card = view.cards[1]
+    buttons = card.buttons.winfo_children()
+    assert [b.cget("text") for b in buttons] == ["Allow once", "Always allow", "Reject"]
+    buttons[1].invoke()
+    assert asked == [("perm:7", "allow_always")]
+    view.apply(conv.decided("perm:7", "answered: Always allow"))
+    assert [w.cget("text") for w in card.buttons.winfo_children()] == ["answered: Always allow."]

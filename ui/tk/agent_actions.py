@@ -16,8 +16,8 @@ from ui.tk.agent_model import Block, Conversation
 Respond = Callable[[Any], None]
 #: What :func:`control` returns when it answers later through ``respond``.
 DEFER = None
-ACTIONS = ("open", "close", "minimise", "send", "type", "approve", "reject", "always", "stop",
-           "undo", "new", "mode", "tick")
+ACTIONS = ("open", "close", "minimise", "send", "type", "approve", "reject", "always",
+           "answer", "stop", "undo", "new", "mode", "tick")
 
 
 def turn_end_of(conv: Conversation | None) -> Block | None:
@@ -80,6 +80,69 @@ def undo_turn(panel: Any, block: Block | None, respond: Respond | None = None) -
                           lambda err: (report["skipped"].append(bid), finished()))
         panel.request("buffer.info", {"buffer": bid}, info,
                       lambda err, bid=bid: (report["skipped"].append(bid), finished()))
+
+
+def answer_proposal(panel: Any, proposal: str | None, decision: str,
+                    respond: Respond | None = None) -> None:
+    """Approve / Reject / Always on a waiting proposal (``agent.approve``)."""
+    found = panel.find_pending(proposal)
+    if found is None:
+        err = ProtocolError("bad_args", "No proposal is waiting for an answer.",
+                            "Look at ui.state agent.pending.")
+        if respond is not None:
+            respond(err)
+        return
+    conv, pid = found
+    block = conv.blocks[conv.pending[pid]]
+    panel.apply_changes(conv, conv.decided(pid, "answering"))
+
+    def done(result: Any) -> None:
+        applied = bool(result.get("applied"))
+        label = "rejected" if decision == "reject" else \
+            ("always" if decision == "always" else "applied") if applied else "not applied"
+        panel.apply_changes(conv, conv.decided(pid, label, str(result.get("reason") or "")))
+        if respond is not None:
+            respond({"proposal": pid, "decision": decision, "applied": applied,
+                     "reason": result.get("reason")})
+
+    def failed(err: RioError) -> None:
+        panel.apply_changes(conv, conv.decided(pid, "closed", err.message))
+        if respond is not None:
+            respond(err)
+    panel.request("agent.approve", {"turn": block.turn, "proposal": pid,
+                                    "decision": decision}, done, failed)
+
+
+def answer_permission(panel: Any, key: str | None, option: str | None,
+                      respond: Respond | None = None) -> None:
+    """Answer an ACP agent's permission question with one of its options, by kind
+    (``allow_once``, ``allow_always``, ``reject_once``, ``reject_always``; None declines)."""
+    found = panel.find_pending(key, permission=True)
+    if found is None:
+        if respond is not None:
+            respond(ProtocolError("bad_args", "No permission question is waiting.",
+                                  "Look at ui.state agent.pending."))
+        return
+    conv, pid = found
+    block = conv.blocks[conv.pending[pid]]
+    chosen = next((o for o in block.data.get("options") or ()
+                   if option in (o.get("kind"), o.get("id"))), None)
+    kind = chosen.get("kind") if chosen else None
+    label = f"answered: {chosen.get('name')}" if chosen else "declined"
+    panel.apply_changes(conv, conv.decided(pid, "answering"))
+
+    def done(result: Any) -> None:
+        panel.apply_changes(conv, conv.decided(pid, label))
+        if respond is not None:
+            respond({"request": block.data.get("request"), "kind": kind, **(result or {})})
+
+    def failed(err: RioError) -> None:
+        panel.apply_changes(conv, conv.decided(pid, "closed", err.message))
+        if respond is not None:
+            respond(err)
+    panel.request("agent.permission_answer", {"conversation": conv.id, "turn": block.turn,
+                                              "request": str(block.data.get("request")),
+                                              "kind": kind}, done, failed)
 
 
 def retry(panel: Any, block: Block) -> None:
@@ -219,6 +282,10 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
         panel.input.insert("1.0", str(args.get("text") or ""))
         panel.send_input()
         return {"typed": True}
+    elif action == "answer":
+        proposal = args.get("proposal")
+        answer_permission(panel, None if proposal is None else str(proposal),
+                          args.get("option"), respond)
     elif action in ("approve", "reject", "always"):
         proposal = args.get("proposal")
         panel.answer(None if proposal is None else str(proposal), action, respond)

@@ -8,6 +8,8 @@ panel shows an ACP conversation the way it shows an API provider's, whatever is 
 * ``agent.plan`` — the whole plan each time it changes: one ``plan`` block per turn, updated;
 * ``agent.silent`` — no word from the agent for a while: one ``note`` per turn, updated, and
   cleared when it speaks again;
+* ``agent.permission`` — the agent asks before one of its own tools: a ``permission`` card
+  with the agent's own options; it waits like a proposal (the status bar counts it);
 * ``agent.sign_in`` — the agent needs a sign-in: a ``sign_in`` card with its own ways (a
   terminal command with Copy, a variable to set, a sign-in the agent does itself); no key
   field, ever. ``{state: signed_in}`` turns the card into a note.
@@ -19,7 +21,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in")
+TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
+          "agent.permission")
+#: A permission question waits in ``Conversation.pending`` under this prefix + its request id.
+PERMISSION = "perm:"
 #: A plan entry's status → its check box on the plan card.
 PLAN_MARKS = {"completed": "☑", "in_progress": "◐", "pending": "☐"}
 
@@ -67,6 +72,16 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
                 b.text = text or "The agent is answering again."
                 return [("update", i)]
         return conv.add_block("note", turn, text, {"silent": True}) if text else []
+    if topic == "agent.permission":
+        conv.turn = conv.turn or turn
+        key = f"{PERMISSION}{data.get('request')}"
+        changes = conv.add_block("permission", turn, str(data.get("title") or ""), {
+            "request": data.get("request"), "call": str(data.get("call")), "kind": "permission",
+            "title": data.get("title"), "tool_kind": data.get("tool_kind"),
+            "input": data.get("input") or {}, "decision": None,
+            "options": [dict(o) for o in data.get("options") or () if isinstance(o, Mapping)]})
+        conv.pending[key] = len(conv.blocks) - 1
+        return changes
     if topic == "agent.sign_in":
         for i, b in enumerate(conv.blocks):
             if b.kind == "sign_in" and b.data.get("state") == "needed":

@@ -12,8 +12,8 @@ can be decided without Tk lives here and is tested without a display
   the status bar shows (idle, thinking, waiting for you, error);
 * light Markdown for streamed text lives in :mod:`ui.tk.agent_text` (re-exported here);
 * :func:`blocks_from_history` rebuilds the blocks of a conversation from ``agent.history``;
-* :class:`PanelPrefs` are the panel's preferences (shown, side, width), the user's — kept in
-  the same ``ui.json`` as the other preferences, never in project data.
+* the events only ACP agents send are handled in :mod:`ui.tk.agent_extras`; the panel's
+  preferences and picker live in :mod:`ui.tk.agent_settings`.
 
 Which provider (or, later, which ACP agent) is behind a conversation does not matter here: the
 events are the same.
@@ -21,10 +21,8 @@ events are the same.
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ui.tk import agent_extras as extras
@@ -95,9 +93,15 @@ class Conversation:
         return out
 
     def pending_list(self) -> list[dict[str, Any]]:
-        return [{"proposal": pid, "path": self.blocks[i].data.get("path"),
-                 "turn": self.blocks[i].turn, "kind": self.blocks[i].data.get("kind")}
-                for pid, i in self.pending.items()]
+        out = []
+        for pid, i in self.pending.items():
+            d = self.blocks[i].data
+            item = {"proposal": pid, "path": d.get("path"), "turn": self.blocks[i].turn,
+                    "kind": d.get("kind")}
+            if d.get("kind") == "permission":
+                item["options"] = [o.get("kind") for o in d.get("options") or ()]
+            out.append(item)
+        return out
 
     def last_turn_end(self) -> Block | None:
         for b in reversed(self.blocks):
@@ -386,121 +390,3 @@ class AgentModel:
         if state == "waiting":
             return f"Waiting ({self.waiting_count()})"
         return STATE_LABELS[state]
-
-
-# --- preferences -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PanelPrefs:
-    """The panel's preferences, stored with the others in ``ui.json`` as ``agent_*`` keys."""
-
-    show_ai: bool = True          # off hides every AI element
-    show_button: bool = True      # the AI button at the toolbar's right end
-    side: str = "right"           # "right" | "left"
-    width: int = 380
-    open: bool = False            # the panel was open when the window last closed
-    minimised: bool = False       # folded to the 30 px strip
-    name_active: bool = False     # say which file is active (and the cursor's line) in a message
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "PanelPrefs":
-        d = cls()
-        out: dict[str, Any] = {}
-        for f in fields(cls):
-            value = data.get(f"agent_{f.name}", getattr(d, f.name))
-            default = getattr(d, f.name)
-            if type(value) is not type(default):
-                value = default
-            out[f.name] = value
-        if out["side"] not in ("left", "right"):
-            out["side"] = d.side
-        out["width"] = max(220, min(1200, out["width"]))
-        return cls(**out)
-
-    def to_json(self) -> dict[str, Any]:
-        return {f"agent_{k}": v for k, v in asdict(self).items()}
-
-
-def load_panel_prefs(path: Path) -> PanelPrefs:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return PanelPrefs()
-    return PanelPrefs.from_json(data if isinstance(data, dict) else {})
-
-
-def save_panel_prefs(path: Path, prefs: PanelPrefs) -> None:
-    """Merge the ``agent_*`` keys into the preferences file (other keys kept), atomically."""
-    from rio.atomic import write_json
-    try:
-        existing = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(existing, dict):
-            existing = {}
-    except (OSError, ValueError):
-        existing = {}
-    existing.update(prefs.to_json())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, existing, sort_keys=True)
-
-
-def load_last_shown(path: Path | None) -> str | None:
-    """The conversation the panel showed last in this project (its state folder), if any."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path else {}
-    except (OSError, ValueError):
-        return None
-    value = data.get("conversation") if isinstance(data, dict) else None
-    return str(value) if value else None
-
-
-def save_last_shown(path: Path | None, cid: str) -> None:
-    if path is None or load_last_shown(path) == cid:
-        return
-    from rio.atomic import write_json
-    try:
-        write_json(path, {"conversation": cid})
-    except OSError as exc:
-        log.warning("could not remember the shown conversation: %s", exc)
-
-
-def provider_names() -> tuple[str, list[str]]:
-    """The configured default provider and every provider the picker offers: the configured
-    ones and the installed plug-ins (entry point names only; nothing is imported)."""
-    import importlib.metadata
-
-    from rio.agent_config import load_agent_config
-    from rio.errors import RioError
-    default, names = "anthropic", ["anthropic", "openai"]
-    try:
-        cfg = load_agent_config()
-        default, names = cfg.provider, list(cfg.providers)
-    except RioError as err:
-        log.warning("agent config: %s", err.message)
-    try:
-        for ep in importlib.metadata.entry_points(group="rio.providers"):
-            if ep.name not in names:
-                names.append(ep.name)
-    except Exception:  # noqa: BLE001 -- broken metadata must not cost the panel
-        log.exception("provider discovery")
-    if default not in names:
-        names.insert(0, default)
-    return default, names
-
-
-ACP_SUFFIX = " (ACP)"
-
-
-def picker_entries(providers: list[str], agents: Iterable[Mapping[str, Any]]) -> list[str]:
-    """What the panel's picker offers: the API providers, then the ACP agents found on this
-    machine (``agents.list``), marked "(ACP)". A conversation does not care which kind."""
-    found = [str(a.get("name")) for a in agents if a.get("found") and a.get("name")]
-    return list(providers) + [f"{name}{ACP_SUFFIX}" for name in found
-                              if f"{name}{ACP_SUFFIX}" not in providers]
-
-
-def new_conversation_args(choice: str, default_provider: str) -> dict[str, str]:
-    """``agent.new``'s arguments for a picker entry: ``{agent}`` for an ACP agent,
-    ``{provider}`` for another provider than the configured one, else nothing."""
-    if choice.endswith(ACP_SUFFIX):
-        return {"agent": choice[:-len(ACP_SUFFIX)]}
-    return {"provider": choice} if choice and choice != default_provider else {}

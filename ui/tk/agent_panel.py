@@ -25,15 +25,15 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
-from rio.errors import ProtocolError, RioError, error_from_wire
+from rio.errors import RioError, error_from_wire
 from rio.protocol import Reply, thaw
 from ui.tk import agent_actions as actions
 from ui.tk.agent_marks import TabMarks
 from ui.tk import agent_layout as layout
-from ui.tk.agent_model import (STATE_LABELS, AgentModel, Block, Conversation, PanelPrefs,
-                               load_last_shown, load_panel_prefs, new_conversation_args,
-                               picker_entries, provider_names, save_last_shown,
-                               save_panel_prefs)
+from ui.tk.agent_model import STATE_LABELS, AgentModel, Block, Conversation
+from ui.tk.agent_settings import (PanelPrefs, load_last_shown, load_panel_prefs,
+                                  new_conversation_args, picker_entries, provider_names,
+                                  save_last_shown, save_panel_prefs)
 from ui.tk.agent_view import ConversationView
 from ui.tk.icons import icon
 
@@ -352,43 +352,23 @@ class AgentPanel:
         else:
             go(conv)
 
-    def _find_pending(self, proposal: str | None) -> tuple[Conversation, str] | None:
+    def find_pending(self, proposal: str | None, permission: bool = False
+                     ) -> tuple[Conversation, str] | None:
+        """A waiting proposal (or, with ``permission``, an agent's permission question): the
+        one named, else the first, the shown conversation's first."""
         convs = [c for c in (self.model.shown,) if c is not None] + \
             [c for c in self.model.conversations.values() if c is not self.model.shown]
         for conv in convs:
-            for pid in conv.pending:
+            for pid, i in conv.pending.items():
+                if (conv.blocks[i].kind == "permission") != permission:
+                    continue
                 if proposal is None or pid == str(proposal):
                     return conv, pid
         return None
 
     def answer(self, proposal: str | None, decision: str,
                respond: Respond | None = None) -> None:
-        found = self._find_pending(proposal)
-        if found is None:
-            err = ProtocolError("bad_args", "No proposal is waiting for an answer.",
-                                "Look at ui.state agent.pending.")
-            if respond is not None:
-                respond(err)
-            return
-        conv, pid = found
-        block = conv.blocks[conv.pending[pid]]
-        self.apply_changes(conv, conv.decided(pid, "answering"))
-
-        def done(result: Any) -> None:
-            applied = bool(result.get("applied"))
-            label = "rejected" if decision == "reject" else \
-                ("always" if decision == "always" else "applied") if applied else "not applied"
-            self.apply_changes(conv, conv.decided(pid, label, str(result.get("reason") or "")))
-            if respond is not None:
-                respond({"proposal": pid, "decision": decision, "applied": applied,
-                         "reason": result.get("reason")})
-
-        def failed(err: RioError) -> None:
-            self.apply_changes(conv, conv.decided(pid, "closed", err.message))
-            if respond is not None:
-                respond(err)
-        self.request("agent.approve", {"turn": block.turn, "proposal": pid,
-                                        "decision": decision}, done, failed)
+        actions.answer_proposal(self, proposal, decision, respond)
 
     def stop(self, respond: Respond | None = None) -> None:
         conv = self.model.shown
@@ -399,6 +379,10 @@ class AgentPanel:
         self.request("agent.stop", {"conversation": conv.id},
                       lambda r: respond(r) if respond else None,
                       lambda err: respond(err) if respond else self._panel_error(conv, err))
+
+    def answer_permission(self, key: str | None, option: str | None,
+                          respond: Respond | None = None) -> None:
+        actions.answer_permission(self, key, option, respond)
 
     def retry(self, block: Block) -> None:
         actions.retry(self, block)

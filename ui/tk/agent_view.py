@@ -15,16 +15,16 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
-from ui.tk.agent_extras import plan_lines, sign_in_lines
+from ui.tk.agent_cards import (Card, PermissionCard, ProposalCard, SignInCard,  # noqa: F401
+                               TurnEndCard)
+from ui.tk.agent_extras import plan_lines
 from ui.tk.agent_model import Block, Conversation
-from ui.tk.agent_text import (MarkdownStream, diff_line_tag, fold_output, markdown_line,
-                              render_markdown, short_input)
+from ui.tk.agent_text import (MarkdownStream, fold_output, markdown_line, render_markdown,
+                              short_input)
 
 #: Errors whose next action is "send it again": their line gets a Retry button.
 RETRYABLE = {"agent.session_died", "agent.network", "agent.rate_limited", "agent.server_error",
              "agent.session_unavailable", "agent.session_timeout", "agent.interrupted"}
-#: The most diff lines a card shows before it scrolls.
-DIFF_ROWS = 14
 
 
 def _colours(theme: Any) -> dict[str, str]:
@@ -190,9 +190,9 @@ class ConversationView:
             self._thought(i, block)
         elif block.kind == "plan":
             self._plan(i, block)
-        elif block.kind in ("proposal", "turn_end", "sign_in"):
-            card = {"proposal": ProposalCard, "turn_end": TurnEndCard,
-                    "sign_in": SignInCard}[block.kind](self, i, block)
+        elif block.kind in ("proposal", "turn_end", "sign_in", "permission"):
+            card = {"proposal": ProposalCard, "turn_end": TurnEndCard, "sign_in": SignInCard,
+                    "permission": PermissionCard}[block.kind](self, i, block)
             self.cards[i] = card
             tx.window_create("end", window=card.frame, padx=2, pady=3)
             tx.insert("end", "\n", (tag,))
@@ -304,182 +304,3 @@ class ConversationView:
         self._style_tags()
         for card in self.cards.values():
             card.refresh()
-
-
-class Card:
-    def __init__(self, view: ConversationView, index: int, block: Block):
-        self.view = view
-        self.index = index
-        self.block = block
-        self.frame = ttk.Frame(view.text, style="Raised.TFrame", padding=(4, 3))
-
-    def refresh(self) -> None:
-        pass
-
-    def fit(self, chars: int) -> None:
-        pass
-
-    def destroy(self) -> None:
-        self.frame.destroy()
-
-
-class ProposalCard(Card):
-    """A proposal: what and where, the coloured unified diff, Approve / Reject / Always."""
-
-    def __init__(self, view: ConversationView, index: int, block: Block):
-        super().__init__(view, index, block)
-        panel = view.panel
-        d = block.data
-        app = panel.app
-        head = ttk.Frame(self.frame)
-        head.pack(side="top", fill="x")
-        kind = d.get("kind")
-        title = {"command": "Run a command", "create": "New file"}.get(kind, "Edit")
-        ttk.Label(head, text=f"{title}:", font=(app.ui_font_family(), 9, "bold")) \
-            .pack(side="left")
-        if d.get("path") and kind != "command":
-            link = ttk.Label(head, text=str(d["path"]), foreground=app.theme.link,
-                             cursor="hand2", font=(app.ui_font_family(), 9, "underline"))
-            link.pack(side="left", padx=(4, 0))
-            link.bind("<Button-1>", lambda e: panel.open_file(str(d["path"])))
-        if d.get("danger"):
-            danger = d["danger"]
-            why = danger.get("reason") or danger.get("rule") if isinstance(danger, dict) \
-                else danger
-            ttk.Label(self.frame, text=f"! Dangerous: {why}", foreground=view.colours["error"]) \
-                .pack(side="top", anchor="w")
-        body = d.get("diff") or ""
-        if kind == "command":
-            body = f"$ {d.get('command')}\n  (in {d.get('cwd') or '.'})"
-        rows = body.splitlines() or [""]
-        mono = app.editor_font_tuple()
-        self.longest = max(len(r) for r in rows) + 1
-        box = ttk.Frame(self.frame, style="Sunken.TFrame")
-        box.pack(side="top", fill="x", pady=(3, 3))
-        diff = tk.Text(box, height=min(DIFF_ROWS, len(rows)), width=40, wrap="none",
-                       font=(mono[0], max(7, mono[1] - 1)), bg=app.theme.field_bg,
-                       fg=app.theme.field_fg, borderwidth=0, insertwidth=0, cursor="arrow")
-        c = view.colours
-        diff.tag_configure("diff_add", background=c["add_bg"], foreground=c["add_fg"])
-        diff.tag_configure("diff_del", background=c["del_bg"], foreground=c["del_fg"])
-        diff.tag_configure("diff_hunk", foreground=c["hunk_fg"])
-        diff.tag_configure("diff_file", foreground=c["file_fg"])
-        for n, row in enumerate(rows):
-            diff.insert("end", row + ("\n" if n < len(rows) - 1 else ""),
-                        (diff_line_tag(row) if kind != "command" else "diff_ctx",))
-        diff.configure(state="disabled")
-        if len(rows) > DIFF_ROWS:
-            sb = ttk.Scrollbar(box, orient="vertical", command=diff.yview)
-            diff.configure(yscrollcommand=sb.set)
-            sb.pack(side="right", fill="y")
-        # Long lines scroll sideways, as in a diff viewer; the card keeps the panel's width.
-        self.xscroll = ttk.Scrollbar(box, orient="horizontal", command=diff.xview)
-        diff.configure(xscrollcommand=self.xscroll.set)
-        diff.pack(side="top", fill="x", expand=True)
-        self.diff = diff
-        self.fit(view.card_chars())
-        self.buttons = ttk.Frame(self.frame)
-        self.buttons.pack(side="top", fill="x")
-        self.refresh()
-
-    def fit(self, chars: int) -> None:
-        self.diff.configure(width=chars)
-        if self.longest > chars:
-            self.xscroll.pack(side="bottom", fill="x")
-        else:
-            self.xscroll.pack_forget()
-
-    def refresh(self) -> None:
-        for w in self.buttons.winfo_children():
-            w.destroy()
-        d = self.block.data
-        decision = d.get("decision")
-        panel = self.view.panel
-        pid = str(d.get("proposal"))
-        if decision is None:
-            for label, what in (("Approve", "approve"), ("Reject", "reject"),
-                                ("Always", "always")):
-                b = ttk.Button(self.buttons, text=label, width=8,
-                               command=lambda w=what: panel.answer(pid, w),
-                               name=f"btn_{what}")
-                b.pack(side="left", padx=(0, 4))
-            return
-        text = {"answering": "Answering…", "applied": "Approved: applied.", "always": "Approved (always allowed now).",
-                "rejected": "Rejected.", "interrupted": "Closed: a new message interrupted it.",
-                "stopped": "Closed: the turn was stopped.",
-                "closed": "Closed: the turn ended."}.get(decision, f"{decision}.")
-        if d.get("reason"):
-            text += f" {d['reason']}"
-        ttk.Label(self.buttons, text=text, foreground=self.view.colours["note"]) \
-            .pack(side="left")
-
-
-class TurnEndCard(Card):
-    """After a turn that changed buffers: which ones are unsaved, Save all, Undo."""
-
-    def __init__(self, view: ConversationView, index: int, block: Block):
-        super().__init__(view, index, block)
-        self.label = ttk.Label(self.frame, text="", wraplength=320, justify="left")
-        self.label.pack(side="top", anchor="w")
-        self.buttons = ttk.Frame(self.frame)
-        self.buttons.pack(side="top", fill="x", pady=(3, 0))
-        panel = view.panel
-        self.save = ttk.Button(self.buttons, text="Save all", width=9, name="btn_save_all",
-                               command=lambda: panel.save_turn(self.block))
-        self.save.pack(side="left", padx=(0, 4))
-        self.undo = ttk.Button(self.buttons, text="Undo", width=8, name="btn_undo",
-                               command=lambda: panel.undo_turn(self.block))
-        self.undo.pack(side="left")
-        self.refresh()
-
-    def refresh(self) -> None:
-        d = self.block.data
-        names = [d["names"].get(b, b) for b in d["buffers"]]
-        if d.get("saved"):
-            self.label.configure(text="Saved: " + ", ".join(names))
-        else:
-            self.label.configure(text="Changed, not saved yet: " + ", ".join(names))
-        self.save.configure(state="disabled" if d.get("saved") else "normal")
-        undo = d.get("undo")
-        self.undo.configure(state="normal" if undo == "available" else "disabled",
-                            text={"undone": "Undone"}.get(undo, "Undo"))
-
-
-class SignInCard(Card):
-    """An agent that needs a sign-in, with its own ways to do it; never a key field."""
-
-    def __init__(self, view: ConversationView, index: int, block: Block):
-        super().__init__(view, index, block)
-        self.body = ttk.Frame(self.frame)
-        self.body.pack(side="top", fill="x")
-        self.refresh()
-
-    def refresh(self) -> None:
-        for w in self.body.winfo_children():
-            w.destroy()
-        d = self.block.data
-        app = self.view.panel.app
-        if d.get("state") == "signed_in":
-            ttk.Label(self.body, text=f"Signed in to {d.get('agent') or 'the agent'}.") \
-                .pack(anchor="w")
-            return
-        ttk.Label(self.body, text=f"Sign-in needed: {d.get('agent') or 'the agent'}",
-                  font=(app.ui_font_family(), 9, "bold")).pack(anchor="w")
-        mono = app.editor_font_tuple()
-        for method in d.get("methods") or ():
-            what, command = sign_in_lines(method)
-            ttk.Label(self.body, text=what, wraplength=320, justify="left") \
-                .pack(anchor="w", pady=(3, 0))
-            if command:
-                row = ttk.Frame(self.body)
-                row.pack(anchor="w", fill="x")
-                entry = ttk.Entry(row, font=(mono[0], max(7, mono[1] - 1)), width=36)
-                entry.insert(0, command)
-                entry.configure(state="readonly")
-                entry.pack(side="left", fill="x", expand=True)
-                ttk.Button(row, text="Copy", width=6,
-                           command=lambda c=command: self._copy(c)).pack(side="left", padx=3)
-
-    def _copy(self, text: str) -> None:
-        self.frame.clipboard_clear()
-        self.frame.clipboard_append(text)
