@@ -40,8 +40,10 @@ AUTO_ALLOWED_NOTE = "auto-allowed: Rio's own tool; Rio's gate decides on it"
 
 
 def token_dir(root: Path) -> Path:
+    """The token folder of the project at ``root`` (resolved: the core and the session process
+    name the same folder however the root was spelt)."""
     from rio.instance import project_state_dir
-    return project_state_dir(root) / TOKEN_DIR
+    return project_state_dir(Path(root).resolve()) / TOKEN_DIR
 
 
 def token_path(root: Path, conversation: str) -> Path:
@@ -91,9 +93,14 @@ def check_token(root: Path, conversation: str, token: Any) -> None:
                         "the conversation.")
 
 
-def end_conversation(conversation: str, root: Path) -> None:
+def end_conversation(conversation: str, root: Path | str) -> None:
     """Remove the conversation's token: its ``rio mcp`` is refused from now on. Call it when
-    the conversation's agent is closed (stop, switch of agent, quit)."""
+    the conversation's agent is closed (stop, switch of agent, quit). The arguments may come
+    in either order (a project root is a ``Path`` or an absolute path; a conversation id is
+    neither), so a swapped call still removes the token instead of leaving it behind."""
+    if isinstance(conversation, Path) or str(conversation).startswith("/"):
+        conversation, root = str(root), conversation
+    root = Path(root).resolve()
     try:
         token_path(root, conversation).unlink()
     except FileNotFoundError:

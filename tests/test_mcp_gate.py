@@ -111,6 +111,15 @@ def test_token_file_is_0600_fresh_each_time_bound_and_removed(state):
             check_token(state, "c2", bad)
 
 
+def test_end_conversation_takes_its_arguments_in_either_order(state):
+    path = issue_token(state.resolve(), "c3")
+    end_conversation(state, "c3")          # (root, conversation), as a caller might write it
+    assert not path.exists()
+    path = issue_token(state.resolve(), "c3")
+    end_conversation("c3", str(state))
+    assert not path.exists()
+
+
 def test_a_conversation_id_cannot_name_a_file_elsewhere(state):
     for bad in ("../x", "a/b", ".hidden", ""):
         with pytest.raises(AuthError):
