@@ -14,8 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-import zmq
-
 from actors.bus import Endpoints, connect, result_of
 from rio.errors import BufferError, BusError, FileError
 from rio.fault_report import count_edits, disk_verdict
@@ -60,17 +58,7 @@ class Client:
         return result_of(box[0])
 
     def _wait(self, box: list, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        poller = zmq.Poller()
-        poller.register(self.conn.dealer, zmq.POLLIN)
-        poller.register(self.conn.sub, zmq.POLLIN)
-        while not box:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            poller.poll(min(remaining, 0.05) * 1000)
-            self.conn.drain()
-        return True
+        return self.conn.wait_for(lambda: box, seconds)
 
     def pump(self) -> None:
         self.conn.drain()

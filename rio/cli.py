@@ -231,21 +231,16 @@ def cmd_events(args: argparse.Namespace) -> int:
                          ensure_ascii=False, default=str), flush=True)
         count += 1
 
-    for topic in topics:
-        conn.subscribe(topic, show)
-    import zmq
-    poller = zmq.Poller()
-    poller.register(conn.sub, zmq.POLLIN)
-    deadline = time.monotonic() + args.duration if args.duration else None
+    stream = conn.events(topics, timeout=args.duration or None)
     try:
-        while args.count is None or count < args.count:
-            if deadline is not None and time.monotonic() >= deadline:
+        for event in stream if args.count is None or args.count > 0 else ():
+            show(event)
+            if args.count is not None and count >= args.count:
                 break
-            poller.poll(100)
-            conn.drain()
     except KeyboardInterrupt:
         pass
     finally:
+        stream.close()
         conn.close()
     return EXIT_OK
 

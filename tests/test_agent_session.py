@@ -103,8 +103,7 @@ class Session:
         return box["result"]
 
     def pump(self) -> None:
-        self.conn.sub.poll(20)
-        self.conn.drain()
+        self.conn.wait(0.02)
 
     def wait(self, topic: str, timeout: float = 20.0, **match: Any) -> dict:
         deadline = time.monotonic() + timeout
@@ -342,8 +341,7 @@ class Chat:
             for t, data in self.events:
                 if t == topic and all(data.get(k) == v for k, v in match.items()):
                     return data
-            self.conn.sub.poll(20)
-            self.conn.drain()
+            self.conn.wait(0.02)
         raise AssertionError(f"no {topic} {match}; saw {self.events}")
 
     def send(self, text: str) -> str:

@@ -67,8 +67,7 @@ def test_request_is_routed_by_prefix_and_events_are_numbered(client, service):
     assert client.call("system.ping")["calls"] == 1
     assert client.call("system.ping")["calls"] == 2
     while len(seen) < 2:
-        client.sub.poll(1000)
-        client.drain()
+        client.wait(1)
     assert [e.seq for e in seen] == [1, 2]
     assert [e.data["n"] for e in seen] == [1, 2]
 
@@ -116,15 +115,13 @@ def test_duplicate_request_frames_run_once(client, service):
     client.request("system.ping", {}, replies.append, request_id=rid)
     client.send_raw(payload)                  # the same frame again (a bus fault)
     while not replies:
-        client.dealer.poll(1000)
-        client.drain()
+        client.wait(1)
     assert replies[0].ok and replies[0].result["calls"] == 1
     # after completion, the duplicate is answered from the cache, not run again
     again = []
     client.request("system.ping", {}, again.append, request_id=rid)
     while not again:
-        client.dealer.poll(1000)
-        client.drain()
+        client.wait(1)
     assert again[0].result["calls"] == 1
     assert handler.calls == 1
 
@@ -140,8 +137,7 @@ def test_outstanding_requests_fail_when_the_service_goes(client, service, hub):
         time.sleep(0.01)
     hub.drop_service("echo")
     while not replies:
-        client.dealer.poll(1000)
-        client.drain()
+        client.wait(1)
     assert replies[0].error["kind"] == "bus.actor_dead"
     assert "Try again" in replies[0].error["next"]
 
@@ -159,16 +155,14 @@ def test_sequence_gap_is_reported(client, hub):
     client.subscribe("t.", seen.append)
     while not seen:               # until the subscription has reached the hub
         hub.publish("t.x", {"a": 1})
-        client.sub.poll(100)
-        client.drain()
+        client.wait(0.1)
     client.drain()
     gaps.clear()
     last = seen[-1].seq
     hub._seq["t.x"] = last + 3    # three events lost on the way
     hub.publish("t.x", {"a": 2})
     while seen[-1].data["a"] != 2:
-        client.sub.poll(1000)
-        client.drain()
+        client.wait(1)
     assert gaps == [("t.x", last + 1, last + 4)]
 
 
@@ -190,3 +184,80 @@ def test_second_service_cannot_steal_a_prefix(hub, endpoints, service):
         other.start()
     assert info.value.kind == "bus.prefix_taken"
     other.stop()
+
+
+# --- waiting without touching the sockets: wait(), wait_for(), events() -------------------------
+
+def _settle(client, hub, prefix="t.", topic="t.x"):
+    """Until the hub sends ``prefix`` events to the client (a subscription travels
+    asynchronously); returns the list the settling handler fills."""
+    seen = []
+    client.subscribe(prefix, seen.append)
+    while not seen:
+        hub.publish(topic, {"a": 0})
+        client.wait(0.1)
+    return seen
+
+
+def test_wait_returns_false_when_nothing_arrives_and_true_as_soon_as_something_does(client, hub):
+    import time
+    seen = _settle(client, hub)
+    client.wait(0.05)                   # a second settling probe, if one is still in flight
+    t0 = time.monotonic()
+    assert client.wait(0.2) is False
+    assert time.monotonic() - t0 >= 0.2
+    timer = threading.Timer(0.1, hub.publish, ("t.x", {"a": 1}))
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        assert client.wait_for(lambda: seen[-1].data["a"] == 1, 10)
+    finally:
+        timer.join()
+    assert time.monotonic() - t0 < 5    # woken by the event, not by the 10 s timeout
+
+
+def test_wait_wakes_at_a_request_deadline_and_answers_it(client, service):
+    import time
+    replies = []
+    client.request("system.status", {}, replies.append, timeout=0.3)   # the service sits on it
+    t0 = time.monotonic()
+    assert client.wait(10) is True
+    assert time.monotonic() - t0 < 5
+    assert replies[0].error["kind"] == "bus.timeout"
+
+
+def test_wait_for_gives_up_at_its_timeout(client):
+    import time
+    t0 = time.monotonic()
+    assert client.wait_for(lambda: False, 0.2) is False
+    assert 0.2 <= time.monotonic() - t0 < 5
+
+
+def test_events_yields_matching_events_once_each_in_order(client, hub):
+    import itertools
+    _settle(client, hub)
+    client.wait(0.05)
+    handlers_before = len(client._handlers)
+    stream = client.events(("t.", "t.x"), timeout=10)    # t.x is under t.: delivered once
+    got = []
+    try:
+        for n in (1, 2, 3):
+            hub.publish("v.y", {"a": -n})               # not asked for
+            hub.publish("t.x", {"a": n})
+        got = [e for e in itertools.islice(stream, 3)]
+        # a left-over settling probe ({"a": 0}) may come first
+        while got[0].data["a"] == 0:
+            got = got[1:] + [next(stream)]
+    finally:
+        stream.close()
+    assert [e.data["a"] for e in got] == [1, 2, 3]
+    assert [e.topic for e in got] == ["t.x"] * 3
+    assert len(client._handlers) == handlers_before      # closing the stream unsubscribed it
+
+
+def test_events_ends_at_its_timeout(client, hub):
+    import time
+    t0 = time.monotonic()
+    assert list(client.events("nothing.", timeout=0.2)) == []
+    assert 0.2 <= time.monotonic() - t0 < 5
+    assert client._handlers == []

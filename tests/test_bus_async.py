@@ -72,8 +72,7 @@ def test_calls_errors_timeouts_and_events(service: BusThread, endpoints: Endpoin
     asyncio.run(go())
     deadline = time.monotonic() + 5
     while len(seen) < 3 and time.monotonic() < deadline:
-        watcher.sub.poll(50)
-        watcher.drain()
+        watcher.wait(0.05)
     watcher.close()
     assert [d["text"] for d in seen] == ["t0", "t1", "t2"]
 

@@ -52,9 +52,7 @@ class Client:
             for t, data in self.events:
                 if t == topic and all(data.get(k) == v for k, v in match.items()):
                     return data
-            self.conn.dealer.poll(20)
-            self.conn.sub.poll(20)
-            self.conn.drain()
+            self.conn.wait(0.02)
         raise AssertionError(f"no {topic} {match} in {self.events}")
 
     def close(self) -> None:

@@ -22,8 +22,7 @@ pytestmark = pytest.mark.timeout(90)
 def wait_replies(conn, box: list, count: int, timeout: float = 10.0) -> list:
     deadline = time.monotonic() + timeout
     while len(box) < count and time.monotonic() < deadline:
-        conn.dealer.poll(100)
-        conn.drain()
+        conn.wait(0.1)
     return box
 
 

@@ -314,8 +314,7 @@ def test_a_failing_event_handler_or_reply_callback_does_not_stop_the_reading(loc
         conn.call("fs.read", {"path": "2"}, timeout=10)
         deadline = time.monotonic() + 10
         while "2" not in seen and time.monotonic() < deadline:
-            conn.sub.poll(200)
-            conn.drain()
+            conn.wait(0.2)
         assert seen[-2:] == ["1", "2"]
     finally:
         conn.close()
@@ -337,12 +336,24 @@ def test_ops_the_hub_routes_by_an_argument_check_it_first(local_hub):
         conn.close()
 
 
-def test_every_rio_socket_refuses_messages_over_the_socket_limit(local_hub):
-    from actors.bus import BusConnection
+def test_every_rio_socket_refuses_messages_over_the_socket_limit(local_hub, monkeypatch):
+    """Both sockets of a client are made by actors.bus_socket, which sets the limit."""
+    from actors import bus, bus_socket
     from rio.protocol import MAX_SOCKET_MESSAGE_BYTES
-    conn = BusConnection(local_hub, name="probe")
+    made: list[zmq.Socket] = []
+
+    def spy(make):
+        def wrapped(*args, **kwargs):
+            made.append(make(*args, **kwargs))
+            return made[-1]
+        return wrapped
+
+    monkeypatch.setattr(bus, "make_dealer", spy(bus_socket.make_dealer))
+    monkeypatch.setattr(bus, "make_sub", spy(bus_socket.make_sub))
+    conn = bus.BusConnection(local_hub, name="probe")
     try:
-        for sock in (conn.dealer, conn.sub):
+        assert [s.type for s in made] == [zmq.DEALER, zmq.SUB]
+        for sock in made:
             assert sock.getsockopt(zmq.MAXMSGSIZE) == MAX_SOCKET_MESSAGE_BYTES
     finally:
         conn.close()

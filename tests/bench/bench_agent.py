@@ -98,8 +98,7 @@ class Subscriber:
     def wait_chars(self, total: int, timeout: float = 120) -> bool:
         deadline = time.monotonic() + timeout
         while self.chars < total and time.monotonic() < deadline:
-            self.conn.sub.poll(50)
-            self.conn.drain()
+            self.conn.wait(0.05)
         return self.chars >= total
 
 
@@ -116,9 +115,7 @@ def rio_turn(server: RioServer, sub: Subscriber, conversation: str, turn: str,
         timeout=120)
     deadline = time.monotonic() + 120
     while (sub.chars < total_chars or "r" not in box) and time.monotonic() < deadline:
-        sub.conn.dealer.poll(5)
-        sub.conn.sub.poll(5)
-        sub.conn.drain()
+        sub.conn.wait(0.005)
     reply = box.get("r")
     result = thaw(reply.result) if reply is not None and reply.ok else None
     if sub.chars < total_chars or not isinstance(result, dict) or result.get("status") != "done":
@@ -137,13 +134,11 @@ def stop_latency(server: RioServer, sub: Subscriber, conversation: str, turn: st
         timeout=60)
     deadline = time.monotonic() + 60
     while sub.first is None and time.monotonic() < deadline:
-        sub.conn.sub.poll(5)
-        sub.conn.drain()
+        sub.conn.wait(0.005)
     t0 = time.perf_counter()
     sub.conn.request("session.stop", {"conversation": conversation}, lambda r: None, timeout=30)
     while "turn" not in box and time.monotonic() < deadline:
-        sub.conn.dealer.poll(1)
-        sub.conn.drain()
+        sub.conn.wait(0.001)
     elapsed = time.perf_counter() - t0
     result = thaw(box["turn"].result) if "turn" in box and box["turn"].ok else None
     if not isinstance(result, dict) or result.get("status") != "stopped":

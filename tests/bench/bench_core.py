@@ -67,9 +67,6 @@ def edit_round_trips(server: RioServer, buffer: str, n: int) -> list[float]:
     conn.subscribe("buffer.changed", got.append)
     info = conn.call("buffer.info", {"buffer": buffer})
     version = info["version"]
-    poller = zmq.Poller()
-    poller.register(conn.dealer, zmq.POLLIN)
-    poller.register(conn.sub, zmq.POLLIN)
     out = []
     # let the subscription settle
     conn.call("buffer.replace", {"buffer": buffer, "start": 0, "end": 0, "text": "",
@@ -83,8 +80,7 @@ def edit_round_trips(server: RioServer, buffer: str, n: int) -> list[float]:
                                         "text": "a", "base_version": version, "origin": "bench"},
                      replies.append)
         while not (replies and any(e.data["buffer"] == buffer for e in got)):
-            poller.poll(1000)
-            conn.drain()
+            conn.wait(1.0)
         elapsed = time.perf_counter() - t
         version = replies[0].result["version"]
         if i >= 100:

@@ -67,17 +67,13 @@ class Harness:
         self.pump(0.2)
 
     def pump(self, seconds: float = 0.0, until=None, timeout: float = 120.0) -> bool:
-        import zmq
-        poller = zmq.Poller()
-        poller.register(self.conn.dealer, zmq.POLLIN)
-        poller.register(self.conn.sub, zmq.POLLIN)
         end = time.perf_counter() + (timeout if until else seconds)
         while time.perf_counter() < end:
             self.conn.drain()
             self.root.update()
             if until is not None and until():
                 return True
-            poller.poll(1)
+            self.conn.wait(0.001)
         return until is None or bool(until())
 
     def open(self, path: str):

@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, TextIO
 
-import zmq
-
 from rio.errors import RioError, error_from_wire
 from rio.protocol import Reply, thaw
 
@@ -189,11 +187,7 @@ class ChatClient:
         return result
 
     def _pump(self, timeout_s: float) -> bool:
-        poller = zmq.Poller()
-        poller.register(self.conn.dealer, zmq.POLLIN)
-        poller.register(self.conn.sub, zmq.POLLIN)
-        poller.poll(timeout_s * 1000)
-        return self.conn.drain() > 0
+        return self.conn.wait(timeout_s)
 
     def _render(self, result: TurnResult) -> bool:
         """Render the collected events of this turn; True when any were for it."""
