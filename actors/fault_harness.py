@@ -479,4 +479,17 @@ class Harness:
                                       f"({err.kind})")
         if self.typist is not None:
             self.typist.path.unlink(missing_ok=True)
+        # The stop sequences run in the supervisor (stubborn fakes need their KILL step):
+        # return only once they are over, so nothing of ours runs when the command ends.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                left = [n for n, p in self.status().items() if n.startswith("fake:")
+                        and p["state"] in ("starting", "running", "restarting", "stopping")]
+            except RioError:
+                return
+            if not left:
+                return
+            time.sleep(0.1)
+        self.options.progress(f"cleanup: {', '.join(left)} still stopping")
 

@@ -137,8 +137,8 @@ def test_usage_errors(tmp_path: Path) -> None:
 # --- against a running instance: its restart budget, a table always, a clean project (issue 9) --
 
 def tight_budget_server(tmp_path: Path) -> RioServer:
-    """An instance whose processes may restart twice in 6 s: three quick kills of one process
-    would make the supervisor give up on it."""
+    """An instance whose processes may restart twice in 20 s: three kills of one process in a
+    run (a few seconds apart) would make the supervisor give up on it."""
     root = tmp_path / "proj"
     root.mkdir()
     (root / "mine.txt").write_text("the user's file\n")
@@ -146,29 +146,30 @@ def tight_budget_server(tmp_path: Path) -> RioServer:
     config = Path(env["RIO_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "supervisor.toml").write_text(
-        "[defaults]\nmax_restarts = 2\nrestart_window_s = 6\nping_misses = 30\n")
+        "[defaults]\nmax_restarts = 2\nrestart_window_s = 20\nping_misses = 30\n")
     return RioServer(root, tmp_path, env=env, extra_args=["--fault-injection"]).start()
 
 
 def left_as_found(srv: RioServer) -> None:
     assert sorted(p.name for p in srv.root.iterdir()) == ["mine.txt"]
-    running = [p["name"] for p in srv.call("system.status")["processes"]
-               if p["state"] == "running"]
-    assert running == ["core"]
+    live = [p["name"] for p in srv.call("system.status")["processes"]
+            if p["state"] in ("starting", "running", "restarting", "stopping")]
+    assert live == ["core"]       # the fake agents' stop sequences are over, not under way
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(420)       # the pacing waits are the point: about a minute of them
 def test_kills_are_paced_inside_the_instances_restart_budget(tmp_path: Path) -> None:
     srv = tight_budget_server(tmp_path)
     try:
         env = dict(srv.env, TMPDIR=str(tmp_path))
         proc = subprocess.run([sys.executable, "-m", "rio.cli", "faults", "--seed", "7",
                                "--instance", srv.name, "--scenario", "kill", "--runs", "3"],
-                              env=env, capture_output=True, text=True, timeout=220,
+                              env=env, capture_output=True, text=True, timeout=400,
                               cwd=str(REPO))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         out = proc.stdout
-        assert "core: 2 restarts in 6 s, 1 faults per window" in out
+        assert "core: 2 restarts in 20 s, 1 faults per window" in out
         assert "pacing: waiting" in out and "all invariants held" in out
         core = next(p for p in srv.call("system.status")["processes"] if p["name"] == "core")
         assert core["state"] == "running" and core["restarts"] == 3
