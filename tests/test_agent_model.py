@@ -290,3 +290,16 @@ def test_an_acp_permission_question_waits_like_a_proposal():
     run(conv, ev("agent.tool_result", call="c1", name="execute", ok=True, summary="done",
                  truncated=False))
     assert not conv.pending and conv.blocks[1].data["decision"] == "applied"
+
+
+def test_an_acp_agents_slash_commands_complete_at_the_start_of_a_message():
+    from ui.tk.agent_text import complete_commands, slash_prefix
+    conv = Conversation(C)
+    assert run(conv, ev("agent.commands", commands=[
+        {"name": "review", "description": "Review the diff"},
+        {"name": "init", "description": "Write AGENTS.md"}, {"description": "no name"}])) == []
+    assert [c["name"] for c in conv.commands] == ["review", "init"]
+    assert slash_prefix("/re") == "re" and slash_prefix("/") == ""
+    assert slash_prefix("say /re") is None and slash_prefix("/re view") is None
+    assert complete_commands("re", conv.commands) == ["/review"]
+    assert complete_commands("", conv.commands) == ["/review", "/init"]

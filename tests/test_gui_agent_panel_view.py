@@ -259,3 +259,22 @@ def test_a_permission_card_offers_the_agents_own_options(view):
     assert asked == [("perm:7", "allow_always")]
     view.apply(conv.decided("perm:7", "answered: Always allow"))
     assert [w.cget("text") for w in card.buttons.winfo_children()] == ["answered: Always allow."]
+
+
+def test_slash_commands_complete_from_the_agents_list(tk_root, tmp_path):
+    import tkinter as tk
+    from ui.tk.agent_complete import PathCompleter
+    from ui.tk.theme import apply_theme
+    theme = apply_theme(tk_root, "classic")
+    app = SimpleNamespace(theme=theme, root=tk_root, project_root=str(tmp_path),
+                          ui_font_family=lambda: "DejaVu Sans")
+    conv = Conversation(C)
+    conv.commands = [{"name": "review"}, {"name": "init"}]
+    box = tk.Text(tk_root, height=3)
+    box.pack()
+    tk_root.update()
+    completer = PathCompleter(SimpleNamespace(app=app, model=SimpleNamespace(shown=conv)), box)
+    box.insert("end", "/re")
+    assert completer.update() == ["/review"]
+    assert completer.pick() is True
+    assert box.get("1.0", "end-1c") == "/review "

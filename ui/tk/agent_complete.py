@@ -1,5 +1,7 @@
 """``@file`` completion in the agent panel's input: type ``@`` and part of a path, pick a file
 of the project from the list (Up/Down, Tab or Enter), and ``@path`` goes into the message.
+A message that starts with ``/`` completes the agent's own slash commands (``agent.commands``,
+sent by ACP agents) the same way.
 
 The project's files come from :meth:`rio.workspace.Workspace.walk_files` (ignored folders and
 binary files left out, at most :data:`MAX_FILES`), read once per panel and again after
@@ -13,7 +15,7 @@ import time
 import tkinter as tk
 from typing import Any
 
-from ui.tk.agent_text import at_prefix, complete_paths
+from ui.tk.agent_text import at_prefix, complete_commands, complete_paths, slash_prefix
 
 MAX_FILES = 5000
 STALE_S = 30.0
@@ -28,6 +30,7 @@ class PathCompleter:
         self.popup: tk.Toplevel | None = None
         self.listbox: tk.Listbox | None = None
         self.shown: list[str] = []
+        self.typed = ""      # what the pick replaces: the @prefix, or the whole /command
         box.bind("<KeyRelease>", self._typed, add="+")
         box.bind("<Down>", lambda e: self._move(1))
         box.bind("<Up>", lambda e: self._move(-1))
@@ -55,11 +58,18 @@ class PathCompleter:
         self.update()
 
     def update(self) -> list[str]:
-        prefix = at_prefix(self.box.get("insert linestart", "insert"))
-        if prefix is None:
-            self.close()
-            return []
-        self.shown = complete_paths(prefix, self.project_files())
+        slash = slash_prefix(self.box.get("1.0", "insert"))
+        conv = getattr(getattr(self.panel, "model", None), "shown", None)
+        if slash is not None and conv is not None and conv.commands:
+            self.typed = "/" + slash
+            self.shown = complete_commands(slash, conv.commands)
+        else:
+            prefix = at_prefix(self.box.get("insert linestart", "insert"))
+            if prefix is None:
+                self.close()
+                return []
+            self.typed = prefix
+            self.shown = complete_paths(prefix, self.project_files())
         if not self.shown:
             self.close()
             return []
@@ -111,8 +121,7 @@ class PathCompleter:
             return False
         current = self.listbox.curselection()
         path = self.shown[current[0] if current else 0]
-        prefix = at_prefix(self.box.get("insert linestart", "insert")) or ""
-        self.box.delete(f"insert - {len(prefix)} chars", "insert")
+        self.box.delete(f"insert - {len(self.typed)} chars", "insert")
         self.box.insert("insert", path + " ")
         self.close()
         self.box.focus_set()

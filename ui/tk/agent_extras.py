@@ -10,6 +10,8 @@ panel shows an ACP conversation the way it shows an API provider's, whatever is 
   cleared when it speaks again;
 * ``agent.permission`` — the agent asks before one of its own tools: a ``permission`` card
   with the agent's own options; it waits like a proposal (the status bar counts it);
+* ``agent.commands`` — the agent's slash commands, kept on the conversation for the input's
+  ``/`` completion (no block);
 * ``agent.sign_in`` — the agent needs a sign-in: a ``sign_in`` card with its own ways (a
   terminal command with Copy, a variable to set, a sign-in the agent does itself); no key
   field, ever. ``{state: signed_in}`` turns the card into a note.
@@ -22,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
-          "agent.permission")
+          "agent.permission", "agent.commands")
 #: A permission question waits in ``Conversation.pending`` under this prefix + its request id.
 PERMISSION = "perm:"
 #: A plan entry's status → its check box on the plan card.
@@ -82,6 +84,10 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
             "options": [dict(o) for o in data.get("options") or () if isinstance(o, Mapping)]})
         conv.pending[key] = len(conv.blocks) - 1
         return changes
+    if topic == "agent.commands":
+        conv.commands = [dict(c) for c in data.get("commands") or () if isinstance(c, Mapping)
+                         and c.get("name")]
+        return []
     if topic == "agent.sign_in":
         for i, b in enumerate(conv.blocks):
             if b.kind == "sign_in" and b.data.get("state") == "needed":

@@ -67,6 +67,7 @@ class Conversation:
         self.pending: dict[str, int] = {}       # proposal id → block index, while it waits
         self.error: dict[str, Any] | None = None
         self.loaded = False                     # history fetched (or started here)
+        self.commands: list[dict[str, Any]] = []  # an ACP agent's slash commands
         self._tools: dict[str, int] = {}        # call id → block index
         self._errored: set[str] = set()         # turns whose error is already shown
 

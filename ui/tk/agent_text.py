@@ -162,3 +162,19 @@ def complete_paths(prefix: str, paths: list[str], limit: int = 8) -> list[str]:
         elif p in low:
             inside.append(path)
     return (sorted(starts) + sorted(names) + sorted(inside))[:limit]
+
+
+_SLASH = re.compile(r"/([\w-]*)")
+
+
+def slash_prefix(whole_before_cursor: str) -> str | None:
+    """The ``/command`` being typed, when it is all the input holds so far (``"/he"`` →
+    ``"he"``): an agent's slash commands only mean something at the start of a message."""
+    m = _SLASH.fullmatch(whole_before_cursor)
+    return m.group(1) if m else None
+
+
+def complete_commands(prefix: str, commands: list[dict[str, Any]], limit: int = 8) -> list[str]:
+    """``/name`` of the agent's commands that start with ``prefix``, in the agent's order."""
+    return [f"/{c['name']}" for c in commands
+            if str(c.get("name", "")).lower().startswith(prefix.lower())][:limit]
