@@ -4,6 +4,12 @@ Started (and restarted after a crash) by the supervisor in desktop mode. It conn
 instance's bus, serves the ``ui.*`` ops, rebuilds its tabs from the core and the saved session,
 and runs Tk's loop. Exit code 0 means the user quit; anything else is a crash the supervisor
 answers with a restart.
+
+Under the supervisor the window comes first (as IDLE's does): Tk is started and the window
+mapped, at its saved size and with its title, before the bus connection, the App's imports
+and the core's first answers; the rest fills in behind it (docs/adr/0025-start-path-and-long-
+line-keys.md). Started by hand, it must first ask the bus whether the instance already has a
+window (one window per instance), so there the connection still comes first.
 """
 
 from __future__ import annotations
@@ -28,22 +34,27 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s ui[%(process)d] %(name)s: %(message)s")
     supervised = end_with_supervisor()
+    root: tk.Tk | None = None
     try:
         info = find_instance(args.instance)
+        if supervised:
+            root = early_window(info.root)
+            if root is None:
+                return 1
         conn = connect(info, name="ui", timeout=10)
     except RioError as err:
         print(f"rio ui: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
+        if root is not None:
+            root.destroy()
         return 1
     if not supervised and _handed_to_open_window(conn, args.open):
         conn.close()
         return 0
-    try:
-        root = tk.Tk(className="Rio")
-    except tk.TclError as exc:
-        print(f"rio ui: cannot open a window: {exc}\n  Is DISPLAY set? `rio serve` runs "
-              "without a window.", file=sys.stderr)
-        conn.close()
-        return 1
+    if root is None:
+        root = early_window(info.root)
+        if root is None:
+            conn.close()
+            return 1
     # Imported after Tk is up: nothing here needs to run before the first window exists.
     from ui.tk.app import App
     from ui.tk.bus_pump import BusPump
@@ -69,6 +80,28 @@ def main(argv: list[str] | None = None) -> int:
     except tk.TclError:
         pass
     return app.exit_code
+
+
+def early_window(project_root: str) -> tk.Tk | None:
+    """The main window, mapped at once with its title and saved size (the App fills it in
+    later); None, with the reason on stderr, when no window can be opened."""
+    try:
+        root = tk.Tk(className="Rio")
+    except tk.TclError as exc:
+        print(f"rio ui: cannot open a window: {exc}\n  Is DISPLAY set? `rio serve` runs "
+              "without a window.", file=sys.stderr)
+        return None
+    root.title(f"Rio — {Path(project_root).name}")
+    try:
+        from ui.tk import session
+        root.geometry(session.load(project_state_dir(Path(project_root))).layout.geometry)
+    except Exception:  # noqa: BLE001 -- a bad session file: the App reports it; default size
+        root.geometry("1100x720")
+    # Closing it before the App is built would leave nothing to build into; the App
+    # installs the real handler (save, ask about unsaved work) a moment later.
+    root.protocol("WM_DELETE_WINDOW", lambda: None)
+    root.update()          # mapped and drawn now: the user sees the window
+    return root
 
 
 def _handed_to_open_window(conn, files: list[str]) -> bool:
