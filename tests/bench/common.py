@@ -60,7 +60,24 @@ def print_table(rows: list[Row]) -> None:
               f"{r.goal}{mark}")
 
 
-def write_json(rows: list[Row]) -> None:
+def write_json(rows: list[Row], loads: list[str] | None = None) -> None:
     RESULTS.write_text(json.dumps({"machine": platform.platform(), "time": time.time(),
+                                   "load_averages": loads or [],
                                    "rows": [asdict(r) | {"ratio": r.ratio} for r in rows]},
                                   indent=1))
+
+
+BARE_IMPORTS = "import zmq, msgpack, pykka"
+
+
+def bare_import_floor(n: int) -> list[float]:
+    """Seconds to run ``python -c "import zmq, msgpack, pykka"``: no Rio process can start (or
+    come back after a crash) faster than the interpreter and the libraries every one imports."""
+    import subprocess
+    import sys
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", BARE_IMPORTS], check=True)
+        out.append(time.perf_counter() - t)
+    return out
