@@ -125,11 +125,13 @@ def attach(root: Path, instance: str | None, *, timeout: float = 10.0) -> Attach
     from actors.bus import connect
     from rio.instance import find_instance, running_instances
     if instance:
-        return Attached(connect(find_instance(instance), name="chat", timeout=timeout,
-                                subscribe=("agent.",)))
+        info = find_instance(instance)
+        return Attached(connect(info, name="chat", timeout=timeout, subscribe=("agent.",)),
+                        name=info.name)
     for info in running_instances():
         if Path(info.root) == root:
-            return Attached(connect(info, name="chat", timeout=timeout, subscribe=("agent.",)))
+            return Attached(connect(info, name="chat", timeout=timeout, subscribe=("agent.",)),
+                            name=info.name)
     return start_headless(root, timeout=timeout)
 
 

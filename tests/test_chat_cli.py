@@ -643,6 +643,7 @@ def test_e2e_a_key_only_in_this_shell_is_explained_against_a_running_instance(tm
         assert done.returncode == 1, done.stderr
         assert "agent.not_configured" in done.stderr
         assert "ANTHROPIC_API_KEY is set in this shell" in done.stderr
+        assert f"(instance {srv.name})" in done.stderr
         assert "rio key set anthropic" in done.stderr and "rio stop" in done.stderr
         assert "sk-only-in-this-shell" not in done.stdout + done.stderr
     finally:
