@@ -79,7 +79,9 @@ def build_gate(root: Path) -> Gate:
         log.warning("agent config unreadable, gate uses defaults: %s", err)
         config = AgentConfig()
     return Gate(mode=config.mode,
-                limits=Limits(config.max_requests_per_turn, config.max_tool_calls_per_turn),
+                limits=Limits(config.max_requests_per_turn, config.max_tool_calls_per_turn,
+                              config.max_agent_changes_per_turn,
+                              config.max_agent_requests_per_turn),
                 store=JsonFileStore(project_state_dir(root) / GATE_FILE), root=root)
 
 

@@ -83,6 +83,9 @@ class AgentConfig:
     mode: str = "review"
     max_requests_per_turn: int = 24
     max_tool_calls_per_turn: int = 64
+    #: An external (ACP) agent's calls to Rio's MCP tools per turn: changing ones, and all.
+    max_agent_changes_per_turn: int = 24
+    max_agent_requests_per_turn: int = 400
     system_prompt_addition: str = ""
     #: An agent process idle this long (no turn) is stopped; the next message starts it
     #: again and the conversation goes on. 0 keeps it running until the instance stops.
@@ -100,6 +103,7 @@ class AgentConfig:
 
 _AGENT_KEYS: dict[str, type | tuple[type, ...]] = {
     "provider": str, "mode": str, "max_requests_per_turn": int, "max_tool_calls_per_turn": int,
+    "max_agent_changes_per_turn": int, "max_agent_requests_per_turn": int,
     "system_prompt_addition": str, "idle_stop_s": (int, float)}
 _PROVIDER_KEYS: dict[str, type | tuple[type, ...]] = {
     "endpoint": str, "model": str, "api_version": str, "max_tokens": int,
@@ -181,7 +185,8 @@ def parse_agent_config(text: str, path: Path | None = None,
                           path=str(path) if path else None, line=line) from None
 
     agent = _check_table(data.get("agent", {}), "agent", _AGENT_KEYS, path, text)
-    for key in ("max_requests_per_turn", "max_tool_calls_per_turn"):
+    for key in ("max_requests_per_turn", "max_tool_calls_per_turn",
+                "max_agent_changes_per_turn", "max_agent_requests_per_turn"):
         _positive(agent, key, "agent", path, text)
     if agent.get("idle_stop_s", 0) < 0:
         raise _invalid(path, text, "agent", "idle_stop_s",
@@ -218,6 +223,8 @@ def parse_agent_config(text: str, path: Path | None = None,
         provider=agent.get("provider", "anthropic"), mode=agent.get("mode", "review"),
         max_requests_per_turn=agent.get("max_requests_per_turn", 24),
         max_tool_calls_per_turn=agent.get("max_tool_calls_per_turn", 64),
+        max_agent_changes_per_turn=agent.get("max_agent_changes_per_turn", 24),
+        max_agent_requests_per_turn=agent.get("max_agent_requests_per_turn", 400),
         system_prompt_addition=agent.get("system_prompt_addition", ""),
         idle_stop_s=float(agent.get("idle_stop_s", 300.0)),
         providers=providers, path=path)

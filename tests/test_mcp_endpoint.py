@@ -265,3 +265,38 @@ def test_a_missing_token_file_stops_rio_mcp_with_the_reason(server, entry, tmp_p
     assert done.returncode != 0
     assert "bad_token" in done.stderr
     assert json.dumps(entry["args"])  # the entry itself stays JSON for session/new
+
+
+def test_the_turn_limits_from_config_toml_refuse_and_tell_the_agent_to_stop(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    env = rio_env(tmp_path)
+    config = Path(env["RIO_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("[agent]\nmax_agent_changes_per_turn = 1\n"
+                                        "max_agent_requests_per_turn = 3\n")
+    srv = RioServer(root, tmp_path, env=env).start()
+    saved = {k: os.environ.get(k) for k in ("RIO_STATE_DIR", "RIO_RUNTIME_DIR", "RIO_INSTANCE")}
+    try:
+        os.environ.update({"RIO_STATE_DIR": env["RIO_STATE_DIR"],
+                           "RIO_RUNTIME_DIR": env["RIO_RUNTIME_DIR"], "RIO_INSTANCE": srv.name})
+        made = mcp_server_entry("limits1", root)
+        assert srv.call("gate.status")["limits"]["max_agent_changes"] == 1
+        with turn(srv, "limits1"):
+            _, shown, again, listed, over = run_client(made, [
+                ("open_in_editor", {"path": "a.py"}), ("open_in_editor", {"path": "a.py"}),
+                ("list_buffers", {}), ("list_buffers", {})])
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        srv.stop()
+    assert not shown.is_error
+    assert again.is_error and "limit of 1 changing" in text_of(again)
+    assert "Stop now" in text_of(again)
+    assert not listed.is_error
+    assert over.is_error and "limit of 3 requests" in text_of(over)
+    assert "what is left" in text_of(over)

@@ -3,9 +3,13 @@ predicate and the line slicing — pure logic, no processes."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -22,7 +26,7 @@ from rio.mcp_entry import (
     read_token,
     token_path,
 )
-from rio.mcp_tools import TOOLS, slice_lines
+from rio.mcp_tools import QUESTION_TIMEOUT_S, TOOLS, McpCall, slice_lines
 
 
 @pytest.fixture
@@ -163,3 +167,86 @@ def test_slice_lines_matches_a_plain_list_slice(parts, start, end):
     assert total == len(lines)
     assert got == "".join(lines[start - 1:end])
     assert first == start
+
+
+class FakePort:
+    """The core for one McpCall: scripted answers per op, published events recorded."""
+
+    def __init__(self, answers: dict[str, Any]):
+        self.answers = answers
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    async def call(self, op: str, args: Any, timeout: float = 10.0) -> Any:
+        self.calls.append((op, dict(args)))
+        answer = self.answers[op]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def publish(self, topic: str, data: Any) -> None:
+        self.events.append((topic, dict(data)))
+
+    async def ask(self, proposal: str, timeout: float) -> str | None:
+        return None
+
+
+def _call(port: FakePort, root: Path) -> McpCall:
+    return McpCall(port, root, "c1", "c1.1", "mcp-1")
+
+
+def test_get_selection_with_a_window_gives_path_cursor_and_selected_text(tmp_path):
+    port = FakePort({"ui.state": {"tabs": [{"buffer": "b1", "path": "a.py", "name": "a.py",
+                                            "active": True}],
+                                  "cursor": {"line": 2, "col": 3},
+                                  "selection": {"start": 4, "end": 9, "size": 5}},
+                     "buffer.text": {"text": "hello", "version": 3}})
+    got = asyncio.run(_call(port, tmp_path).run("get_selection", {}, "allow", "a"))
+    assert got == {"window": True, "path": "a.py", "name": "a.py",
+                   "cursor": {"line": 2, "col": 3},
+                   "selection": {"start": 4, "end": 9, "text": "hello"}}
+    assert ("buffer.text", {"buffer": "b1", "start": 4, "end": 9}) in port.calls
+
+
+def test_open_in_editor_with_a_window_asks_ui_open_with_the_line(tmp_path):
+    (tmp_path / "a.py").write_text("x\n")
+    port = FakePort({"ui.open": {"buffer": "b1"}})
+    got = asyncio.run(_call(port, tmp_path).run("open_in_editor", {"path": "a.py", "line": 3},
+                                                "allow", "a"))
+    assert got == {"opened": True, "path": "a.py"}
+    assert port.calls == [("ui.open", {"path": "a.py", "line": 3})]
+
+
+def test_an_unanswered_proposal_is_declined_and_never_applied(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    port = FakePort({"buffer.list": [], "fs.read": {"text": "x = 1\n", "length": 6}})
+    got = asyncio.run(_call(port, tmp_path).run(
+        "propose_edit", {"path": "a.py", "old_text": "1", "new_text": "2"}, "ask", "a"))
+    assert got["applied"] is False and "did not answer" in got["message"]
+    assert [t for t, _ in port.events] == ["agent.propose", "agent.tool_result"]
+    assert not any(op in ("buffer.open", "buffer.replace") for op, _ in port.calls)
+
+
+def test_the_end_of_a_turn_declines_its_open_question_at_once(tmp_path):
+    from types import SimpleNamespace
+
+    from actors.mcp_actor import McpService
+    service = McpService(SimpleNamespace(), tmp_path, question_timeout_s=60)
+    answers: list[Any] = []
+    asker = threading.Thread(target=lambda: answers.append(
+        service.ask("c1", "c1.1", "mcp-9", 60)))
+    asker.start()
+    while "mcp-9" not in service.questions:    # registered: the question is open
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    service.on_turn_event(SimpleNamespace(data={"turn": "c1.1", "state": "stopped"}))
+    asker.join(5)
+    assert answers == [None] and time.monotonic() - t0 < 5
+
+
+def test_the_default_question_timeout_is_four_minutes(monkeypatch):
+    from actors.mcp_actor import TIMEOUT_ENV, question_timeout
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert question_timeout() == QUESTION_TIMEOUT_S == 240.0
+    monkeypatch.setenv(TIMEOUT_ENV, "2.5")
+    assert question_timeout() == 2.5
