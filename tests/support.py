@@ -113,6 +113,19 @@ class RioServer:
                               capture_output=True, text=True, input=input, timeout=timeout,
                               cwd=str(self.root))
 
+    def journaled(self, text: str) -> bool:
+        """True once one of the instance's journals on disk recovers to ``text``: what a
+        killed core would bring back (journals of small files keep their base text)."""
+        from rio.errors import RioError
+        from rio.journal import recover
+        for path in Path(self.env["RIO_STATE_DIR"]).glob("projects/*/journal/*"):
+            try:
+                if recover(path.read_bytes()).text == text:
+                    return True
+            except (OSError, RioError):   # removed while we looked, or no base text
+                continue
+        return False
+
     def pids(self) -> dict[str, int]:
         status = self.call("system.status")
         out = {p["name"]: p["pid"] for p in status["processes"] if p.get("pid")}

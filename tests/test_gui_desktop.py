@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -86,7 +85,8 @@ def test_core_kill_9_the_ui_resyncs_and_keeps_editing(desktop, project):
     bid = tab["buffer"]
     desktop.call("ui.type", {"text": "A"})
     desktop.wait_text(bid, "Adef hello():\n    return 1\n")
-    time.sleep(0.8)   # the journal flushes every 0.25 s
+    # on disk, what the restarted core finds (not a guess at the flush interval)
+    assert wait_for(lambda: desktop.journaled("Adef hello():\n    return 1\n"), 10)
     core = desktop.pids()["core"]
     os.kill(core, signal.SIGKILL)
     assert wait_for(lambda: desktop.pids().get("core") not in (None, core), 30)
@@ -105,8 +105,10 @@ def test_core_kill_9_the_ui_resyncs_and_keeps_editing(desktop, project):
 def test_file_changed_on_disk_prompts_and_reload_takes_the_disk_text(desktop, project):
     tab = _active(desktop.wait_active_ready())
     bid = tab["buffer"]
-    time.sleep(1.1)   # a new mtime second, so the change is seen whatever the clock's grain
+    before = (project / "hello.py").stat().st_mtime_ns
     (project / "hello.py").write_text("changed outside\n")
+    # a later mtime, so the change is seen whatever the clock's grain (no waiting a second)
+    os.utime(project / "hello.py", ns=(before + 2_000_000_000, before + 2_000_000_000))
     s = desktop.wait_state(lambda s: any(d["name"] == "conflict" for d in s["dialogs_open"]))
     conflict = next(d for d in s["dialogs_open"] if d["name"] == "conflict")
     assert conflict["buttons"] == ["Reload", "Keep Mine", "Show Difference"]

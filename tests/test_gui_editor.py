@@ -3,7 +3,7 @@ overwrite mode, bookmarks, tabs, the session across restarts, recovery after a c
 
 from __future__ import annotations
 
-import time
+import os
 
 import pytest
 
@@ -127,7 +127,8 @@ def test_after_a_crash_unsaved_documents_come_back_with_a_notice(project, tmp_pa
     bid = _active(d.wait_active_ready())["buffer"]
     d.call("ui.type", {"text": "# keep me\n"})
     d.wait_text(bid, "# keep me\n" + SOURCE)
-    time.sleep(0.8)                   # the journal is flushed every 0.25 s
+    # on disk, what the next start finds (not a guess at the flush interval)
+    assert wait_for(lambda: d.journaled("# keep me\n" + SOURCE), 10)
     tree = d.tree()
     d.kill9()                         # the supervisor; its children follow it
     for p in tree:
@@ -158,8 +159,10 @@ def test_conflict_keep_mine_overwrites_and_show_difference_opens_the_diff(deskto
     bid = _active(desktop.wait_active_ready())["buffer"]
     desktop.call("ui.type", {"text": "# mine\n"})
     desktop.wait_text(bid, "# mine\n" + SOURCE)
-    time.sleep(1.1)
+    before = (project / "f.py").stat().st_mtime_ns
     (project / "f.py").write_text("theirs\n")
+    # a later mtime, so the change is seen whatever the clock's grain (no waiting a second)
+    os.utime(project / "f.py", ns=(before + 2_000_000_000, before + 2_000_000_000))
     desktop.wait_state(lambda s: any(d["name"] == "conflict" for d in s["dialogs_open"]))
     desktop.call("ui.dialog_answer", {"name": "conflict", "button": "Show Difference"})
     desktop.wait_state(lambda s: {"difference", "conflict"} <= {d["name"] for d in
