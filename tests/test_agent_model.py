@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from ui.tk.agent_model import (AgentModel, Conversation, MarkdownStream, blocks_from_history,
@@ -303,3 +304,27 @@ def test_an_acp_agents_slash_commands_complete_at_the_start_of_a_message():
     assert slash_prefix("say /re") is None and slash_prefix("/re view") is None
     assert complete_commands("re", conv.commands) == ["/review"]
     assert complete_commands("", conv.commands) == ["/review", "/init"]
+
+
+@pytest.mark.timeout(30)
+def test_open_a_terminal_here_runs_the_command_in_the_project_folder(tmp_path, monkeypatch):
+    from ui.tk.agent_actions import open_terminal, terminal_argv
+    log = tmp_path / "terminal.log"
+    fake = tmp_path / "fake-terminal"
+    fake.write_text("#!/bin/sh\n{ pwd; printf '%s|' \"$@\"; echo; "
+                    f"env | grep -c '^RIO_' || true; }} > {log}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("TERMINAL", str(fake))
+    monkeypatch.setenv("RIO_SECRET_BUS", "tcp://x")
+    project = tmp_path / "proj"
+    project.mkdir()
+    proc = open_terminal(str(project), "claude-agent-acp --cli")
+    assert proc.wait(timeout=10) == 0
+    where, args, rio_vars = log.read_text().splitlines()
+    assert where == str(project)
+    assert args == '-e|sh|-c|claude-agent-acp --cli; exec "${SHELL:-sh}"|'
+    assert rio_vars == "0"                      # Rio's own variables stay out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(OSError, match="TERMINAL"):
+        terminal_argv("x", {"PATH": str(empty)})

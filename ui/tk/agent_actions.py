@@ -145,6 +145,28 @@ def answer_permission(panel: Any, key: str | None, option: str | None,
                                               "kind": kind}, done, failed)
 
 
+def terminal_argv(command: str, env: dict[str, str]) -> list[str]:
+    """The user's terminal emulator running ``command`` and then their shell: ``$TERMINAL``,
+    else ``x-terminal-emulator`` (Debian's choice), else ``xterm``. OSError when none."""
+    import shutil
+    for candidate in (env.get("TERMINAL"), "x-terminal-emulator", "xterm"):
+        path = shutil.which(candidate, path=env.get("PATH")) if candidate else None
+        if path:
+            return [path, "-e", "sh", "-c", f'{command}; exec "${{SHELL:-sh}}"']
+    raise OSError("no terminal emulator found (set $TERMINAL)")
+
+
+def open_terminal(root: str, command: str) -> Any:
+    """Sign-in's "Open a terminal here": the command the agent named, run in a terminal in the
+    project folder — the user sees it there and types what it asks. Rio's own variables (bus
+    addresses) stay out of that terminal's environment."""
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIO_")}
+    return subprocess.Popen(terminal_argv(command, env), cwd=root, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 def retry(panel: Any, block: Block) -> None:
     """An error's Retry: send the failed turn's message again."""
     conv = panel.model.shown

@@ -193,10 +193,22 @@ class SignInCard(Card):
                 entry.pack(side="left", fill="x", expand=True)
                 ttk.Button(row, text="Copy", width=6,
                            command=lambda c=command: self._copy(c)).pack(side="left", padx=3)
+                ttk.Button(self.body, text="Open a terminal here",
+                           command=lambda c=command: self._terminal(c)).pack(anchor="w",
+                                                                              pady=(2, 0))
 
     def _copy(self, text: str) -> None:
         self.frame.clipboard_clear()
         self.frame.clipboard_append(text)
+
+    def _terminal(self, command: str) -> None:
+        from ui.tk.agent_actions import open_terminal
+        panel = self.view.panel
+        try:
+            open_terminal(str(panel.app.project_root), command)
+        except OSError as exc:
+            panel.app.set_message(f"Could not open a terminal: {exc}. Copy the command and run "
+                                  "it in one yourself.")
 
 
 class PermissionCard(Card):
