@@ -66,6 +66,12 @@ class Owner:
         return self.permission
 
 
+async def until(predicate: Any) -> None:
+    """Return once ``predicate()`` holds (the caller bounds the wait with ``wait_for``)."""
+    while not predicate():
+        await asyncio.sleep(0.01)
+
+
 def settings(tmp_path: Path, script: dict[str, Any], **kw: Any) -> AcpSettings:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(script))
@@ -286,7 +292,7 @@ def test_an_agent_that_never_answers_cancel_is_abandoned(tmp_path):
         s = settings(tmp_path, {"default_turn": [{"hang": "forever"}]}, cancel_grace_s=0.5)
         async with running(s, owner) as client:
             task = asyncio.create_task(client.prompt("x"))
-            await asyncio.sleep(0.2)
+            await asyncio.wait_for(until(lambda: client.state == "prompting"), 10)
             await client.cancel()
             return await asyncio.wait_for(task, 30)
 
@@ -377,6 +383,8 @@ def test_an_agent_that_speaks_again_after_a_silence_is_no_longer_silent(tmp_path
 def test_a_question_to_the_user_is_not_silence(tmp_path):
     class SlowOwner(Owner):
         async def ask_permission(self, question):
+            # the behaviour under test: the user takes longer to answer than the agent's
+            # silence limits (0.3 s / 0.6 s), which must not count as the agent being silent
             await asyncio.sleep(1.0)
             return "allow_once"
 
