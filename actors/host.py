@@ -76,8 +76,12 @@ class Host:
 
 
 def _watch_stdin(stopping: threading.Event) -> None:
+    """Stop when the supervisor's end of our stdin closes. Reads the raw descriptor: a daemon
+    thread blocked in ``sys.stdin.buffer`` holds its lock, and the interpreter's shutdown then
+    aborts the process (``_enter_buffered_busy``: SIGABRT) when it flushes stdin — which made
+    every ``host.stop`` look like a crash and earn a restart."""
     try:
-        while sys.stdin.buffer.read1(4096):
+        while os.read(sys.stdin.fileno(), 4096):
             pass
     except (OSError, ValueError):
         pass

@@ -326,3 +326,28 @@ def _buffer_list_or_none(server: RioServer) -> list | None:
         return server.call("buffer.list", timeout=2)
     except RioError:
         return None
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.slow
+def test_host_stop_ends_a_process_cleanly_not_as_a_crash(tmp_path: Path) -> None:
+    """A host asked to stop exits 0: its stdin watchdog (a daemon thread blocked on stdin) once
+    made the interpreter's shutdown abort (SIGABRT), which the supervisor took for a crash."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    server = RioServer(root, tmp_path).start()
+    try:
+        server.call("system.spawn", {"kind": "agent", "key": "calm"}, timeout=30)
+
+        def agent() -> dict:
+            return {p["name"]: p for p in server.call("system.status")["processes"]}["agent:calm"]
+
+        assert wait_for(lambda: agent().get("ready"), 30)
+        pid = agent()["pid"]
+        assert server.call("host.stop", {"process": "agent:calm"})["stopping"] == "agent:calm"
+        assert wait_for(lambda: agent()["state"] == "stopped", 30), agent()
+        final = agent()
+        assert final["last_exit"] == "exit 0" and final["restarts"] == 0, final
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    finally:
+        server.stop()
