@@ -53,7 +53,8 @@ __all__ = ["BusConnection", "Endpoints", "connect", "result_of", "encode_reply",
 
 class BusConnection:
     def __init__(self, endpoints: Endpoints, *, name: str = "client",
-                 context: zmq.Context | None = None, subscribe: tuple[str, ...] = ()):
+                 context: zmq.Context | None = None, subscribe: tuple[str, ...] = (),
+                 reconnect_ms: int | None = None):
         self.name = name
         self.endpoints = endpoints
         self.ctx = context or zmq.Context.instance()
@@ -69,8 +70,9 @@ class BusConnection:
         self.live = False
         self.closed = False
 
-        self._dealer = make_dealer(self.ctx, endpoints, self.identity)
-        self._sub = make_sub(self.ctx, endpoints, subscribe)
+        self._dealer = make_dealer(self.ctx, endpoints, self.identity,
+                                   reconnect_ms=reconnect_ms)
+        self._sub = make_sub(self.ctx, endpoints, subscribe, reconnect_ms=reconnect_ms)
         self._poller = zmq.Poller()
         self._poller.register(self._dealer, zmq.POLLIN)
         self._poller.register(self._sub, zmq.POLLIN)

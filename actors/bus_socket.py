@@ -61,12 +61,16 @@ def _curve_client(sock: zmq.Socket, endpoints: Endpoints) -> None:
 
 
 def make_dealer(ctx: zmq.Context, endpoints: Endpoints | None, identity: bytes, *,
-                connect_to: str | None = None) -> zmq.Socket:
+                connect_to: str | None = None, reconnect_ms: int | None = None) -> zmq.Socket:
     """A configured DEALER named ``identity`` (the hub routes replies by it), connected to the
     hub's request endpoint — ``connect_to`` instead when given (the remote bridge's plain
-    upstream; ``endpoints`` is then None: no CURVE on a local ipc socket)."""
+    upstream; ``endpoints`` is then None: no CURVE on a local ipc socket). ``reconnect_ms``
+    shortens libzmq's retry interval (100 ms) for a client that connects before the hub has
+    bound (``rio chat`` starting an instance)."""
     sock = ctx.socket(zmq.DEALER)
     configure(sock)
+    if reconnect_ms is not None:
+        sock.setsockopt(zmq.RECONNECT_IVL, reconnect_ms)
     sock.setsockopt(zmq.ROUTING_ID, identity)
     if endpoints is not None:
         _curve_client(sock, endpoints)
@@ -77,11 +81,14 @@ def make_dealer(ctx: zmq.Context, endpoints: Endpoints | None, identity: bytes, 
     return sock
 
 
-def make_sub(ctx: zmq.Context, endpoints: Endpoints, prefixes: Iterable[str] = ()) -> zmq.Socket:
+def make_sub(ctx: zmq.Context, endpoints: Endpoints, prefixes: Iterable[str] = (), *,
+             reconnect_ms: int | None = None) -> zmq.Socket:
     """A configured SUB on the hub's event endpoint, subscribed to the hub's welcome (so the
     client can tell when the stream is live) and to ``prefixes``."""
     sock = ctx.socket(zmq.SUB)
     configure(sock)
+    if reconnect_ms is not None:
+        sock.setsockopt(zmq.RECONNECT_IVL, reconnect_ms)
     _curve_client(sock, endpoints)
     sock.setsockopt(zmq.SUBSCRIBE, WELCOME)
     for prefix in prefixes:

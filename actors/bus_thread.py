@@ -2,8 +2,9 @@
 
 One thread owns the process's :class:`~actors.bus.BusConnection`. Actors (pykka threads) never
 touch it: each actor thread answers, publishes and calls through a DEALER of its own to the hub
-(created on first use, named under the bus thread's identity so the hub takes it for this service,
-ADR-0009), so a reply costs no hop through the bus thread and no socket is shared between threads.
+(created on first use by :func:`actors.bus_socket.make_dealer`, named under the bus thread's
+identity so the hub takes it for this service, ADR-0009), so a reply costs no hop through the bus
+thread and no socket is shared between threads.
 An inproc PUSH to the bus thread carries only the stop signal.
 
 Requests routed to this process are validated here (:func:`rio.ops.validate`), so actors only ever

@@ -136,33 +136,52 @@ def attach(root: Path, instance: str | None, *, timeout: float = 10.0) -> Attach
 
 
 def start_headless(root: Path, *, timeout: float) -> Attached:
-    """``rio serve`` on ``root`` for the duration of this command."""
-    from actors.bus import connect
-    from rio.instance import running_instances
+    """``rio serve`` on ``root`` for the duration of this command.
+
+    No polling for the instance to come up: the instance's name (so its socket paths) is
+    chosen here, the bus connection is made before ``rio serve`` has bound them (libzmq
+    connects the moment they appear), and the hub's welcome, then the supervisor's
+    ``system.process`` "ready" event for the core, wake this up (ADR-0009, "Revised")."""
+    from actors.bus import BusConnection, Endpoints
+    from rio.instance import InstancePaths, default_name
+    paths = InstancePaths.for_name(default_name(root))
     log = tempfile.TemporaryFile(prefix="rio-chat-serve-")
-    proc = subprocess.Popen([sys.executable, "-m", "rio.cli", "serve", "--root", str(root)],
+    proc = subprocess.Popen([sys.executable, "-m", "rio.cli", "serve", "--root", str(root),
+                             "--instance", paths.name],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             cwd=str(root), start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT_S
+    conn = None
     try:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                log.seek(0)
-                tail = log.read()[-2000:].decode(errors="replace").strip()
-                raise BusError("unreachable", f"`rio serve` on {root} ended at once "
-                               f"(exit {proc.returncode}): {tail or 'no output'}",
-                               "Run `rio serve --root DIR` yourself to see what is wrong.")
-            info = next((i for i in running_instances() if Path(i.root) == root), None)
-            if info is not None:
-                conn = connect(info, name="chat", timeout=timeout, subscribe=("agent.",))
-                if _core_ready(conn):
-                    return Attached(conn, proc, log, info.name)
-                conn.close()
-            time.sleep(0.1)
-        raise BusError("unreachable", f"`rio serve` on {root} did not come up in "
-                       f"{START_TIMEOUT_S:g} s.", "Start it yourself with `rio serve` and "
-                       "try again; `rio status` shows what runs.")
+        conn = BusConnection(Endpoints(paths.requests_endpoint, paths.events_endpoint),
+                             name="chat", subscribe=("agent.",), reconnect_ms=10)
+        core_up: list[Any] = []
+
+        def on_process(event: Any) -> None:
+            if event.data.get("name") == "core" and event.data.get("event") == "ready":
+                core_up.append(event)
+
+        conn.subscribe("system.process", on_process)   # before the hub exists: no event missed
+        deadline = time.monotonic() + START_TIMEOUT_S
+        # wakes at the welcome; the slices only notice a `rio serve` that ended at once
+        while not conn.wait_live(min(0.5, max(0.0, deadline - time.monotonic()))):
+            _check_started(proc, log, root, deadline)
+        status = conn.call("system.status", {}, timeout=max(1.0, deadline - time.monotonic()))
+        if status.get("pid") != proc.pid:   # nothing is sent to a process we did not start
+            raise BusError("unreachable", f"Another process answers on {paths.requests_endpoint}"
+                           f" (pid {status.get('pid')}, not the `rio serve` started: "
+                           f"{proc.pid}).", "Check `rio status --all` and stop the other one.")
+        ready = _core_ready(status)
+        while not ready:
+            ready = conn.wait_for(lambda: core_up,
+                                  min(1.0, max(0.0, deadline - time.monotonic())))
+            if not ready:   # a quiet second: is it still there? ready before we subscribed?
+                _check_started(proc, log, root, deadline)
+                ready = _core_ready(conn.call("system.status", {}, timeout=5.0))
+        conn.unsubscribe("system.process", on_process)
+        return Attached(conn, proc, log, paths.name)
     except BaseException:
+        if conn is not None:
+            conn.close()
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -174,11 +193,21 @@ def start_headless(root: Path, *, timeout: float) -> Attached:
         raise
 
 
-def _core_ready(conn: Any) -> bool:
-    try:
-        status = conn.call("system.status", {}, timeout=2.0)
-    except RioError:
-        return False
+def _check_started(proc: subprocess.Popen, log: IO[bytes], root: Path, deadline: float) -> None:
+    """Raise when the ``rio serve`` we started has ended, or did not come up in time."""
+    if proc.poll() is not None:
+        log.seek(0)
+        tail = log.read()[-2000:].decode(errors="replace").strip()
+        raise BusError("unreachable", f"`rio serve` on {root} ended at once "
+                       f"(exit {proc.returncode}): {tail or 'no output'}",
+                       "Run `rio serve --root DIR` yourself to see what is wrong.")
+    if time.monotonic() >= deadline:
+        raise BusError("unreachable", f"`rio serve` on {root} did not come up in "
+                       f"{START_TIMEOUT_S:g} s.", "Start it yourself with `rio serve` and "
+                       "try again; `rio status` shows what runs.")
+
+
+def _core_ready(status: Any) -> bool:
     return any(p.get("name") == "core" and p.get("ready") for p in status.get("processes", ()))
 
 

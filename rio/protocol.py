@@ -29,7 +29,8 @@ from rio.errors import ProtocolError, RioError
 PROTOCOL_VERSION = 1
 #: The largest frame the bus accepts (a whole 100 MB document travels in ``buffer.text`` slices).
 MAX_FRAME_BYTES = 64 * 1024 * 1024
-#: What every socket that reads frames accepts (ZMQ_MAXMSGSIZE, set in ``actors.hub.configure``):
+#: What every socket that reads frames accepts (ZMQ_MAXMSGSIZE, set in
+#: ``actors.bus_socket.configure``):
 #: libzmq drops a bigger message from its length header, before allocating it, and disconnects
 #: the peer. The slack covers CURVE's per-message overhead (the limit counts the wire frame) and
 #: the few bytes the hub adds when it numbers an event.
