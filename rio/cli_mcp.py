@@ -12,6 +12,7 @@ none of Rio's variables), else the one holding ``--root``. docs/agent-chat.md, "
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 
@@ -29,12 +30,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from rio.mcp_server import serve
 
     def connect():
-        from actors.bus import connect as bus_connect
-        from rio.instance import InstanceInfo, find_instance
+        # The bus connection as every command makes it (rio.cli wires the layers). The agent's
+        # environment has none of Rio's variables, so the instance comes from --instance-file
+        # (<runtime>/<name>/instance.json), else from the project root.
+        from rio.cli import _connect
+        given = argparse.Namespace(connect=None, server_key=None, timeout=10.0, instance=None)
         if args.instance_file:
-            import json
-            info = InstanceInfo(**json.loads(Path(args.instance_file).read_text()))
+            info = Path(args.instance_file)
+            os.environ["RIO_RUNTIME_DIR"] = str(info.parent.parent)
+            given.instance = info.parent.name
         else:
-            info = find_instance(None, Path(args.root))
-        return bus_connect(info, name="mcp", timeout=10.0)
+            os.chdir(args.root)   # find_instance picks the instance holding the cwd
+        return _connect(given)
     return serve(args.conversation, Path(args.token_file), connect, agent=args.agent)
