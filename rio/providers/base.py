@@ -15,7 +15,6 @@ other wire formats map from it.
 
 from __future__ import annotations
 
-import importlib.metadata
 import ipaddress
 import logging
 import urllib.parse
@@ -232,6 +231,10 @@ def discover_providers() -> dict[str, ProviderFactory]:
     A third party ships a provider by declaring an entry point in that group. A broken plug-in
     is logged and left out rather than taking the agent down with it.
     """
+    # Imported here, not at the top: importlib.metadata (and the email package it pulls in)
+    # is ~10 ms on the core's start path, and plug-ins are looked up only when a conversation
+    # needs a provider (issue 13, docs/adr/0025-start-path-and-long-line-keys.md).
+    import importlib.metadata
     found: dict[str, ProviderFactory] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:

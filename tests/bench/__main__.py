@@ -57,9 +57,10 @@ def main() -> int:
         rows = run_groups(args.groups, args.quick, args.lean)
         print_table(rows)
         runs.append(rows)
-    print()
-    print("\n".join(table(runs, loads)))
-    write_json([r for rows in runs for r in rows], loads)
+        # After every run, so that a long series interrupted still leaves its table.
+        print()
+        print("\n".join(table(runs, loads)), flush=True)
+        write_json([r for rows in runs for r in rows], loads)
     return 0
 
 
