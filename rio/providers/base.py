@@ -233,7 +233,7 @@ def discover_providers() -> dict[str, ProviderFactory]:
     """
     # Imported here, not at the top: importlib.metadata (and the email package it pulls in)
     # is ~10 ms on the core's start path, and plug-ins are looked up only when a conversation
-    # needs a provider (issue 13, docs/adr/0025-start-path-and-long-line-keys.md).
+    # needs a provider (issue 13, docs/adr/0026-start-path-and-long-line-keys.md).
     import importlib.metadata
     found: dict[str, ProviderFactory] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):

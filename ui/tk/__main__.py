@@ -7,7 +7,7 @@ answers with a restart.
 
 Under the supervisor the window comes first (as IDLE's does): Tk is started and the window
 mapped, at its saved size and with its title, before the bus connection, the App's imports
-and the core's first answers; the rest fills in behind it (docs/adr/0025-start-path-and-long-
+and the core's first answers; the rest fills in behind it (docs/adr/0026-start-path-and-long-
 line-keys.md). Started by hand, it must first ask the bus whether the instance already has a
 window (one window per instance), so there the connection still comes first.
 """

@@ -10,7 +10,7 @@ Tk lays out a whole display row on every change to it, so a key costs in proport
 it lands in: a bare Tk ``insert`` + redisplay measured 0.09 ms at 1,024 characters, 0.23 ms at
 2,048 and 0.46 ms at 4,096 (0.07 ms at 80). Rows may grow to twice :data:`SPLIT` while typing
 before a re-render, so :data:`SPLIT` is 1,024: a key in a 1 MB one-line file then costs what it
-costs in a short line (docs/adr/0025-start-path-and-long-line-keys.md).
+costs in a short line (docs/adr/0026-start-path-and-long-line-keys.md).
 
 :class:`LineWindow` is the display-free part: which document offsets each widget row shows,
 mapping widget (row, col) ↔ document offset, and keeping that map right after an edit. The
