@@ -110,7 +110,8 @@ class McpService:
         check_token(self.root, conversation, args.get("token"))
         tool_args = dict(args.get("args") or {})
         agent = str(args.get("agent") or "acp")
-        shown = {"path": tool_args["path"]} if isinstance(tool_args.get("path"), str) else {}
+        shown = {"path": self._gate_path(tool_args["path"])} \
+            if isinstance(tool_args.get("path"), str) else {}
         verdict = self.bus.call("gate.agent_check", {"conversation": conversation,
                                                      "agent": agent, "tool": tool,
                                                      "args": shown}, timeout=10)
@@ -151,6 +152,14 @@ class McpService:
                                                    "ok": True, "summary": tool,
                                                    "truncated": False})
         return {"turn": turn, "result": result}
+
+    def _gate_path(self, path: str) -> str:
+        """The path as the gate judges it: an absolute path inside the root made relative
+        (the tool itself confines it again, symlinks resolved)."""
+        for root in {str(self.root), os.path.realpath(self.root)}:
+            if path.startswith(root.rstrip("/") + "/"):
+                return path[len(root.rstrip("/")) + 1:] or "."
+        return path
 
     def approve(self, args: Mapping[str, Any]) -> dict[str, Any]:
         proposal = str(args["proposal"])

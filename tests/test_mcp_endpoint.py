@@ -186,8 +186,8 @@ def test_a_proposed_edit_approved_lands_as_one_undo_step(server, entry):
             _, first, second = run_client(entry, [
                 ("propose_edit", {"path": "notes.txt", "old_text": "beta",
                                   "new_text": "gamma"}),
-                ("propose_edit", {"path": "notes.txt", "old_text": "alpha",
-                                  "new_text": "delta"})])
+                ("propose_edit", {"path": str(server.root / "notes.txt"),  # absolute, inside
+                                  "old_text": "alpha", "new_text": "delta"})])
     finally:
         approver.close()
     assert first.structured_content["applied"] is True, text_of(first)
