@@ -149,10 +149,13 @@ class ControlServer:
         pattern = f"<{state}-KeyPress-{keysym}>" if state else f"<KeyPress-{keysym}>"
         tries = [0]
 
+        def focused() -> bool:
+            return str(self.app.root.tk.call("focus")) == str(target)
+
         def send() -> None:
             # Tk hands key events to the focus window, and X grants focus asynchronously:
             # wait (briefly) until the target really has it, as a user's click would ensure.
-            if self.app.root.focus_get() is not target and tries[0] < 20:
+            if not focused() and tries[0] < 20:
                 tries[0] += 1
                 target.focus_force()
                 self.app.root.after(10, send)
@@ -165,7 +168,10 @@ class ControlServer:
                                       "modifiers like Control or Control-Shift."))
                 return
             respond({"sent": pattern})
-        target.focus_force()
+        # Only when needed: a needless `focus -force` after a dialog closed crashed Tk 8.6.13
+        # in TkSetFocusWin (core dump, GUI tests under Xvfb).
+        if not focused():
+            target.focus_force()
         send()
         return DEFER
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from tkinter import ttk
 from typing import Any, Callable, Mapping, Sequence
 
+from ui.tk.dialog_bridge import destroy_later, give_focus_back_on_close
+
 Answer = Callable[[str, dict[str, str]], None]
 
 
@@ -42,8 +44,8 @@ class Dialog:
         self.on_answer = on_answer
         self.done = False
         root = app.root
-        self._old_focus = str(root.tk.call("focus"))   # given back before the dialog goes
         self.top = top = tk.Toplevel(root, name=f"dlg_{name}")
+        self._focus_back = give_focus_back_on_close(top)
         top.title(title)
         # A raised edge of its own: crisp under any window manager, and still a 3-D box
         # where there is none (Xvfb screenshots).
@@ -150,17 +152,8 @@ class Dialog:
             self.top.grab_release()
         except tk.TclError:
             pass
-        # Give the focus back BEFORE destroying the dialog, as Tk's own tk_dialog does:
-        # destroying the focused toplevel first, then forcing focus elsewhere, crashed Tk
-        # 8.6.13 in TkSetFocusWin under Xvfb (about one Open dialog in three, core dump).
-        old = self._old_focus
-        try:
-            if old and not old.startswith(str(self.top)) and self.top.winfo_exists() and \
-                    bool(int(self.top.tk.call("winfo", "exists", old))):
-                self.top.tk.call("focus", old)
-        except tk.TclError:
-            pass
-        self.top.destroy()
+        self._focus_back()          # before the window goes, as tk_dialog does
+        destroy_later(self.top)
         self.on_answer(button, values)
 
     def describe(self) -> dict[str, Any]:
