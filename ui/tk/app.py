@@ -600,15 +600,29 @@ class App(FileActions):
 
     def _call_when_up(self, op: str, wait_s: float = 60.0) -> Any:
         """A start-up call that waits for the core: the supervisor starts the window and the
-        core together, so the first ``buffer.*`` may find nobody serving it yet."""
+        core together, so the first ``buffer.*`` may find nobody serving it yet. Then it waits
+        on the bus for the supervisor's ``system.process`` event saying the core is ready (no
+        sleep), and asks again — at least every 0.5 s, in case the event came first."""
         deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                return self.conn.call(op, {}, timeout=5)
-            except BusError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        core_up: list[Any] = []
+
+        def on_process(event: Any) -> None:
+            if event.data.get("name") == "core" and event.data.get("event") == "ready":
+                core_up.append(event)
+
+        self.conn.subscribe("system.process", on_process)
+        try:
+            while True:
+                core_up.clear()
+                try:
+                    return self.conn.call(op, {}, timeout=5)
+                except BusError:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise
+                    self.conn.wait_for(lambda: core_up, min(0.5, remaining))
+        finally:
+            self.conn.unsubscribe("system.process", on_process)
 
     def _recovered_notice(self, report: dict[str, Any]) -> None:
         ids = [b["buffer"] for b in report.get("buffers") or ()]
