@@ -18,15 +18,24 @@ from pathlib import Path
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("mcp", help="Rio's MCP server on stdio (started by an ACP agent)")
-    p.add_argument("--conversation", required=True, help="the conversation it serves")
-    p.add_argument("--root", required=True, help="the project root")
-    p.add_argument("--token-file", required=True, help="the conversation's 0600 token file")
+    # Checked in cmd_mcp, not by argparse, so a mistyped option is named first.
+    p.add_argument("--conversation", help="the conversation it serves (required)")
+    p.add_argument("--root", help="the project root (required)")
+    p.add_argument("--token-file", help="the conversation's 0600 token file (required)")
     p.add_argument("--instance-file", help="the instance's instance.json")
     p.add_argument("--agent", default="acp", help="the agent's name (for \"always allow\")")
     p.set_defaults(func=cmd_mcp)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    missing = [f"--{n.replace('_', '-')}" for n in ("conversation", "root", "token_file")
+               if not getattr(args, n)]
+    if missing:
+        from rio.cli import EXIT_USAGE, print_error
+        print_error("usage", f"rio mcp: missing {', '.join(missing)}",
+                    "rio mcp is started by an ACP agent from the entry Rio gives it; see "
+                    "`rio mcp --help`")
+        return EXIT_USAGE
     from rio.mcp_server import serve
 
     def connect():
