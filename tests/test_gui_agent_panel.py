@@ -410,3 +410,26 @@ def test_the_active_file_is_named_in_the_message_when_ticked(desktop, fresh, mod
         assert model.requests[-1].json["messages"][-1]["content"][0]["text"] == sent
     finally:
         desktop.call("ui.agent", {"action": "tick", "on": False})
+
+
+def test_ai_features_off_stay_off_in_a_restarted_window(desktop, fresh):
+    def set_ai(on: bool) -> None:
+        desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
+        desktop.wait_state(lambda s: any(d["name"] == "ai_preferences"
+                                         for d in s["dialogs_open"]))
+        desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
+                                          "fields": {"show_ai": on}})
+    set_ai(False)
+    try:
+        old_pid = desktop.pids()["ui"]
+        os.kill(old_pid, signal.SIGKILL)
+        assert wait_for(lambda: desktop.pids().get("ui") not in (None, old_pid), 30)
+        a = agent(desktop, lambda a: not a["shown"], 60)
+        assert not a["open"] and not a["button"]
+        assert desktop.state()["status"]["agent"] == "No agent"
+        with pytest.raises(Exception):
+            desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
+    finally:
+        set_ai(True)
+    agent(desktop, lambda a: a["shown"] and a["button"])
+    desktop.call("ui.menu", {"path": "Agent/Agent Panel"})

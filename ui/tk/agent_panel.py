@@ -490,8 +490,8 @@ def install(app: Any) -> AgentPanel:
     app.agent_panel = panel
     actions.register_commands(panel)
     if not panel.prefs.show_ai:
-        from ui.tk.agent_prefs import apply_ai_prefs
-        apply_ai_prefs(panel, False, panel.prefs.show_button, panel.prefs.side)
+        from ui.tk.agent_prefs import show_agent_menu
+        show_agent_menu(panel, False)      # off from the start: no Agent menu either
     if not hasattr(app, "toolbar_hooks"):
         app.toolbar_hooks = []
     app.toolbar_hooks.append(panel.toolbar_button)

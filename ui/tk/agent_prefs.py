@@ -38,12 +38,19 @@ def apply_ai_prefs(panel: Any, show_ai: bool, show_button: bool, side: str) -> N
     if reopen:
         panel.open()
     if show_ai != was_shown:
-        for cmd in list(app.commands):
-            if cmd.name.startswith("agent."):
-                app.commands.add(replace(cmd, menu="Agent" if show_ai else ""))
-        app.rebuild_menus()
+        show_agent_menu(panel, show_ai)
     app.rebuild_toolbar()
     panel.refresh_status()
+
+
+def show_agent_menu(panel: Any, shown: bool) -> None:
+    """The Agent menu's commands in their menu, or out of every menu (Ctrl+Shift+A then only
+    says the features are off)."""
+    app = panel.app
+    for cmd in list(app.commands):
+        if cmd.name.startswith("agent."):
+            app.commands.add(replace(cmd, menu="Agent" if shown else ""))
+    app.rebuild_menus()
 
 
 def end_agent_processes(panel: Any) -> None:
