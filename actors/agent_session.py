@@ -32,6 +32,7 @@ import pykka
 from actors.bus_async import AsyncLink
 from actors.bus_thread import BusThread, RequestContext
 from actors.actor_registry import ActorHost, actor_factory, answer_ping
+from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
 from rio.errors import AgentError, InternalError, ProtocolError, RioError
@@ -153,7 +154,7 @@ class _TurnPort:
 
 @dataclass
 class _Running:
-    turn: Turn
+    turn: Turn | AcpTurn
     task: asyncio.Task[TurnResult]
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -239,6 +240,33 @@ def build_provider(args: Mapping[str, Any], config: Any = None,
     return factory(config.provider_settings(), secrets=_secret_store())
 
 
+def _import_acp() -> None:
+    import actors.acp_process  # noqa: F401 -- the import is the point
+    import rio.acp.client  # noqa: F401
+
+
+def make_acp_client_factory(session: "AgentSession", agent: str) -> Callable[[Any], Any]:
+    """How this session builds its ACP client for ``agent`` (a discovery name): found the way
+    ``rio agents`` finds it, at the moment the agent is (re)started, so a config.toml edit or
+    an install applies to the next start; a missing agent fails that turn with
+    ``agent.agent_not_found``/``agent.not_configured`` and its next action."""
+    def make(port: Any) -> Any:
+        import os
+
+        from actors.acp_process import ProcessControlPort
+        from rio.acp import discovery
+        from rio.acp.client import AcpClient, settings_for
+        from rio.acp.protocol_log import ProtocolLog, log_path
+        from rio.agent_config import config_dir
+        config = discovery.load_agents_config(config_dir())
+        spec = discovery.spec_for(agent, config)
+        info = discovery.locate(spec, os.environ, discovery.RealHost())
+        settings = settings_for(info, spec, session.root, os.environ)
+        return AcpClient(settings, port, ProcessControlPort(),
+                         ProtocolLog(log_path(session.root, session.conversation)))
+    return make
+
+
 def load_config() -> Any:
     """config.toml's agent settings, read at every turn so edits apply to the next message."""
     from rio.agent_config import load_agent_config
@@ -249,7 +277,8 @@ class AgentSession:
     """The session of one conversation. Public methods are called on the bus thread."""
 
     def __init__(self, bus: BusThread, root: Path, conversation: str, *,
-                 provider_builder: Callable[..., Provider] = build_provider) -> None:
+                 provider_builder: Callable[..., Provider] = build_provider,
+                 acp_client_factory: Callable[..., Any] | None = None) -> None:
         self.bus = bus
         self.root = root
         self.conversation = conversation
@@ -257,6 +286,9 @@ class AgentSession:
         self.loop = asyncio.new_event_loop()
         self.port = BusPortOverThread(bus, self.loop)
         self.running: _Running | None = None
+        #: the conversation's ACP agent, when it drives one (kept across turns)
+        self.brain: AcpBrain | None = None
+        self.acp_client_factory = acp_client_factory or make_acp_client_factory
         self.transport: Any = None
         self._starting = False  # a session.turn is setting up (no Turn object yet)
         self._stop_early = False  # session.stop arrived during that set-up
@@ -282,13 +314,23 @@ class AgentSession:
             log.debug("transport warm-up failed", exc_info=True)
 
     def stop(self) -> None:
-        def cancel_all() -> None:
-            if self.running is not None:
-                self.running.task.cancel()
-            self.loop.call_later(0.5, self.loop.stop)
+        async def shutdown() -> None:
+            running = self.running
+            if running is not None:
+                running.task.cancel()
+                try:
+                    await asyncio.wait_for(running.done.wait(), 0.5)
+                except asyncio.TimeoutError:
+                    pass
+            if self.brain is not None:   # quitting ends the agent with the stop sequence
+                try:
+                    await asyncio.wait_for(self.brain.close(), 3.5)
+                except asyncio.TimeoutError:
+                    log.warning("the ACP agent did not stop in time")
+            self.loop.stop()
         if self.loop.is_running():
-            self.loop.call_soon_threadsafe(cancel_all)
-            self.thread.join(2)
+            self.loop.call_soon_threadsafe(lambda: self.loop.create_task(shutdown()))
+            self.thread.join(5)
 
     # --- the bus thread ----------------------------------------------------------------------
     def handle(self, ctx: RequestContext) -> None:
@@ -307,6 +349,14 @@ class AgentSession:
                 self.loop.create_task(self._answering(ctx, self._approve(ctx)))
             elif ctx.op == "session.stop":
                 self.loop.create_task(self._answering(ctx, self._stop(ctx)))
+            elif ctx.op == "session.permission_answer":
+                running = self.running
+                answered = running is not None and running.turn.spec.turn == ctx.args["turn"] \
+                    and isinstance(running.turn, AcpTurn) and running.turn.answer_permission(
+                        str(ctx.args["request"]), ctx.args.get("kind"))
+                ctx.reply({"answered": bool(answered)})
+            elif ctx.op == "session.close":
+                self.loop.create_task(self._answering(ctx, self._close_agent(ctx)))
             elif ctx.op == "session.status":
                 running = self.running
                 ctx.reply({"conversation": self.conversation,
@@ -351,6 +401,9 @@ class AgentSession:
             ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
                                 "Wait, or Stop the turn."))
             return
+        if args.get("agent"):
+            await self._acp_turn(ctx)
+            return
         self._starting = True
         self._setup = self.loop.create_future()
         turn_id = args["turn"]
@@ -384,10 +437,16 @@ class AgentSession:
                         merge_interrupted(messages, earlier), TOOL_SPECS)
         turn = Turn(spec, provider, Tools(self.port, self.conversation, self.root), port,
                     begun=True, first_request=counted)
+        self._starting = False
+        await self._own(ctx, turn)
+
+    async def _own(self, ctx: RequestContext, turn: Turn | AcpTurn) -> None:
+        """Run ``turn`` as this session's one running turn (whichever brain answers it) and
+        answer ``session.turn`` with its result."""
         running = _Running(turn, self.loop.create_task(turn.run()))
         self.running = running
-        self._starting = False
-        self._setup.set_result(running)
+        if self._setup is not None and not self._setup.done():
+            self._setup.set_result(running)
         if self._stop_early:  # Stop arrived while the turn was being set up
             self._stop_early = False
             running.task.cancel()
@@ -396,7 +455,7 @@ class AgentSession:
         except asyncio.CancelledError:
             result = turn.result("stopped")
         except Exception as exc:  # noqa: BLE001 -- a bug still ends the turn with an answer
-            log.exception("turn %s crashed", turn_id)
+            log.exception("turn %s crashed", turn.spec.turn)
             err = InternalError("unexpected", f"The agent loop failed: {exc}.",
                              "Send your message again; if it keeps failing, report it with "
                              "the agent log.")
@@ -407,6 +466,53 @@ class AgentSession:
             self.running = None
             running.done.set()
         ctx.reply(result.to_wire())
+
+    # --- the ACP brain -------------------------------------------------------------------------
+    async def _acp_turn(self, ctx: RequestContext) -> None:
+        """``session.turn`` for a conversation that drives an ACP agent (ADR-0023)."""
+        args = ctx.args
+        agent = str(args["agent"])
+        if self.brain is not None and self.brain.agent != agent:
+            await self.brain.close()        # the conversation switched agent: the old one ends
+            self.brain = None
+        if self.brain is None:
+            # The SDK's import builds ~200 pydantic models (seconds on a loaded machine): off
+            # the loop, which must keep answering the supervisor's liveness pings.
+            await self.loop.run_in_executor(self.port.pool, _import_acp)
+            self.brain = AcpBrain(agent, self.acp_client_factory(self, agent),
+                                  mcp_servers=self._mcp_servers)
+        turn_id = str(args["turn"])
+        spec = AcpTurnSpec(self.conversation, turn_id, agent, str(args["text"]),
+                           args.get("acp_session"))
+        port = _TurnPort(self.port, self.conversation, turn_id, f"acp:{agent}")
+        turn = AcpTurn(spec, self.brain, Tools(self.port, self.conversation, self.root), port,
+                       self.root)
+        await self._own(ctx, turn)
+
+    def _mcp_servers(self) -> list[dict[str, Any]]:
+        """Rio's MCP endpoint for the agent's session/new, when this Rio has one."""
+        try:
+            from rio.mcp_entry import mcp_server_entry
+        except ImportError:
+            return []
+        try:
+            return [mcp_server_entry(self.conversation, self.root)]
+        except Exception:  # noqa: BLE001 -- the agent works without Rio's tools
+            log.exception("no MCP entry for %s", self.conversation)
+            return []
+
+    async def _close_agent(self, ctx: RequestContext) -> None:
+        brain, self.brain = self.brain, None
+        result = await brain.close() if brain is not None else None
+        try:
+            from rio.mcp_entry import end_conversation
+            end_conversation(self.root, self.conversation)
+        except ImportError:
+            pass
+        except OSError as exc:
+            log.info("MCP token of %s not removed: %s", self.conversation, exc)
+        ctx.reply({"closed": brain is not None,
+                   "how": getattr(result, "how", None)})
 
     async def _end_gate_quietly(self, turn_id: str, *sent: asyncio.Task[Any]) -> None:
         await asyncio.gather(*sent, return_exceptions=True)

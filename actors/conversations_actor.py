@@ -94,6 +94,9 @@ class TurnOutcome:
     error: Mapping[str, Any] | None = None
     from_core: bool = False              # the core classified it: publish agent.error itself
     buffers: tuple[str, ...] = ()        # buffers the turn changed (unsaved: the user saves)
+    #: an ACP agent's session id (stored to resume it) and the files it changed on disk
+    acp_session: str | None = None
+    changed_files: tuple[Mapping[str, Any], ...] = ()
 
 
 def classify_bus_failure(err: RioError) -> dict[str, Any]:
@@ -174,6 +177,17 @@ class ConversationsActor(pykka.ThreadingActor):
 
     # --- ops ---------------------------------------------------------------------------------
     def op_new(self, ctx: RequestContext) -> None:
+        agent = ctx.args.get("agent")
+        if agent:
+            # An ACP agent (discovery name): refused now if there is no such name; a known
+            # agent that is not installed fails its first turn with how to install it.
+            from rio.acp.discovery import load_agents_config, spec_for
+            from rio.agent_config import config_dir
+            spec_for(agent, load_agents_config(config_dir()))
+            conv = self.store.create(title=ctx.args.get("title"), agent=agent)
+            ctx.reply({"conversation": conv.conversation, "title": conv.title,
+                       "provider": None, "agent": agent})
+            return
         provider = ctx.args.get("provider") or self.default_provider()
         if ctx.args.get("provider"):
             installed = self.known_providers()
@@ -258,6 +272,21 @@ class ConversationsActor(pykka.ThreadingActor):
         self._forward_stop(running)
         ctx.reply({"stopped": True, "turn": running.turn})
 
+    def op_permission_answer(self, ctx: RequestContext) -> None:
+        """An ACP agent's permission question, answered by option kind: straight to the
+        conversation's session, which owns the question."""
+        cid = check_conversation_id(ctx.args["conversation"])
+        args = {"conversation": cid, "turn": ctx.args["turn"],
+                "request": ctx.args["request"], "kind": ctx.args.get("kind")}
+
+        def forward() -> None:
+            try:
+                ctx.reply(self.bus.call("session.permission_answer", args,
+                                        timeout=FORWARD_TIMEOUT_S))
+            except RioError as err:
+                ctx.fail(err)
+        self.forwards.submit(forward)
+
     def op_mode(self, ctx: RequestContext) -> None:
         args = {"mode": ctx.args["mode"]} if ctx.args.get("mode") else {}
 
@@ -297,7 +326,11 @@ class ConversationsActor(pykka.ThreadingActor):
                                         "state": "started", "text": text})
         args: dict[str, Any] = {"conversation": cid, "turn": running.turn, "text": text,
                                 "messages": messages}
-        if conv.provider:
+        if conv.agent:
+            args["agent"] = conv.agent
+            if conv.acp_session:
+                args["acp_session"] = conv.acp_session
+        elif conv.provider:
             args["provider"] = conv.provider
         # Only sent when set, so a session that predates these keys still takes the turn.
         for key in ("endpoint", "model"):
@@ -358,7 +391,11 @@ class ConversationsActor(pykka.ThreadingActor):
         error = result.get("error") if isinstance(result.get("error"), Mapping) else None
         buffers = tuple(str(b["buffer"]) for b in changed
                         if isinstance(b, Mapping) and b.get("buffer") is not None)
-        return TurnOutcome(status, messages, error, buffers=buffers)
+        acp_session = result.get("acp_session")
+        on_disk = tuple(f for f in result.get("changed_files") or () if isinstance(f, Mapping))
+        return TurnOutcome(status, messages, error, buffers=buffers,
+                           acp_session=acp_session if isinstance(acp_session, str) else None,
+                           changed_files=on_disk)
 
     def _wait_ready(self, running: RunningTurn, deadline: float) -> None:
         """Wait until the supervisor has seen the new session process answer a ping. Asking
@@ -419,6 +456,8 @@ class ConversationsActor(pykka.ThreadingActor):
             error = AgentError("interrupted", "A new message interrupted this turn.",
                                "The agent carries on with the new message.").to_wire()
         self.store.end_turn(turn, status, error)  # type: ignore[arg-type]
+        if outcome.acp_session:
+            self.store.set_acp_session(cid, outcome.acp_session)
         base = {"conversation": cid, "turn": turn}
         if text:
             self.bus.publish("agent.message", {**base, "role": "assistant", "text": text})
@@ -430,6 +469,9 @@ class ConversationsActor(pykka.ThreadingActor):
         if outcome.buffers:
             # What the turn left unsaved: `rio chat` offers /save, /undo and /diff on them.
             ended["buffers"] = list(outcome.buffers)
+        if outcome.changed_files:
+            # An ACP agent's writes behind Rio's back (its own shell): path, change, diff.
+            ended["changed_files"] = [dict(f) for f in outcome.changed_files]
         if error is not None:
             ended["error"] = {k: error.get(k) for k in ("kind", "message", "next")}
         self.bus.publish("agent.turn", ended)
@@ -493,6 +535,11 @@ class ConversationsActor(pykka.ThreadingActor):
             return
         if topic == "agent.propose" and data.get("proposal") is not None:
             running.proposals[str(data["proposal"])] = str(data.get("call"))
+        elif topic == "agent.permission" and data.get("request") is not None:
+            # An ACP agent's question waits like a proposal: a new message interrupts it.
+            running.proposals[f"permission:{data['request']}"] = f"permission:{data['request']}"
+        elif topic == "agent.permission_closed":
+            running.proposals.pop(f"permission:{data.get('request')}", None)
         elif topic == "agent.delta":
             running.partial.append(str(data.get("text", "")))
         elif topic == "agent.tool_result":
@@ -548,6 +595,7 @@ def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext],
     # Pending proposals decide what a new message does mid-turn (interrupt, or agent.busy).
     host.bus.subscribe("agent.propose", on_event)
     host.bus.subscribe("agent.tool_result", on_event)
+    host.bus.subscribe("agent.permission", on_event)   # also agent.permission_closed
     # The streamed text, kept for a turn whose session dies before it answers.
     host.bus.subscribe("agent.delta", on_event)
     return {"agent": ref.tell}

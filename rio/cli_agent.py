@@ -1,6 +1,6 @@
 """``rio chat`` (the agent at the terminal) and ``rio key`` (API keys).
 
-    rio chat [--provider NAME] [--root DIR] [--approve ask|yes|no] [--endpoint URL]
+    rio chat [--provider NAME | --agent NAME] [--root DIR] [--approve ask|yes|no] [--endpoint URL]
              [--model NAME] [--instance NAME] [--conversation ID] [TEXT...]
     rio key set PROVIDER          the key is read from stdin (never from argv)
     rio key status [PROVIDER]
@@ -40,6 +40,7 @@ Examples:
   rio chat "Explain what src/main.py does"
   rio chat --approve no "Suggest a fix for the failing test"    # look, never touch
   rio chat --provider openai --endpoint http://127.0.0.1:11434/v1 --model llama3.1
+  rio chat --agent claude "Add a test for parse()"     # the ACP agent you are signed in to
   echo "$ANTHROPIC_KEY" | rio key set anthropic
 docs/agent.md has the whole guide.
 """
@@ -52,6 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT",
                    help="one message (one turn); without it, a conversation at the prompt")
     p.add_argument("--provider", help="the model provider (default: from config.toml)")
+    p.add_argument("--agent", metavar="NAME",
+                   help="drive an ACP agent instead of a model API: claude, codex, opencode, "
+                   "gemini … or [agents.NAME] of config.toml (`rio agents` lists them)")
     p.add_argument("--root", help="the project folder (default: the current folder)")
     p.add_argument("--approve", choices=("ask", "yes", "no"), default="ask",
                    help="answer proposals: ask at the prompt (default), or always yes/no")
@@ -220,6 +224,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
         print(f"rio chat: {root} is not a folder.", file=sys.stderr)
         return EXIT_USAGE
     text = " ".join(args.text).strip()
+    agent = getattr(args, "agent", None)
+    if agent and (args.provider or args.endpoint or args.model):
+        print("rio chat: --agent drives the agent's own model; --provider, --endpoint and "
+              "--model are for the model APIs (set the agent's model in its own settings).",
+              file=sys.stderr)
+        return EXIT_USAGE
     if args.text and not text:
         print("rio chat: the message is empty.", file=sys.stderr)
         return EXIT_USAGE
@@ -235,6 +245,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
             if args.conversation:
                 conversation = args.conversation
                 conn.call("agent.history", {"conversation": conversation}, timeout=args.timeout)
+            elif agent:
+                conversation = conn.call("agent.new", {"agent": agent},
+                                         timeout=args.timeout)["conversation"]
             else:
                 conversation = conn.call("agent.new", {
                     "provider": args.provider, "endpoint": args.endpoint,
@@ -248,8 +261,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
                             allow_dangerous=args.allow_dangerous)
         client.autosave = args.save
         if not text:
-            return interactive(client, notice=key_notice(args.provider, args.endpoint,
-                                                         attached.started is not None))
+            notice = None if agent else key_notice(args.provider, args.endpoint,
+                                                   attached.started is not None)
+            return interactive(client, notice=notice)
         try:
             result = client.send(text)
         except RioError as err:

@@ -3,6 +3,8 @@
     rio agents                 a table
     rio agents --json          the same rows as JSON (the shape of the ``agents.list`` op)
     rio agents --timeout S     how long the version probes may take together (default 3)
+    rio agents log CONVERSATION [--root DIR]
+                               the conversation's ACP protocol log (bounded; secrets redacted)
 
 It runs discovery right here, in this shell's environment — no Rio instance is needed (a
 running instance answers ``agents.list`` from its own environment). Nothing is started but
@@ -37,10 +39,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--timeout", type=float, default=discovery.VERSION_TIMEOUT_S, metavar="S",
                    help="seconds the version probes may take together (default %(default)s)")
+    p.add_argument("action", nargs="*", metavar="log CONVERSATION",
+                   help="print a conversation's ACP protocol log")
+    p.add_argument("--root", help="the project folder of the conversation (default: here)")
     p.set_defaults(func=cmd_agents)
 
 
+def cmd_log(conversation: str, root: str | None) -> int:
+    """``rio agents log CONVERSATION``: the protocol log, oldest line first."""
+    from pathlib import Path
+
+    from rio.acp.protocol_log import log_path
+    try:
+        path = log_path(Path(root or ".").resolve(), conversation)
+    except ValueError:
+        print(f"rio agents log: {conversation!r} is not a conversation id (agent.list, or the "
+              "id `rio chat` printed).", file=sys.stderr)
+        return 3
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        print(f"rio agents log: no protocol log for {conversation} in this project ({path}). "
+              "Only conversations with an ACP agent have one; pass --root for another "
+              "project.", file=sys.stderr)
+        return 1
+    sys.stdout.write(text)
+    return 0
+
+
 def cmd_agents(args: argparse.Namespace) -> int:
+    action = list(getattr(args, "action", None) or ())
+    if action:
+        if len(action) != 2 or action[0] != "log":
+            print("rio agents: usage: rio agents log CONVERSATION [--root DIR]",
+                  file=sys.stderr)
+            return 3
+        return cmd_log(action[1], args.root)
     config = discovery.load_agents_config(config_dir())
     infos = discovery.discover(os.environ, discovery.RealHost(), discovery.run_version_probes,
                                config, timeout=max(0.1, args.timeout))

@@ -112,6 +112,11 @@ class Conversation:
     model: str | None = None
     messages: tuple[Message, ...] = ()
     turns: tuple[TurnRecord, ...] = ()
+    #: An ACP agent's discovery name (``claude``, ``codex`` …) when this conversation drives
+    #: one instead of a model API; then ``provider`` is unused.
+    agent: str | None = None
+    #: The agent's own session id, kept so a restarted agent resumes it (``session/load``).
+    acp_session: str | None = None
 
     @property
     def state(self) -> str:
@@ -123,20 +128,25 @@ class Conversation:
         return self.turns[-1] if self.state == "running" else None
 
     def summary(self) -> dict[str, Any]:
-        return {"conversation": self.conversation, "title": self.title,
-                "provider": self.provider, "turns": len(self.turns), "updated": self.updated,
-                "state": self.state}
+        out = {"conversation": self.conversation, "title": self.title,
+               "provider": self.provider, "turns": len(self.turns), "updated": self.updated,
+               "state": self.state}
+        if self.agent:
+            out["agent"] = self.agent
+        return out
 
     def history(self) -> dict[str, Any]:
         return {"conversation": self.conversation, "title": self.title,
                 "provider": self.provider, "endpoint": self.endpoint, "model": self.model,
+                "agent": self.agent,
                 "messages": [m.to_dict() for m in self.messages],
                 "turns": [t.to_wire() for t in self.turns]}
 
     def meta(self) -> dict[str, Any]:
         return {"version": 1, "conversation": self.conversation, "title": self.title,
                 "provider": self.provider, "endpoint": self.endpoint, "model": self.model,
-                "created": self.created, "updated": self.updated}
+                "created": self.created, "updated": self.updated, "agent": self.agent,
+                "acp_session": self.acp_session}
 
 
 def dangling_tool_calls(messages: Sequence[Message]) -> tuple[str, ...]:
@@ -191,13 +201,14 @@ class ConversationStore:
 
     # --- writing ---------------------------------------------------------------------------
     def create(self, *, title: str | None = None, provider: str | None = None,
-               endpoint: str | None = None, model: str | None = None) -> Conversation:
+               endpoint: str | None = None, model: str | None = None,
+               agent: str | None = None) -> Conversation:
         now = self._clock()
         cid = new_conversation_id()
         while (self.folder / f"{cid}.json").exists():
             cid = new_conversation_id()
         conv = Conversation(cid, short_title(title) if title and title.strip() else DEFAULT_TITLE,
-                            provider, now, now, endpoint, model)
+                            provider, now, now, endpoint, model, agent=agent)
         self._private_folder()
         self._write_meta(conv)
         _create_private(self.folder / f"{cid}.jsonl")
@@ -277,6 +288,14 @@ class ConversationStore:
         self._write_meta(loaded.conversation)
         return record
 
+    def set_acp_session(self, cid: str, session: str | None) -> Conversation:
+        """Remember the ACP agent's session id (written with the conversation's meta)."""
+        loaded = self._load(cid)
+        if loaded.conversation.acp_session != session:
+            loaded.conversation = replace(loaded.conversation, acp_session=session)
+            self._write_meta(loaded.conversation)
+        return loaded.conversation
+
     # --- internals -------------------------------------------------------------------------
     @staticmethod
     def _find_turn(conv: Conversation, turn: str) -> int:
@@ -307,7 +326,9 @@ class ConversationStore:
                             ) from None
         conv = Conversation(cid, str(meta.get("title") or DEFAULT_TITLE), meta.get("provider"),
                             float(meta.get("created") or 0.0), float(meta.get("updated") or 0.0),
-                            meta.get("endpoint"), meta.get("model"))
+                            meta.get("endpoint"), meta.get("model"),
+                            agent=meta.get("agent") or None,
+                            acp_session=meta.get("acp_session") or None)
         loaded = _Loaded(conv)
         self._replay(loaded, self.folder / f"{cid}.jsonl")
         self._cache[cid] = loaded

@@ -262,7 +262,9 @@ define("agent.new", "Start a conversation; provider/endpoint/model override the 
        Arg("title", str, False, None, doc="default: the first message"),
        Arg("provider", str, False, None, doc="a provider name (default: the configured one)"),
        Arg("endpoint", str, False, None, doc="the provider's URL for this conversation only"),
-       Arg("model", str, False, None, doc="the model for this conversation only"))
+       Arg("model", str, False, None, doc="the model for this conversation only"),
+       Arg("agent", str, False, None, doc="an ACP agent's discovery name (claude, codex, "
+           "opencode, gemini … or [agents.NAME] of config.toml) instead of a provider"))
 define("agent.list", "The conversations, most recent first.")
 define("agent.history", "A conversation's messages and turns.", CONVERSATION)
 define("agent.send", "Send a message; replies {turn} at once, the turn streams as agent.* events.",
@@ -271,6 +273,11 @@ define("agent.approve", "Answer a proposal (agent.propose) of a running turn.",
        Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
        Arg("decision", str, check=one_of("approve", "reject", "always")))
 define("agent.stop", "End the conversation's running turn now (the Stop button).", CONVERSATION)
+define("agent.permission_answer", "Answer an ACP agent's permission question (agent.permission) "
+       "by option kind; kind null declines it.",
+       CONVERSATION, Arg("turn", str, check=non_empty), Arg("request", str, check=non_empty),
+       Arg("kind", str, False, None, check=one_of("allow_once", "allow_always", "reject_once",
+                                                   "reject_always")))
 define("agent.mode", "Get, or set, the approval gate's mode.",
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))
 
@@ -307,13 +314,20 @@ define("session.turn", "Run one turn of the agent loop; replies when the turn ha
        Arg("messages", list, doc="the history as Message dicts, including the new message"),
        Arg("provider", str, False, None, doc="provider name (default: the configured one)"),
        Arg("endpoint", str, False, None, doc="the provider's URL for this conversation"),
-       Arg("model", str, False, None, doc="the model for this conversation"))
+       Arg("model", str, False, None, doc="the model for this conversation"),
+       Arg("agent", str, False, None, doc="an ACP agent's discovery name: the turn goes to it"),
+       Arg("acp_session", str, False, None, doc="the agent's stored session id, to resume"))
 define("session.approve", "Decide on a pending proposal of the running turn.",
        SESSION_CONVERSATION, Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
        Arg("decision", str, check=one_of("approve", "reject", "always")))
 define("session.stop", "Stop the running turn now (HTTP stream closed, proposals declined).",
        SESSION_CONVERSATION, Arg("turn", str, False, None))
 define("session.status", "The session's running turn and pending proposals, if any.",
+       SESSION_CONVERSATION)
+define("session.permission_answer", "Answer the running turn's permission question.",
+       SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
+       Arg("request", str, check=non_empty), Arg("kind", str, False, None))
+define("session.close", "End the conversation's ACP agent (the stop sequence), if one runs.",
        SESSION_CONVERSATION)
 
 # --- gate.*: the approval gate in the core (actors/gate_actor.py, policy in rio/gate.py) --------

@@ -168,18 +168,20 @@ class AcpClient(AgentRequests, AgentWire):
         return bool(caps and caps.load_session)
 
     # --- sessions --------------------------------------------------------------------------
-    async def new_session(self) -> str:
+    async def new_session(self, mcp_servers: Sequence[Mapping[str, Any]] = ()) -> str:
         """``session/new`` in the project root; raises ``agent.sign_in_needed`` when the agent
-        wants a sign-in first (codex-acp does, here)."""
+        wants a sign-in first (codex-acp does, here). ``mcp_servers``: stdio entries
+        ``{name, command, args, env}`` (Rio's own MCP endpoint)."""
         answer = await self._request("session/new", self.conn.new_session(
-            cwd=str(self.settings.root), mcp_servers=[]))
+            cwd=str(self.settings.root), mcp_servers=_stdio_servers(mcp_servers)))
         self.session_id = answer.session_id
         self.updates.set_modes(answer.modes)
         self.updates.set_config(answer.config_options)
         self._publish("agent.session", {"session": self.session_id, "resumed": False})
         return self.session_id
 
-    async def load_session(self, session_id: str) -> bool:
+    async def load_session(self, session_id: str,
+                           mcp_servers: Sequence[Mapping[str, Any]] = ()) -> bool:
         """Resume ``session_id`` (after a crash or a restart) where the agent offers it;
         False when it does not. The history it replays is not published again."""
         if not self.can_load:
@@ -187,7 +189,8 @@ class AcpClient(AgentRequests, AgentWire):
         self.updates.replaying = True
         try:
             answer = await self._request("session/load", self.conn.load_session(
-                cwd=str(self.settings.root), session_id=session_id, mcp_servers=[]))
+                cwd=str(self.settings.root), session_id=session_id,
+                mcp_servers=_stdio_servers(mcp_servers)))
         finally:
             self.updates.replaying = False
         self.session_id = session_id
@@ -409,6 +412,21 @@ class AcpClient(AgentRequests, AgentWire):
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.state = "stopped"
         return result
+
+
+def _stdio_servers(entries: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """``{name, command, args, env}`` dicts as the SDK's stdio MCP server entries."""
+    from acp.schema import EnvVariable, McpServerStdio
+    out = []
+    for e in entries:
+        env = e.get("env") or []
+        if isinstance(env, Mapping):
+            env = [{"name": k, "value": v} for k, v in env.items()]
+        out.append(McpServerStdio(name=str(e["name"]), command=str(e["command"]),
+                                  args=[str(a) for a in e.get("args") or ()],
+                                  env=[EnvVariable(name=str(v["name"]), value=str(v["value"]))
+                                       for v in env]))
+    return out
 
 
 def _sign_in_next(methods: Sequence[SignInMethod]) -> str:

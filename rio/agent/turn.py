@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from rio.agent.tools import READ_TOOLS, TOOL_NAMES, Proposal, ToolOutcome, Tools, missing_args
@@ -74,9 +74,12 @@ class TurnResult:
     buffers: tuple[tuple[str, int], ...] = ()
     error: RioError | None = None
     partial: bool = False
+    #: What a brain adds for the core (an ACP agent: its session id, files changed on disk).
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
+            **self.extra,
             "status": self.status, "messages": [m.to_dict() for m in self.messages],
             "buffers": [{"buffer": b, "since_version": v} for b, v in self.buffers]}
         if self.error is not None:

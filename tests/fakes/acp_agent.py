@@ -21,7 +21,8 @@ Actions (one dict each; the key names it):
 ``{"thought": "…"}`` · ``{"plan": ["step", …]}`` · ``{"usage": [used, size]}`` ·
 ``{"tool": {"id", "title", "kind", "input", "status"}}`` a tool call ·
 ``{"tool_update": {"id", "status", "input"?, "output"?}}`` ·
-``{"permission": {"id", "title"?, "options": [[optionId, kind], …]}}`` asks, then says
+``{"permission": {"id", "title"?, "kind"?, "input"?, "options": [[optionId, kind], …]}}`` asks,
+then says
 ``permission: <optionId|cancelled>`` · ``{"read": {"path", "line"?, "limit"?}}`` then says
 ``read: <content>`` or ``read error: <code> <message>`` · ``{"write": {"path", "content"}}``
 then ``write: ok`` / ``write error: <code> <message>`` · ``{"write_disk": {"path",
@@ -274,7 +275,8 @@ class FakeAgent:
             try:
                 answer = await conn.request_permission(
                     session_id=sid, tool_call=ToolCallUpdate(
-                        tool_call_id=p["id"], title=p.get("title")),
+                        tool_call_id=p["id"], title=p.get("title"), kind=p.get("kind"),
+                        raw_input=p.get("input")),
                     options=[PermissionOption(option_id=o, name=o, kind=k)
                              for o, k in p["options"]])
                 outcome = answer.outcome

@@ -242,6 +242,9 @@ class ChatClient:
                     self._error(data["error"])
             if result.state == "stopped":
                 self._line(s("warn", "(stopped)"))
+        else:
+            from ui.term import chat_acp      # an ACP agent's own events (rio chat --agent)
+            chat_acp.show(self, topic, data, result)
 
     def _propose(self, data: Mapping[str, Any], result: TurnResult) -> None:
         s = self.style

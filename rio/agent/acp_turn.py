@@ -1,0 +1,369 @@
+"""The turn owner's second brain: a turn driven by an ACP agent instead of a model API.
+
+The session process (``actors/agent_session.py``) owns every turn of its conversation — busy,
+Stop, interrupt, pending proposals and approvals — whichever brain answers it. An
+:class:`AcpTurn` has the surface the session drives a :class:`rio.agent.turn.Turn` through
+(``spec.turn``, :meth:`run`, :meth:`result`, :meth:`answer`, :meth:`interrupt`,
+:meth:`pending_ids`), publishes the same ``agent.*`` events and goes through the same gate
+(``gate.turn`` begin/end, ``gate.check`` for writes) and the same :class:`~rio.agent.tools.Tools`
+(buffer text for reads; ``prepare``/``apply`` for writes, so a write is located again at
+approval and lands as an undoable buffer edit).
+
+It is also the :class:`rio.acp.port.AcpTurnPort` of the conversation's
+:class:`~rio.acp.client.AcpClient` for its duration:
+
+* ``fs/read_text_file`` → the open buffer's text (unsaved edits included), else the file;
+* ``fs/write_text_file`` → ``propose_edit`` (or ``propose_create`` for a new file) through
+  the gate: allowed, refused, or an ``agent.propose`` answered by ``agent.approve``;
+* ``session/request_permission`` → ``agent.permission``, answered by
+  ``agent.permission_answer`` with an option *kind*; declined after
+  :data:`PERMISSION_TIMEOUT_S`.
+
+:class:`AcpBrain` keeps the conversation's one agent process across turns: started on the
+first turn (``session/load`` of the stored session id when the agent offers it, else
+``session/new``), restarted and resumed when it died (``agent.restarted``, one line for the
+user), ended with the stop sequence by :meth:`AcpBrain.close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rio.acp.port import PermissionQuestion, WriteOutcome
+from rio.agent import disk_changes
+from rio.agent.tools import Proposal, ToolOutcome, Tools
+from rio.agent.turn import INTERRUPTED, STOPPED, Decision, PendingProposal, TurnPort, TurnResult
+from rio.errors import AgentError, RioError
+from rio.providers.base import Message, ToolCall
+
+log = logging.getLogger("rio.agent.acp")
+
+#: A permission question nobody answers is declined after this long (the agent is told
+#: "cancelled" and carries on).
+PERMISSION_TIMEOUT_S = 240.0
+
+
+@dataclass(frozen=True)
+class AcpTurnSpec:
+    conversation: str
+    turn: str
+    agent: str
+    text: str
+    #: the agent's session id stored on the conversation (resumed with session/load)
+    stored_session: str | None = None
+
+
+#: Builds the conversation's client: ``make_client(port) -> AcpClient``.
+ClientFactory = Callable[[Any], Any]
+
+
+@dataclass
+class AcpBrain:
+    """One ACP agent process for one conversation, kept across turns (on the session loop)."""
+
+    agent: str
+    make_client: ClientFactory
+    client: Any = None
+    session_id: str | None = None
+    #: set when the agent ended without being asked: the next turn says it was restarted
+    died: bool = False
+    #: the ``mcpServers`` entries for session/new and session/load (Rio's MCP endpoint)
+    mcp_servers: Callable[[], Sequence[Mapping[str, Any]]] = field(default=lambda: [])
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and bool(self.client.alive) \
+            and self.client.session_id is not None
+
+    async def ready(self, port: Any, stored_session: str | None) -> dict[str, Any] | None:
+        """Make sure an agent with a session runs, driven for ``port``'s turn. Returns the
+        ``agent.restarted`` data when a dead agent was started again, else None."""
+        if self.client is not None:
+            self.client.port = port
+        if self.alive:
+            return None
+        restarted = self.client is not None
+        if self.client is not None:
+            await self.close()
+        self.client = self.make_client(port)
+        await self.client.start()
+        wanted = self.session_id or stored_session
+        resumed = False
+        if wanted and self.client.can_load:
+            try:
+                resumed = await self.client.load_session(wanted, self.mcp_servers())
+            except RioError as err:
+                if err.kind == "agent.sign_in_needed":
+                    raise
+                log.info("session/load %s failed (%s): a new session instead", wanted, err)
+        if not resumed:
+            await self.client.new_session(self.mcp_servers())
+        self.session_id = self.client.session_id
+        if not restarted:
+            return None
+        return {"agent": self.agent, "resumed": resumed,
+                "message": f"The agent {self.agent!r} had stopped; Rio started it again"
+                           + (" and resumed the conversation." if resumed else
+                              " with a new session (it cannot resume the old one).")}
+
+    async def close(self) -> Any:
+        client, self.client = self.client, None
+        if client is None:
+            return None
+        try:
+            return await client.close()
+        except Exception:  # noqa: BLE001 -- ending it anyway; the sweep is process control's
+            log.exception("closing the agent failed")
+            return None
+
+
+@dataclass
+class _Question:
+    question: PermissionQuestion
+    future: asyncio.Future[str | None] = field(default_factory=lambda: (
+        asyncio.get_running_loop().create_future()))
+
+
+class AcpTurn:
+    """One turn answered by an ACP agent; see the module docstring."""
+
+    def __init__(self, spec: AcpTurnSpec, brain: AcpBrain, tools: Tools, port: TurnPort,
+                 root: Path, *, permission_timeout_s: float = PERMISSION_TIMEOUT_S,
+                 snapshot: Callable[[Path], Any] = disk_changes.take,
+                 diff: Callable[[Any], Mapping[str, Any]] = disk_changes.changes) -> None:
+        self.spec = spec
+        self.brain = brain
+        self.tools = tools
+        self.port = port
+        self.root = root
+        self.permission_timeout_s = permission_timeout_s
+        self._snapshot = snapshot
+        self._diff = diff
+        self.pending: dict[str, PendingProposal] = {}
+        self.questions: dict[str, _Question] = {}
+        self.new: list[Message] = []
+        self._writes = 0
+        self._began = False
+        self._interrupted = False
+        self._outcome: TurnResult | None = None
+        self._changed_files: Mapping[str, Any] = {"files": [], "more": 0}
+
+    # --- events --------------------------------------------------------------------------
+    def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        self.port.publish(topic, {"conversation": self.spec.conversation,
+                                  "turn": self.spec.turn, **data})
+
+    # --- the turn ------------------------------------------------------------------------
+    async def run(self) -> TurnResult:
+        loop = asyncio.get_running_loop()
+        snap: asyncio.Future[Any] | None = None
+        try:
+            await self.port.gate_turn("begin")
+            self._began = True
+            snap = loop.run_in_executor(None, self._snapshot, self.root)
+            restarted = await self.brain.ready(self, self.spec.stored_session)
+            if restarted is not None:
+                self.publish("agent.restarted", restarted)
+            await asyncio.shield(snap)  # the fingerprint is of the files before the prompt
+            outcome = await self.brain.client.prompt(self.spec.text)
+            if outcome.error is not None and outcome.error.kind == "agent.agent_exited":
+                self.brain.died = True
+            self._outcome = self._result(outcome.status, outcome.text, outcome.error,
+                                         outcome.partial)
+        except asyncio.CancelledError:
+            self._close_for_stop()
+            await self._finish(snap)
+            raise
+        except RioError as err:   # start, session/new, sign-in: not published by the client
+            self.publish("agent.error", {"kind": err.kind, "message": err.message,
+                                         "next": err.next, "partial": False,
+                                         **({"details": dict(err.details)}
+                                            if getattr(err, "details", None) else {})})
+            self._outcome = self._result("error", "", err, False)
+        await self._finish(snap)
+        assert self._outcome is not None
+        return self._with_extra(self._outcome)
+
+    def _streamed(self) -> str:
+        client = self.brain.client
+        return "".join(client.updates.text) if client is not None else ""
+
+    def _result(self, status: Any, text: str, error: RioError | None,
+                partial: bool) -> TurnResult:
+        if self._interrupted and status != "error":
+            status = "stopped"
+            error = AgentError("interrupted", "The turn was interrupted by a new message.",
+                               "Carry on with the new message.")
+        messages = (Message.assistant(text),) if text.strip() else ()
+        self.new = list(messages)
+        return TurnResult(status, messages, tuple(self.tools.changed.items()), error, partial)
+
+    def result(self, status: Any = "stopped") -> TurnResult:
+        if self._outcome is not None:
+            return self._with_extra(self._outcome)
+        return self._with_extra(self._result(status, self._streamed(), AgentError(
+            "stopped", "You stopped the turn.", "Send a message to carry on."), False))
+
+    def _with_extra(self, result: TurnResult) -> TurnResult:
+        extra = {"acp_session": self.brain.session_id,
+                 "changed_files": list(self._changed_files.get("files", ()))}
+        return replace(result, extra=extra)
+
+    async def _finish(self, snap: asyncio.Future[Any] | None) -> None:
+        if snap is not None:
+            try:
+                before = await snap
+                self._changed_files = await asyncio.get_running_loop().run_in_executor(
+                    None, self._diff, before)
+            except Exception:  # noqa: BLE001 -- the listing is a help, not the turn
+                log.exception("listing the files changed on disk failed")
+            if self._changed_files.get("files"):
+                self.publish("agent.changed_files", dict(self._changed_files))
+        if self._began:
+            try:
+                await asyncio.wait_for(self.port.gate_turn("end"), 2.0)
+            except (RioError, asyncio.TimeoutError):
+                log.warning("gate did not take the end of turn %s", self.spec.turn)
+
+    def _close_for_stop(self) -> None:
+        for pending in self.pending.values():
+            if not pending.future.done():
+                pending.future.set_result("stopped")
+        for q in self.questions.values():
+            if not q.future.done():
+                q.future.set_result(None)
+
+    # --- proposals and questions, as the session answers them ------------------------------
+    def decide(self, proposal: str, decision: Decision) -> bool:
+        pending = self.pending.get(str(proposal))
+        if pending is None or pending.future.done():
+            return False
+        pending.future.set_result(decision)
+        return True
+
+    async def answer(self, proposal: str, decision: Decision) -> ToolOutcome | None:
+        pending = self.pending.get(str(proposal))
+        if pending is None or not self.decide(proposal, decision):
+            return None
+        return await asyncio.shield(pending.outcome)
+
+    def answer_permission(self, request: str, kind: str | None) -> bool:
+        q = self.questions.get(str(request))
+        if q is None or q.future.done():
+            return False
+        q.future.set_result(kind)
+        return True
+
+    def interrupt(self) -> bool:
+        """A new message while a write or a question waits: both are declined, the agent's
+        prompt is cancelled and the turn ends "stopped" (interrupted). False when nothing
+        waits (the new message is then agent.busy)."""
+        waiting = [p for p in self.pending.values() if not p.future.done()]
+        asking = [q for q in self.questions.values() if not q.future.done()]
+        if not waiting and not asking:
+            return False
+        self._interrupted = True
+        for p in waiting:
+            p.future.set_result("interrupted")
+        for q in asking:
+            q.future.set_result(None)
+        client = self.brain.client
+        if client is not None:
+            asyncio.get_running_loop().create_task(client.cancel())
+        return True
+
+    def pending_ids(self) -> list[str]:
+        return [p.id for p in self.pending.values() if not p.future.done()]
+
+    # --- AcpTurnPort -----------------------------------------------------------------------
+    async def read_text(self, path: str) -> str:
+        text, _where = await self.tools._current_text(path)
+        return text
+
+    async def propose_write(self, path: str, content: str) -> WriteOutcome:
+        self._writes += 1
+        call = ToolCall(f"{self.spec.turn}.w{self._writes}", "propose_edit", {})
+        try:
+            current: str | None = (await self.tools._current_text(path))[0]
+        except RioError as err:
+            if err.kind != "path.not_found":
+                return WriteOutcome(False, err.message)
+            current = None
+        if current is None:
+            name, args = "propose_create", {"path": path, "text": content}
+        else:
+            if current == content:
+                return WriteOutcome(True)
+            name, args = "propose_edit", {"path": path, "old_text": current,
+                                          "new_text": content}
+        call = ToolCall(call.id, name, args)
+        self.publish("agent.tool", {"call": call.id, "name": name,
+                                    "input": {"path": path, "via": "fs/write_text_file"}})
+        outcome = await self._write_outcome(call, name, args)
+        self.publish("agent.tool_result", {"call": call.id, "name": name, "ok": outcome.ok,
+                                           "summary": outcome.summary, "truncated": False})
+        return WriteOutcome(outcome.ok, "" if outcome.ok else outcome.content)
+
+    async def _write_outcome(self, call: ToolCall, name: str,
+                             args: Mapping[str, Any]) -> ToolOutcome:
+        verdict = await self.port.gate_check(name, args)
+        if verdict.get("decision") == "refuse":
+            return ToolOutcome(f"Refused: {verdict.get('reason', '')}", False, f"{name}: refused")
+        prepared = await self.tools.prepare(name, args)
+        if isinstance(prepared, ToolOutcome):
+            return prepared
+        if verdict.get("decision") == "allow":
+            return await self.tools.apply(prepared)
+        return await self._ask(call, prepared, verdict)
+
+    async def _ask(self, call: ToolCall, proposal: Proposal,
+                   verdict: Mapping[str, Any]) -> ToolOutcome:
+        loop = asyncio.get_running_loop()
+        pid = f"{self.spec.turn}.{len(self.pending) + self._writes}"
+        while pid in self.pending:
+            pid += "x"
+        pending = PendingProposal(pid, call, proposal, loop.create_future(), loop.create_future())
+        self.pending[pid] = pending
+        self.publish("agent.propose", {"proposal": pid, "call": call.id, **proposal.event(),
+                                       "reason": verdict.get("reason", "")})
+        outcome: ToolOutcome | None = None
+        try:
+            answer = await pending.future
+            if answer in ("approve", "always"):
+                if answer == "always":
+                    await self.port.remember(call.name)
+                outcome = await self.tools.apply(proposal)
+            elif answer == "reject":
+                outcome = ToolOutcome("the user rejected this change", False,
+                                      f"{proposal.path}: rejected")
+            else:
+                outcome = ToolOutcome(INTERRUPTED if answer == "interrupted" else STOPPED,
+                                      False, f"{proposal.path}: {answer}")
+            return outcome
+        finally:
+            self.pending.pop(pid, None)
+            if not pending.outcome.done():
+                pending.outcome.set_result(outcome or ToolOutcome(STOPPED, False, "stopped"))
+
+    async def ask_permission(self, question: PermissionQuestion) -> str | None:
+        q = _Question(question)
+        self.questions[question.request] = q
+        self.publish("agent.permission", question.to_event())
+        try:
+            kind = await asyncio.wait_for(asyncio.shield(q.future), self.permission_timeout_s)
+            how = "answered" if kind else "declined"
+        except asyncio.TimeoutError:
+            kind, how = None, "timed_out"
+        finally:
+            self.questions.pop(question.request, None)
+        self.publish("agent.permission_closed", {"request": question.request, "kind": kind,
+                                                 "how": how})
+        return kind
+
+
+__all__ = ["AcpBrain", "AcpTurn", "AcpTurnSpec", "PERMISSION_TIMEOUT_S"]

@@ -1,0 +1,372 @@
+"""An ACP agent as the turn owner's second brain, for real: `rio serve`, the core's agent.*
+ops, the conversation's session process and the fake ACP agent (tests/fakes/acp_agent.py)
+configured as ``[agents.fake]`` in config.toml."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from rio.errors import BusError, RioError
+from rio.protocol import thaw
+from tests.support import REPO, RioServer, rio_env, wait_for, wait_gone
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
+
+FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("acp-session")
+
+
+@pytest.fixture(scope="module")
+def script_file(base: Path) -> Path:
+    return base / "script.json"
+
+
+@pytest.fixture(scope="module")
+def server(base: Path, script_file: Path):
+    root = base / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    env = rio_env(base)
+    config = Path(env["RIO_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script_file}"]\n')
+    srv = RioServer(root, base, env=env).start()
+    yield srv
+    srv.stop()
+
+
+class Chat:
+    """One conversation with the fake agent, driven through the core's agent.* ops."""
+
+    def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any]):
+        self.server = server
+        script_file.write_text(json.dumps(script))
+        self.script_file = script_file
+        self.conn = server.connect("acp-e2e", subscribe=("agent.", "buffer."))
+        self.events: list[tuple[str, dict]] = []
+        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        self.conn.subscribe("buffer.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        created = self.call("agent.new", {"title": "acp", "agent": "fake"})
+        assert created["agent"] == "fake"
+        self.conversation = created["conversation"]
+
+    def script(self, script: dict[str, Any]) -> None:
+        """The script the *next* agent process reads (a restarted one, after a crash)."""
+        self.script_file.write_text(json.dumps(script))
+
+    def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
+        return self.conn.call(op, args or {}, timeout=timeout)
+
+    def wait(self, topic: str, timeout: float = 40.0, **match: Any) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, data in self.events:
+                if t == topic and all(data.get(k) == v for k, v in match.items()):
+                    return data
+            self.conn.sub.poll(20)
+            self.conn.drain()
+        raise AssertionError(f"no {topic} {match}; saw {self.events}")
+
+    def text(self, turn: str) -> str:
+        self.conn.drain()
+        return "".join(d.get("text", "") for t, d in self.events
+                       if t == "agent.delta" and d.get("turn") == turn)
+
+    def send(self, text: str) -> str:
+        return self.call("agent.send", {"conversation": self.conversation, "text": text})["turn"]
+
+    def close(self) -> None:
+        self.conn.close()
+        try:
+            self.server.call("system.restart", {"process": f"agent:{self.conversation}",
+                                                "again": False}, timeout=10)
+        except RioError:
+            pass
+
+
+@pytest.fixture
+def chat(server, script_file):
+    made: list[Chat] = []
+
+    def make(script: dict[str, Any]) -> Chat:
+        c = Chat(server, script_file, script)
+        made.append(c)
+        return c
+    yield make
+    for c in made:
+        c.close()
+
+
+def _buffer_text(server: RioServer, path: str) -> tuple[str, dict]:
+    info = server.call("buffer.open", {"path": path})
+    return server.call("buffer.text", {"buffer": info["buffer"]})["text"], info
+
+
+def _meta(server: RioServer, cid: str) -> dict:
+    found = list(Path(server.env["RIO_STATE_DIR"]).rglob(f"conversations/{cid}.json"))
+    assert found, "the conversation's meta file"
+    return json.loads(found[0].read_text())
+
+
+def test_agent_new_refuses_an_unknown_agent_name(server, script_file):
+    with pytest.raises(RioError) as err:
+        server.call("agent.new", {"agent": "no-such-agent"})
+    assert err.value.kind == "agent.not_configured"
+    assert "[agents.no-such-agent]" in err.value.next
+
+
+def test_a_streamed_turn_is_recorded_and_the_session_id_kept(chat, server):
+    c = chat({"turns": [[{"text": "Hello "}, {"text": "there."}]]})
+    turn = c.send("hi")
+    ended = c.wait("agent.turn", turn=turn, state="done")
+    assert "error" not in ended
+    assert c.text(turn) == "Hello there."
+    message = c.wait("agent.message", turn=turn)
+    assert message["text"] == "Hello there."
+    history = c.call("agent.history", {"conversation": c.conversation})
+    assert history["agent"] == "fake"
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+    assert _meta(server, c.conversation)["acp_session"] == c.wait("agent.session")["session"]
+    # the same agent process answers the next turn (the default turn echoes)
+    second = c.send("again")
+    assert c.wait("agent.turn", turn=second, state="done")
+    assert c.text(second) == "echo: again"
+
+
+def test_a_permission_question_is_answered_by_kind(chat):
+    c = chat({"turns": [[{"permission": {"id": "t1", "title": "rm -rf build",
+                                         "options": [["yes-1", "allow_once"],
+                                                     ["no-1", "reject_once"]]}}]]})
+    turn = c.send("clean up")
+    asked = c.wait("agent.permission", turn=turn)
+    assert [o["kind"] for o in asked["options"]] == ["allow_once", "reject_once"]
+    got = c.call("agent.permission_answer", {"conversation": c.conversation, "turn": turn,
+                                             "request": asked["request"],
+                                             "kind": "reject_once"})
+    assert got == {"answered": True}
+    assert c.wait("agent.turn", turn=turn, state="done")
+    assert "permission: no-1" in c.text(turn)
+    closed = c.wait("agent.permission_closed", turn=turn)
+    assert closed["kind"] == "reject_once"
+
+
+def test_a_write_is_a_proposal_approved_into_the_buffer_as_one_undo_step(chat, server):
+    root = server.root
+    c = chat({"turns": [[{"write": {"path": str(root / "notes.txt"),
+                                    "content": "alpha\ngamma\n"}}]]})
+    turn = c.send("beta becomes gamma")
+    proposal = c.wait("agent.propose", turn=turn)
+    assert proposal["kind"] == "edit" and "+gamma" in proposal["diff"]
+    assert (root / "notes.txt").read_text() == "alpha\nbeta\n"   # never the disk
+    got = c.call("agent.approve", {"turn": turn, "proposal": proposal["proposal"],
+                                   "decision": "approve"})
+    assert got["applied"] is True
+    ended = c.wait("agent.turn", turn=turn, state="done")
+    assert "write: ok" in c.text(turn)
+    text, info = _buffer_text(server, "notes.txt")
+    assert text == "alpha\ngamma\n"
+    assert ended["buffers"] == [info["buffer"]]
+    assert info["undo_label"].startswith("Agent: beta becomes gamma")
+    server.call("buffer.undo", {"buffer": info["buffer"]})
+    assert _buffer_text(server, "notes.txt")[0] == "alpha\nbeta\n"
+    server.call("buffer.close", {"buffer": info["buffer"], "discard": True})
+
+
+def test_a_rejected_write_leaves_the_file_and_tells_the_agent(chat, server):
+    c = chat({"turns": [[{"write": {"path": "notes.txt", "content": "nope\n"}}]]})
+    turn = c.send("overwrite it")
+    proposal = c.wait("agent.propose", turn=turn)
+    got = c.call("agent.approve", {"turn": turn, "proposal": proposal["proposal"],
+                                   "decision": "reject"})
+    assert got["applied"] is False
+    assert c.wait("agent.turn", turn=turn, state="done")
+    assert "write error" in c.text(turn)
+    assert _buffer_text(server, "notes.txt")[0] == "alpha\nbeta\n"
+    assert (server.root / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
+def test_stop_cancels_the_prompt(chat):
+    c = chat({"turns": [[{"text": "working"}, {"hang": True}]]})
+    turn = c.send("go")
+    c.wait("agent.delta", turn=turn)
+    t0 = time.monotonic()
+    c.call("agent.stop", {"conversation": c.conversation})
+    assert c.wait("agent.turn", turn=turn, state="stopped", timeout=10)
+    assert time.monotonic() - t0 < 6
+    history = c.call("agent.history", {"conversation": c.conversation})
+    assert history["messages"][-1]["role"] == "assistant"   # the streamed text is kept
+
+
+def test_sign_in_needed_shows_the_command_to_run(chat):
+    c = chat({"auth": "new_session", "auth_methods": [
+        {"id": "login", "name": "Log in", "type": "terminal", "args": ["--login"]}]})
+    turn = c.send("hello")
+    ended = c.wait("agent.turn", turn=turn, state="error")
+    assert ended["error"]["kind"] == "agent.sign_in_needed"
+    assert "--login" in ended["error"]["next"]
+    sign_in = c.wait("agent.sign_in", turn=turn)
+    assert sign_in["state"] == "needed" and sign_in["methods"][0]["type"] == "terminal"
+
+
+def test_a_crash_mid_turn_is_restarted_and_resumed(chat, base):
+    state = base / "sessions.json"
+    c = chat({"load_session": True, "state": str(state),
+              "turns": [[{"text": "halfway"}, {"crash": 3}]]})
+    first = c.send("one")
+    ended = c.wait("agent.turn", turn=first, state="error")
+    assert ended["error"]["kind"] == "agent.agent_exited"
+    session = c.wait("agent.session", turn=first)["session"]
+    c.script({"load_session": True, "state": str(state), "default_turn": [{"echo": True}]})
+    second = c.send("two")
+    restarted = c.wait("agent.restarted", turn=second)
+    assert restarted["resumed"] is True and "started it again" in restarted["message"]
+    assert c.wait("agent.session", turn=second)["session"] == session
+    assert c.wait("agent.turn", turn=second, state="done")
+    assert c.text(second) == "echo: two"
+
+
+def test_stopping_the_conversations_process_ends_the_agent_and_its_helpers(chat, server):
+    c = chat({"turns": [[{"helper": "group"}, {"helper": "setsid"}, {"hang": True}]]})
+    turn = c.send("spawn helpers")
+    c.wait("agent.delta", turn=turn)
+    assert wait_for(lambda: len(re.findall(r"helper (\d+)", c.text(turn))) == 2, 20)
+    helpers = [psutil.Process(int(p)) for p in re.findall(r"helper (\d+)", c.text(turn))]
+    agent = [p for p in psutil.Process(server.pids()[f"agent:{c.conversation}"]).children()
+             if "acp_agent.py" in " ".join(p.cmdline())]
+    assert agent, "the fake agent runs under the session process"
+    server.call("system.restart", {"process": f"agent:{c.conversation}", "again": False},
+                timeout=15)
+    assert wait_gone(helpers + agent, 10) == []
+
+
+def test_files_written_behind_rios_back_are_listed_with_a_diff(chat, server):
+    target = server.root / "behind.txt"
+    target.write_text("one\n")
+    try:
+        c = chat({"turns": [[{"write_disk": {"path": str(target), "content": "two\n"}},
+                             {"text": "done"}]]})
+        turn = c.send("edit it yourself")
+        ended = c.wait("agent.turn", turn=turn, state="done")
+        listed = c.wait("agent.changed_files", turn=turn)
+        assert [f["path"] for f in listed["files"]] == ["behind.txt"]
+        assert "-one" in listed["files"][0]["diff"] and "+two" in listed["files"][0]["diff"]
+        assert ended["changed_files"][0]["change"] == "modified"
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def test_an_open_buffer_of_a_file_written_behind_rios_back_gets_a_conflict(chat, server):
+    target = server.root / "open.txt"
+    target.write_text("mine\n")
+    info = server.call("buffer.open", {"path": "open.txt"})
+    try:
+        c = chat({"turns": [[{"write_disk": {"path": str(target), "content": "theirs\n"}}]]})
+        turn = c.send("edit it yourself")
+        c.wait("agent.turn", turn=turn, state="done")
+        conflict = c.wait("buffer.conflict", buffer=info["buffer"], timeout=20)
+        assert conflict["path"] == "open.txt"
+        assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == "mine\n"
+    finally:
+        server.call("buffer.close", {"buffer": info["buffer"], "discard": True})
+        target.unlink(missing_ok=True)
+
+
+def test_an_agent_that_is_not_installed_fails_the_turn_with_how_to_install(server, tmp_path):
+    config = Path(server.env["RIO_CONFIG_DIR"]) / "config.toml"
+    before = config.read_text()
+    config.write_text(before + '\n[agents.gone]\ncommand = "/nonexistent/agent-bin"\n')
+    conn = server.connect("acp-gone", subscribe=("agent.",))
+    events: list[tuple[str, dict]] = []
+    conn.subscribe("agent.", lambda e: events.append((e.topic, thaw(e.data))))
+    cid = conn.call("agent.new", {"agent": "gone"})["conversation"]
+    try:
+        turn = conn.call("agent.send", {"conversation": cid, "text": "hi"})["turn"]
+
+        def ended() -> dict | None:
+            conn.sub.poll(20)
+            conn.drain()
+            return next((d for t, d in events if t == "agent.turn" and d.get("turn") == turn
+                         and d.get("state") == "error"), None)
+        assert wait_for(lambda: ended() is not None, 40)
+        assert ended()["error"]["kind"] == "agent.agent_not_found"
+    finally:
+        config.write_text(before)
+        conn.close()
+        try:
+            server.call("system.restart", {"process": f"agent:{cid}", "again": False})
+        except (RioError, BusError):
+            pass
+
+
+# --- rio chat --agent ----------------------------------------------------------------------------
+
+def _chat(server: RioServer, script_file: Path, script: dict, *args: str):
+    script_file.write_text(json.dumps(script))
+    return server.cli("chat", "--instance", server.name, "--agent", "fake", *args, timeout=90)
+
+
+def test_rio_chat_agent_approve_yes_answers_permission_and_write_and_saves(server,
+                                                                            script_file):
+    target = server.root / "chat.txt"
+    target.write_text("old\n")
+    try:
+        done = _chat(server, script_file, {"turns": [[
+            {"permission": {"id": "t1", "title": "ls", "options": [["ok-1", "allow_once"],
+                                                                    ["no-1", "reject_once"]]}},
+            {"write": {"path": "chat.txt", "content": "new\n"}}, {"text": " finished"}]]},
+            "--approve", "yes", "--save", "do it")
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert "permission: ok-1" in done.stdout and "write: ok" in done.stdout
+        assert "The agent asks permission: ls" in done.stdout
+        assert target.read_text() == "new\n"
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def test_rio_chat_agent_approve_no_rejects_and_exits_5(server, script_file):
+    done = _chat(server, script_file, {"turns": [[
+        {"permission": {"id": "t1", "title": "ls", "options": [["ok-1", "allow_once"],
+                                                                ["no-1", "reject_once"]]}}]]},
+        "--approve", "no", "look")
+    assert done.returncode == 5, done.stderr + done.stdout
+    assert "permission: no-1" in done.stdout
+
+
+def test_rio_chat_agent_a_dangerous_command_still_needs_a_person(server, script_file):
+    done = _chat(server, script_file, {"turns": [[
+        {"permission": {"id": "t1", "title": "rm -rf /", "kind": "execute",
+                        "input": {"command": "rm -rf /"},
+                        "options": [["ok-1", "allow_once"], ["no-1", "reject_once"]]}}]]},
+        "--approve", "yes", "clean")
+    assert done.returncode == 5, done.stderr + done.stdout
+    assert "permission: no-1" in done.stdout and "needs a person" in done.stdout
+
+
+def test_rio_chat_agent_sign_in_needed_shows_the_command_and_exits_1(server, script_file):
+    done = _chat(server, script_file, {"auth": "new_session", "auth_methods": [
+        {"id": "login", "name": "Log in", "type": "terminal", "args": ["--login"]}]}, "hello")
+    assert done.returncode == 1, done.stderr + done.stdout
+    assert "needs you to sign in" in done.stdout + done.stderr
+    assert "--login" in done.stdout
+
+
+def test_rio_agents_log_prints_the_protocol_log(chat, server):
+    c = chat({"turns": [[{"text": "logged"}]]})
+    turn = c.send("hi")
+    c.wait("agent.turn", turn=turn, state="done")
+    done = server.cli("agents", "log", c.conversation, "--root", str(server.root))
+    assert done.returncode == 0, done.stderr
+    assert "session/prompt" in done.stdout and "logged" in done.stdout
