@@ -16,10 +16,10 @@ import pytest
 
 from actors.bus_thread import RequestContext
 from rio.conversations import INTERRUPTED_RESULT
-from rio.errors import AgentError, BusError, ProtocolError
+from rio.errors import AgentError, BusError, ProtocolError, RioError
 from rio.protocol import thaw
 from tests.fakes.fake_session import FakeSession, assistant
-from tests.support import RioServer
+from tests.support import RioServer, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -76,6 +76,20 @@ def fakes():
 
 def new_conversation(client: Client, **args: Any) -> str:
     return client.call("agent.new", args)["conversation"]
+
+
+def send_once_the_core_knows(client: Client, cid: str, text: str, timeout: float = 10) -> str:
+    """``agent.send`` while a proposal waits, retried while the core still answers agent.busy:
+    the core learns of the proposal from the ``agent.propose`` event, which travels apart from
+    the event this test waited for. Returns the new turn."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return client.call("agent.send", {"conversation": cid, "text": text})["turn"]
+        except RioError as err:
+            if err.kind != "agent.busy" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def test_a_text_turn_is_recorded_and_announced(server, client, fakes):
@@ -228,7 +242,7 @@ def test_stop_when_the_session_cannot_answer_ends_the_turn_in_the_core(server, c
     client.wait("agent.turn", turn=turn, state="stopped", timeout=5)
     # The session's late answer changes nothing.
     fake.pending[0].reply({"status": "done", "messages": [assistant("late")], "buffers": []})
-    time.sleep(0.3)
+    time.sleep(0.3)   # a negative: nothing shows that it was ignored, so give it time to harm
     history = client.call("agent.history", {"conversation": cid})
     assert [t["status"] for t in history["turns"]] == ["stopped"]
     assert len(history["messages"]) == 1
@@ -258,7 +272,6 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "edit notes"})["turn"]
     client.wait("agent.propose", turn=turn)
-    time.sleep(0.2)  # the core sees the proposal event (it travels apart from our request)
 
     # The approval goes to the session with the conversation filled in.
     assert client.call("agent.approve", {"turn": turn, "proposal": "p9",
@@ -266,7 +279,7 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
     assert fake.approvals == [{"conversation": cid, "turn": turn, "proposal": "p9",
                                "decision": "reject"}]
 
-    turn2 = client.call("agent.send", {"conversation": cid, "text": "never mind"})["turn"]
+    turn2 = send_once_the_core_knows(client, cid, "never mind")
     assert turn2 == f"{cid}.2"
     stopped = client.wait("agent.turn", turn=turn, state="stopped")
     assert stopped["error"]["kind"] == "agent.interrupted"
@@ -422,9 +435,8 @@ def test_e2e_a_new_message_interrupts_a_waiting_proposal(real, real_client, mode
         "path": "todo.txt", "old_text": "two", "new_text": "three"}))
     turn = client.call("agent.send", {"conversation": cid, "text": "edit todo"})["turn"]
     client.wait("agent.propose", turn=turn, timeout=30)
-    time.sleep(0.2)   # the core hears of the proposal on its own event stream
     model.push(anthropic_text("Fine, no edit."))
-    turn2 = client.call("agent.send", {"conversation": cid, "text": "forget it"})["turn"]
+    turn2 = send_once_the_core_knows(client, cid, "forget it")
     assert client.wait("agent.turn", turn=turn, state="stopped")["error"]["kind"] == \
         "agent.interrupted"
     client.wait("agent.turn", turn=turn2, state="done", timeout=30)
@@ -513,13 +525,23 @@ def test_the_interrupting_turn_finishing_first_is_still_recorded_second(in_proce
         return {"status": "done", "buffers": [], "messages": [assistant("second answer")]}
 
     actor, bus = in_process({"session.turn": session_turn})
+    second_answered = threading.Event()
+    bus_call = bus.call
+
+    def recorded_call(op: str, args: dict | None = None, **kw: Any) -> Any:
+        out = bus_call(op, args, **kw)
+        if op == "session.turn" and str((args or {}).get("turn")).endswith(".2"):
+            second_answered.set()
+        return out
+    bus.call = recorded_call  # type: ignore[method-assign]
     cid = ask(actor, bus, "agent.new", {})["conversation"]
     ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
     actor.tell(("event", "agent.propose", {"conversation": cid, "turn": f"{cid}.1",
                                            "proposal": "p1", "call": "c1"}))
     assert ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})["turn"] == \
         f"{cid}.2"
-    time.sleep(0.2)   # the second turn's answer is in before the first one's
+    assert second_answered.wait(10)   # the second turn's answer is in before the first one's
+    ask(actor, bus, "agent.history", {"conversation": cid})   # and the actor has had it
     assert not [e for e in bus.events if e[0] == "agent.turn" and e[1]["state"] == "done"]
     release_first.set()
     bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn"
@@ -567,7 +589,7 @@ def test_worker_pool_reuses_idle_threads():
         finished = threading.Event()
         pool.submit(lambda i=i, f=finished: (done.append(i), f.set()))
         assert finished.wait(5)
-        time.sleep(0.01)   # let the worker count itself idle again
+        assert wait_for(lambda: pool._idle == 1, 5)   # the worker counts itself idle again
     assert done == list(range(20)) and len(pool._threads) == 1
     pool.close()
 
