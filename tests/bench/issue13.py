@@ -22,6 +22,8 @@ class Goal:
     unit: str = "ms"
     ratio_of: str = ""           # "floor": value / that row's floor; "" for none
     ok: Callable[[float, float | None], bool] = lambda v, r: True
+    #: Made from two rows of one run: (row regex, other row regex) → value a / b as the ratio.
+    versus: str = ""
 
 
 def _ms(limit: float) -> Callable[[float, float | None], bool]:
@@ -39,7 +41,7 @@ GOALS: list[Goal] = [
          re.escape('rio chat "hi", attached to a running one'), ok=_ms(600)),
     Goal("rio serve → core answers buffer.list", "0.75–1.5 s", "≤ 0.5 s",
          "rio serve → core answers buffer.list", ok=_ms(500)),
-    Goal("cold start to a visible window (outside) vs idlelib FILE", "1.2 s vs 0.4 s = 3.0×",
+    Goal("cold start to a window (seen outside) vs idlelib FILE", "1.2 s vs 0.4 s = 3.0×",
          "≤ 0.75×", "cold start, seen from outside: rio FILE vs idlelib FILE", unit="s",
          ratio_of="floor", ok=_ratio(0.75)),
     Goal("core kill -9 → answering p50 (vs bare import)", "0.49–0.82 s", "≤ 0.5 s, ≤ 2.5×",
@@ -63,7 +65,12 @@ GOALS: list[Goal] = [
          re.escape("keystroke, 1 MB single line (p50)"), ok=_ms(2)),
     Goal("a key in a 1 MB single-line file p99", "> 16 ms", "≤ 16 ms",
          re.escape("keystroke, 1 MB single line (p99)"), ok=_ms(16)),
-    Goal("RSS of all processes, big file open / file", "3.3×", "≤ 3×",
+    Goal("a key in the 1 MB line vs a key at 1 KB, p50", "3.4 / 1.10 ms = 3.1×", "same cost",
+         re.escape("keystroke, 1 MB single line (p50)"),
+         versus=re.escape("keystroke→core→widget, 1 KB (p50)"), ok=lambda v, r: r <= 1.25),
+    Goal("RSS growth (window + core) / file, big file open", "3.3×", "≤ 3×",
+         r"RSS growth \(ui \+ core\) / file", unit="x", ok=lambda v, r: v <= 3),
+    Goal("RSS of all processes / file, big file open", "— (3.3× was the growth)", "≤ 3×",
          "RSS of all processes / file", unit="x", ok=lambda v, r: v <= 3),
     Goal("open big file vs read + decode", "1.91–2.25×", "≤ 2×", r"open \d+ MB$", ratio_of="floor",
          ok=_ratio(2)),
@@ -84,23 +91,28 @@ def _find(rows: list[Row], prefix: str) -> Row | None:
 def _fmt(xs: list[float]) -> str:
     if not xs:
         return "not run"
+    def one(x: float) -> str:
+        return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
     lo, mid, hi = min(xs), statistics.median(xs), max(xs)
-    return f"{mid:.3g}" if len(xs) == 1 else f"{lo:.3g} / {mid:.3g} / {hi:.3g}"
+    return one(mid) if len(xs) == 1 else f"{one(lo)} / {one(mid)} / {one(hi)}"
 
 
 def table(runs: list[list[Row]], loads: list[str]) -> list[str]:
     """The issue's table as text lines: min / median / max over ``runs``."""
     out = [f"Issue 13: {len(runs)} run(s); load average (1/5/15 min) before each: "
            + "; ".join(loads),
-           f"{'what':<52} {'before (issue 13)':<28} {'now min / median / max':<26} "
+           f"{'what':<56} {'before (issue 13)':<28} {'now min / median / max':<26} "
            f"{'ratio (median)':<14} {'goal':<16} verdict"]
     out.append("-" * len(out[1]))
     for g in GOALS:
         found = [r for r in (_find(rows, g.row) for rows in runs) if r is not None]
         values = [r.value for r in found]
         ratios = [r.ratio for r in found if g.ratio_of and r.ratio is not None]
+        if g.versus:
+            pairs = [(_find(rows, g.row), _find(rows, g.versus)) for rows in runs]
+            ratios = [a.value / b.value for a, b in pairs if a and b and b.value]
         if not found:
-            out.append(f"{g.what:<52} {g.before:<28} {'not run':<26} {'-':<14} {g.goal:<16} -")
+            out.append(f"{g.what:<56} {g.before:<28} {'not run':<26} {'-':<14} {g.goal:<16} -")
             continue
         mid = statistics.median(values)
         mid_ratio = statistics.median(ratios) if ratios else None
@@ -108,6 +120,28 @@ def table(runs: list[list[Row]], loads: list[str]) -> list[str]:
         ratio = f"{mid_ratio:.2f}×" if mid_ratio is not None else "-"
         if ratios and len(ratios) > 1:
             ratio += f" ({min(ratios):.2f}–{max(ratios):.2f})"
-        out.append(f"{g.what:<52} {g.before:<28} {_fmt(values) + ' ' + g.unit:<26} "
+        out.append(f"{g.what:<56} {g.before:<28} {_fmt(values) + ' ' + g.unit:<26} "
                    f"{ratio:<14} {g.goal:<16} {verdict}")
     return out
+
+
+def runs_from_json(path: str) -> tuple[list[list[Row]], list[str]]:
+    """The runs in a results.json (rows in order; a run starts where the first row repeats)."""
+    import json
+    data = json.loads(open(path).read())
+    fields = Row.__dataclass_fields__
+    rows = [Row(**{k: v for k, v in r.items() if k in fields}) for r in data["rows"]]
+    runs: list[list[Row]] = []
+    for r in rows:
+        if not runs or (r.name == runs[0][0].name and r.group == runs[0][0].group):
+            runs.append([])
+        runs[-1].append(r)
+    return runs, data.get("load_averages", [])
+
+
+if __name__ == "__main__":      # python -m tests.bench.issue13 [results.json]: the table again
+    import sys
+
+    from tests.bench.common import RESULTS
+    print("\n".join(table(*runs_from_json(sys.argv[1] if len(sys.argv) > 1 else
+                                            str(RESULTS)))))
