@@ -328,3 +328,19 @@ def test_open_a_terminal_here_runs_the_command_in_the_project_folder(tmp_path, m
     empty.mkdir()
     with pytest.raises(OSError, match="TERMINAL"):
         terminal_argv("x", {"PATH": str(empty)})
+
+
+def test_the_status_tip_says_the_state_in_words():
+    model = AgentModel()
+    assert "idle" in model.status_tip()
+    model.apply("agent.turn", {"conversation": "a", "turn": "a.1", "state": "started",
+                               "text": "x"})
+    assert "working" in model.status_tip()
+    model.apply("agent.propose", {"conversation": "a", "turn": "a.1", "proposal": "p",
+                                  "call": "c", "path": "f", "kind": "edit", "diff": ""})
+    assert model.status_tip().startswith("The agent waits for you: 1 question.")
+    model.current = "a"
+    model.apply("agent.turn", {"conversation": "a", "turn": "a.1", "state": "error",
+                               "error": {"kind": "agent.network", "message": "Cut.",
+                                         "next": "Retry."}})
+    assert model.status_tip().startswith("The agent's last turn failed: Cut.")

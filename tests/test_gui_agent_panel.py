@@ -106,6 +106,7 @@ def test_an_approved_proposal_lands_in_the_buffer_as_one_undo_step(desktop, fres
     a = agent(desktop, lambda a: a["pending"])
     assert a["state"] == "waiting" and a["pending"][0]["path"] == "notes.txt"
     assert desktop.state()["status"]["agent"] == "Waiting (1)"
+    assert a["status_tip"].startswith("The agent waits for you: 1 question.")
     answer = desktop.call("ui.agent", {"action": "approve"})
     assert answer["applied"] is True
     a = agent(desktop, lambda a: a["state"] == "idle" and a["undo"] == "available")

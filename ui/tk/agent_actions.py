@@ -232,6 +232,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "provider": conv.provider if conv else None,
             "choices": list(panel.providers),
             "state": conv.state if conv else "idle", "status": panel.model.status_text(),
+            "status_tip": panel.status_tip.text,
             "messages": conv.messages() if conv else [],
             "pending": conv.pending_list() if conv else [],
             "waiting": panel.model.waiting_count(),

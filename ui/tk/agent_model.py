@@ -386,6 +386,21 @@ class AgentModel:
                 return c
         return None
 
+    def status_tip(self) -> str:
+        """The status cell's tooltip: the state in words, and what a click does."""
+        state = self.state
+        if state == "waiting":
+            n = self.waiting_count()
+            return (f"The agent waits for you: {n} question{'s' if n != 1 else ''}. "
+                    "Click to answer in the agent panel.")
+        if state == "thinking":
+            return "The agent is working. Click to watch it in the agent panel."
+        if state == "error":
+            err = self.shown.error if self.shown is not None else None
+            what = f": {err.get('message')}" if err and err.get("message") else ""
+            return f"The agent's last turn failed{what}. Click to see what to do next."
+        return "The agent is idle. Click to open the agent panel (Ctrl+Shift+A)."
+
     def status_text(self) -> str:
         state = self.state
         if state == "waiting":

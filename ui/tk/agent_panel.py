@@ -84,6 +84,8 @@ class AgentPanel:
         for w in (slot, *slot.winfo_children()):
             w.bind("<Button-1>", lambda e: self.open(), add="+")
             w.configure(cursor="hand2")
+        from ui.tk.tooltip import Tooltip
+        self.status_tip = Tooltip(slot, "", self.app)
 
     def toolbar_button(self) -> None:
         """The AI button at the toolbar's right end (re-made after every toolbar rebuild).
@@ -456,6 +458,8 @@ class AgentPanel:
         if text != self._state_shown:
             self._state_shown = text
             self.app.status_vars["agent"].set(text)
+        self.status_tip.text = self.model.status_tip() if self.prefs.show_ai else \
+            "The AI features are off: Edit → AI Preferences… turns them on."
         layout.refresh_strip(self)
 
     def _panel_error(self, conv: Conversation | None, err: RioError) -> None:
