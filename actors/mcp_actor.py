@@ -17,7 +17,6 @@ workers (a call may wait minutes for the user); each worker has its own bus sock
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import secrets
@@ -30,10 +29,8 @@ from typing import Any, Callable
 from actors.actor_registry import ActorHost, actor_factory
 from actors.bus_thread import BusThread, RequestContext
 from actors.turn_workers import WorkerPool
-from rio.agent.turn import shown_input
 from rio.errors import AgentError, ProtocolError, RioError
-from rio.mcp_entry import check_token
-from rio.mcp_tools import QUESTION_TIMEOUT_S, McpCall
+from rio.mcp_entry import QUESTION_TIMEOUT_S, check_token
 from rio.protocol import thaw
 
 log = logging.getLogger("rio.mcp")
@@ -106,6 +103,11 @@ class McpService:
 
     # --- workers -------------------------------------------------------------------------------
     def call(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        # Loaded on the first call, not when the core starts (its start-up stays lean).
+        import asyncio
+
+        from rio.agent.turn import shown_input
+        from rio.mcp_tools import McpCall
         conversation, tool = str(args["conversation"]), str(args["tool"])
         check_token(self.root, conversation, args.get("token"))
         tool_args = dict(args.get("args") or {})

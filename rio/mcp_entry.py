@@ -35,6 +35,9 @@ from rio.errors import AuthError
 SERVER_NAME = "rio"
 TOKEN_DIR = "mcp"
 _CONVERSATION = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+#: A question to the user about an agent's proposal not answered in this many seconds is
+#: declined (issue 11: 4 minutes).
+QUESTION_TIMEOUT_S = 240.0
 #: What the ACP permission path says when it answers "allow once" for one of Rio's tools.
 AUTO_ALLOWED_NOTE = "auto-allowed: Rio's own tool; Rio's gate decides on it"
 

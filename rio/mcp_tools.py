@@ -22,14 +22,13 @@ from typing import Any, Protocol
 
 from rio.agent.tools import Proposal, Tools
 from rio.errors import AgentError, PathError, RioError
+from rio.mcp_entry import QUESTION_TIMEOUT_S
 from rio.workspace import Workspace
 
 #: Characters one read_buffer answer may carry; more is cut (the answer says how to go on).
 MAX_READ_CHARS = 60_000
 DEFAULT_SEARCH_RESULTS = 200
 MAX_SEARCH_RESULTS = 2_000
-#: A question to the user not answered in this many seconds is declined (issue 11).
-QUESTION_TIMEOUT_S = 240.0
 
 
 @dataclass(frozen=True)
