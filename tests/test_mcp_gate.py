@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rio.errors import AuthError
@@ -26,7 +26,8 @@ from rio.mcp_entry import (
     read_token,
     token_path,
 )
-from rio.mcp_tools import QUESTION_TIMEOUT_S, TOOLS, McpCall, slice_lines
+from rio.mcp_tools import QUESTION_TIMEOUT_S, TOOLS, McpCall, confine, slice_lines
+from rio.workspace import Workspace
 
 
 @pytest.fixture
@@ -250,3 +251,36 @@ def test_the_default_question_timeout_is_four_minutes(monkeypatch):
     assert question_timeout() == QUESTION_TIMEOUT_S == 240.0
     monkeypatch.setenv(TIMEOUT_ENV, "2.5")
     assert question_timeout() == 2.5
+
+
+_SEGMENTS = st.sampled_from(["..", ".", "a", "sub", "out", "a.py", "", "x"])
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_SEGMENTS, min_size=1, max_size=6), st.booleans())
+def test_confine_never_names_a_file_outside_the_project(tree, segments, absolute):
+    from rio.errors import RioError
+    root, outside = tree
+    path = "/".join(segments)
+    if absolute:
+        path = f"{root}/{path}"
+    try:
+        rel = confine(Workspace(root), path, must_exist=False)
+    except RioError:
+        return
+    real = os.path.realpath(os.path.join(root, rel))
+    assert real == str(root) or real.startswith(str(root) + os.sep)
+    assert not real.startswith(str(outside))
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    base = tmp_path_factory.mktemp("confine")
+    root, outside = base / "proj", base / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "a.py").write_text("x\n")
+    (outside / "x").write_text("secret\n")
+    os.symlink(outside, root / "out")          # a folder symlink that leads out
+    os.symlink(outside / "x", root / "sub" / "x")
+    return root.resolve(), outside.resolve()
