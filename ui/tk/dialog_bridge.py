@@ -14,6 +14,8 @@ import tkinter as tk
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ui.tk.dialog_focus import give_focus_back_on_close
+
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -76,45 +78,6 @@ def bridge(app: Any, name: str, top: tk.Toplevel, fields: Mapping[str, tk.Variab
 
         top.bind("<Destroy>", gone, add="+")
     return adapter
-
-
-def give_focus_back_on_close(top: tk.Toplevel) -> Callable[[], None]:
-    """Before ``top.destroy()``, give the keyboard focus back to the widget that had it when
-    the dialog opened (as Tk's own tk_dialog does). Destroying a focused toplevel first and
-    forcing the focus elsewhere afterwards crashed Tk 8.6.13 in TkSetFocusWin under Xvfb.
-    Returns the give-back itself, for a caller that closes the window in its own way."""
-    old = str(top.tk.call("focus"))
-    if not old or old == str(top) or old.startswith(str(top) + "."):
-        return lambda: None
-
-    def focus_back() -> None:
-        try:
-            if int(top.tk.call("winfo", "exists", old)):
-                top.tk.call("focus", old)
-        except tk.TclError:
-            pass
-    destroy = top.destroy
-
-    def focus_back_then_destroy() -> None:
-        focus_back()
-        destroy()
-    top.destroy = focus_back_then_destroy  # type: ignore[method-assign]
-    return focus_back
-
-
-def destroy_later(top: tk.Toplevel, delay_ms: int = 200) -> None:
-    """Unmap a dialog now and destroy it once X has reported the focus moving away: a window
-    destroyed while its focus events were still on their way crashed Tk 8.6.13 in
-    TkSetFocusWin (GUI tests under Xvfb, core dumps)."""
-    top.withdraw()
-
-    def destroy() -> None:
-        try:
-            if top.winfo_exists():
-                tk.Toplevel.destroy(top)
-        except tk.TclError:
-            pass
-    top.after(delay_ms, destroy)
 
 
 def caption(app: Any, top: tk.Toplevel, title: str, close: Callable[[], None]) -> None:

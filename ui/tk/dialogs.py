@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tkinter import ttk
 from typing import Any, Callable, Mapping, Sequence
 
-from ui.tk.dialog_bridge import destroy_later, give_focus_back_on_close
+from ui.tk.dialog_focus import destroy_later, give_focus_back_on_close
 
 Answer = Callable[[str, dict[str, str]], None]
 

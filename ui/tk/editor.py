@@ -28,7 +28,7 @@ import os
 import tkinter as tk
 from collections.abc import Callable
 from tkinter import ttk
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rio import edit_commands as ec
 from rio.errors import RioError, error_from_wire
@@ -40,10 +40,8 @@ from ui.tk import bigfile
 from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
 from ui.tk.editor_resync import EditorResync
+from ui.tk.seams import EditorHost
 from ui.tk.theme import Theme, style_text
-
-if TYPE_CHECKING:
-    from ui.tk.app import App
 
 log = logging.getLogger("rio.ui.editor")
 
@@ -55,7 +53,7 @@ NEWLINE = "\n"
 class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
     """One open document. ``summary`` is the core's buffer summary."""
 
-    def __init__(self, master: tk.Misc, app: "App", summary: dict[str, Any]):
+    def __init__(self, master: tk.Misc, app: EditorHost, summary: dict[str, Any]):
         super().__init__(master, style="Sunken.TFrame")
         self.app = app
         self.conn = app.conn
@@ -803,7 +801,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         super().destroy()
 
 
-def install_editor_bindings(root: tk.Misc, app: "App") -> None:
+def install_editor_bindings(root: tk.Misc, app: EditorHost) -> None:
     """Class bindings shared by every editor (``RioEditor`` tag, ahead of the Text class)."""
 
     def ed(event: tk.Event) -> EditorTab | None:

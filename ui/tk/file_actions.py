@@ -15,14 +15,12 @@ import sys
 import tkinter as tk
 from pathlib import Path
 from tkinter import ttk
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from rio.errors import RioError, error_from_wire
 from rio.protocol import Reply, thaw
 from ui.tk.dialogs import Dialog, Field, text_window
-
-if TYPE_CHECKING:
-    from ui.tk.editor import EditorTab
+from ui.tk.seams import SavableEditor
 
 ENCODINGS = ("utf-8", "utf-8-sig", "utf-16-le", "utf-16-be", "latin-1")
 NEWLINES = ("lf", "crlf", "cr")
@@ -133,7 +131,7 @@ class FileActions:
         if ed is not None:
             self.save_editor(ed)
 
-    def save_editor(self, ed: EditorTab, then: Callable[[bool], None] | None = None,
+    def save_editor(self, ed: SavableEditor, then: Callable[[bool], None] | None = None,
                     *, force: bool = False, **extra: Any) -> None:
         if not ed.summary.get("path") and "path" not in extra:
             self.save_as(ed, then)
@@ -164,7 +162,7 @@ class FileActions:
         if ed is not None:
             self.save_as(ed)
 
-    def save_as(self, ed: EditorTab, then: Callable[[bool], None] | None = None) -> None:
+    def save_as(self, ed: SavableEditor, then: Callable[[bool], None] | None = None) -> None:
         fmt = ed.summary.get("format") or {}
         current = ed.summary.get("path") or ""
         rel = os.path.relpath(current, self.project_root) if current else "untitled.txt"
@@ -207,7 +205,7 @@ class FileActions:
         if ed is not None:
             self.close_editor(ed)
 
-    def close_editor(self, ed: EditorTab, then: Callable[[bool], None] | None = None) -> None:
+    def close_editor(self, ed: SavableEditor, then: Callable[[bool], None] | None = None) -> None:
         """Close a tab, asking first when it has unsaved changes; ``then(closed)``."""
         def close(discard: bool) -> None:
             def closed(_res: Any) -> None:
@@ -260,7 +258,7 @@ class FileActions:
             self._finish_quit()
         next_one()
 
-    def close_editor_keep_session(self, ed: EditorTab, then: Callable[[bool], None]) -> None:
+    def close_editor_keep_session(self, ed: SavableEditor, then: Callable[[bool], None]) -> None:
         """Quit's prompt: saving or discarding, but the tab stays in the session for next time."""
         def answer(button: str, _v: dict[str, str]) -> None:
             if button == "Save":
@@ -282,7 +280,7 @@ class FileActions:
         self.root.quit()
 
     # --- conflicts ---------------------------------------------------------------------------------
-    def conflict_prompt(self, ed: EditorTab, *, on_save: bool = False,
+    def conflict_prompt(self, ed: SavableEditor, *, on_save: bool = False,
                         then: Callable[[bool], None] | None = None) -> None:
         if "conflict" in self.dialogs:
             return
@@ -309,7 +307,7 @@ class FileActions:
                       "(it overwrites the file on save), or compare them first.",
                icon="warning")
 
-    def show_difference(self, ed: EditorTab) -> None:
+    def show_difference(self, ed: SavableEditor) -> None:
         path = ed.summary.get("path")
         mine = ed.replica.text if ed.replica is not None else ""
 

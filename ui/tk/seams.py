@@ -1,0 +1,43 @@
+"""The seams between the desktop's parts, declared as Protocols.
+
+An editor tab needs a little of its window (fonts, settings, where to report), and the file
+actions need a little of an editor (its buffer, its summary, when it is quiet). Declaring
+those faces here — instead of importing ``App`` into the editor and ``EditorTab`` into the file
+actions — keeps the modules free of import circles (tests/test_layering.py) and says exactly
+what each side relies on.
+"""
+
+from __future__ import annotations
+
+import tkinter.font as tkfont
+from typing import Any, Callable, Protocol
+
+from rio.errors import RioError
+from rio.replica import Replica
+from ui.tk.theme import Theme
+
+
+class EditorHost(Protocol):
+    """What an editor tab (ui/tk/editor.py and its mixins) uses of the window it lives in."""
+
+    conn: Any
+    theme: Theme
+    settings: dict[str, Any]
+    editor_font: tkfont.Font
+
+    def editor_font_tuple(self) -> tuple[str, int]: ...
+    def show_error(self, err: RioError) -> None: ...
+    def on_editor_state(self, ed: Any) -> None: ...
+    def on_cursor(self, ed: Any) -> None: ...
+    def buffer_lost(self, ed: Any, err: RioError) -> None: ...
+
+
+class SavableEditor(Protocol):
+    """What the file actions (save, save as, close, conflicts) use of an editor tab."""
+
+    buffer_id: str
+    summary: dict[str, Any]
+    replica: Replica | None
+
+    def update_summary(self, summary: dict[str, Any]) -> None: ...
+    def when_quiet(self, fn: Callable[[], None]) -> None: ...
