@@ -1,4 +1,6 @@
-"""The OpenAI-compatible provider (Ollama, LM Studio, custom URL) against a loopback server."""
+"""The OpenAI-compatible provider (Ollama, LM Studio, custom URL) against a loopback server: what
+only its wire format has (request body, bearer key, chunk shapes, Ollama quirks). What every
+provider does is in tests/test_providers_behaviour.py."""
 
 from __future__ import annotations
 
@@ -24,7 +26,6 @@ from rio.providers.base import (
     ToolSpec,
     ToolUseBlock,
     Usage,
-    discover_providers,
 )
 from rio.providers.openai_compat import (
     BearerKeyAuth,
@@ -36,12 +37,9 @@ from rio.providers.sse import SseEvent
 from rio.secrets import Secret
 from tests.fakes.model_servers import (
     FakeModelServer,
-    Reply,
     openai_chunks,
     openai_error,
     openai_text,
-    openai_tool_call,
-    sse,
 )
 
 pytestmark = pytest.mark.timeout(30)
@@ -107,15 +105,6 @@ def test_key_goes_as_bearer_to_loopback(server: FakeModelServer) -> None:
     assert server.requests[0].headers["authorization"] == "Bearer test-key"
 
 
-def test_tool_call_arguments_split_across_chunks(server: FakeModelServer) -> None:
-    arguments = {"path": "docs/a b.md", "lines": [1, 20]}
-    server.push(openai_tool_call("call_7", "fs_read", arguments, text="Let me look.",
-                                 argument_pieces=17))
-    events = Run(server.url)()
-    assert events == [Delta("Let me look."), ToolCall("call_7", "fs_read", arguments),
-                      Done("tool_use", Usage(11, 6))]
-
-
 def test_two_parallel_tool_calls_keep_their_index() -> None:
     posted: list[Event] = []
     parser = OpenAIStreamParser(posted.append)
@@ -169,30 +158,6 @@ def test_conversation_with_tools_maps_to_tool_messages() -> None:
         {"role": "assistant", "content": "done"}]
 
 
-def test_cut_mid_stream_is_partial(server: FakeModelServer) -> None:
-    server.push(Reply(chunks=tuple(openai_chunks("a", "b", "c"))).cut(after=3))
-    run = Run(server.url)
-    run()
-    assert run.text == "ab"
-    assert run.failure.partial and run.failure.error.kind == "agent.network"
-
-
-def test_clean_end_without_finish_is_a_cut(server: FakeModelServer) -> None:
-    server.push(Reply(chunks=tuple(openai_chunks("a")[:2])))
-    run = Run(server.url)
-    run()
-    assert run.failure.error.kind == "agent.network" and run.failure.partial
-
-
-def test_error_chunk_mid_stream(server: FakeModelServer) -> None:
-    server.push(Reply(chunks=(*openai_chunks("x")[:2],
-                              sse(None, {"error": {"message": "model crashed"}}))))
-    run = Run(server.url)
-    run()
-    assert run.failure.error.kind == "agent.server_error"
-    assert "model crashed" in run.failure.error.message and run.failure.partial
-
-
 def test_http_errors_are_classified_and_retried_where_safe(server: FakeModelServer) -> None:
     server.push(openai_error(503, "loading model"), openai_text("ready"))
     run = Run(server.url)
@@ -218,26 +183,6 @@ def test_rate_limited_with_retry_after(server: FakeModelServer) -> None:
     assert run.failure.error.next == "Retry in 90 s." and run.sleeps == []
 
 
-def test_malformed_chunk(server: FakeModelServer) -> None:
-    server.push(Reply(chunks=(b"data: {oops\n\n",)))
-    run = Run(server.url)
-    run()
-    assert run.failure.error.kind == "agent.unexpected_response"
-
-
-def test_key_refused_over_plain_http_to_a_remote_host() -> None:
-    seen: list[httpx.Request] = []
-    transport = httpx.MockTransport(lambda r: seen.append(r) or httpx.Response(500))
-    settings = ProviderSettings("openai", "http://10.1.2.3:8080/v1", "m")
-    auth = BearerKeyAuth(lambda: (Secret("test-key"), "test"))
-    provider = OpenAICompatProvider(settings, auth=auth, transport=transport)
-    events: list[Event] = []
-    asyncio.run(provider.stream(REQUEST, events.append))
-    assert isinstance(events[0], ProviderFailure)
-    assert events[0].error.kind == "agent.insecure_endpoint" and "https" in events[0].error.next
-    assert seen == []
-
-
 def test_no_key_over_plain_http_to_a_remote_host_is_allowed() -> None:
     body = b"".join(openai_chunks("lan"))
     transport = httpx.MockTransport(lambda r: httpx.Response(
@@ -248,32 +193,6 @@ def test_no_key_over_plain_http_to_a_remote_host_is_allowed() -> None:
     events: list[Event] = []
     asyncio.run(provider.stream(REQUEST, events.append))
     assert events[0] == Delta("lan")
-
-
-def test_cancel_closes_the_connection(server: FakeModelServer) -> None:
-    server.push(Reply(chunks=tuple(openai_chunks("thinking")[:2]), hold_open=True))
-    run = Run(server.url)
-
-    async def main() -> None:
-        first = asyncio.Event()
-
-        def post(event: Event) -> None:
-            run.events.append(event)
-            first.set()
-
-        task = asyncio.create_task(run.provider.stream(REQUEST, post))
-        await asyncio.wait_for(first.wait(), 10)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(main())
-    assert server.disconnected.wait(5)
-    assert run.events == [Delta("thinking")]
-
-
-def test_discovered_through_entry_points() -> None:
-    assert discover_providers()["openai"] is OpenAICompatProvider
 
 
 def test_length_inside_tool_arguments_is_output_truncated() -> None:
@@ -299,8 +218,3 @@ def test_script_entries_can_answer_from_the_request(server: FakeModelServer) -> 
     assert server.pending == 0
 
 
-def test_an_exhausted_script_answers_500(server: FakeModelServer) -> None:
-    run = Run(server.url, attempts=1)
-    run()
-    assert run.failure.error.kind == "agent.server_error"
-    assert "script exhausted" in run.failure.error.message
