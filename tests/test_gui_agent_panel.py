@@ -44,7 +44,10 @@ def desktop(tmp_path_factory, model_server, display):
     (root / "notes.txt").write_text(NOTES)
     (root / "other.txt").write_text("one\n")
     d = RioDesktop(root, base, display, files=(str(root / "other.txt"),))
-    d.env.update({"ANTHROPIC_BASE_URL": model_server.url, "ANTHROPIC_API_KEY": "test-key"})
+    d.env.update({"ANTHROPIC_BASE_URL": model_server.url, "ANTHROPIC_API_KEY": "test-key",
+                  # keys the tests store go to the private file in the test's config folder,
+                  # never to a keyring of the machine
+                  "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
     folder = Path(d.env["RIO_CONFIG_DIR"])
     folder.mkdir(parents=True, exist_ok=True)
     # A loaded machine can miss 3 pings of 1 s; a session killed as "hung" is not the point.
@@ -434,3 +437,28 @@ def test_ai_features_off_stay_off_in_a_restarted_window(desktop, fresh):
         set_ai(True)
     agent(desktop, lambda a: a["shown"] and a["button"])
     desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
+
+
+def test_an_api_key_is_stored_from_the_desktop_and_never_shown(desktop, fresh, model):
+    import json
+    from tests.fakes.model_servers import anthropic_error
+    model.push(anthropic_error(401, "authentication_error", "invalid x-api-key"))
+    desktop.call("ui.agent", {"action": "send", "text": "who am I?"})
+    agent(desktop, lambda a: a["state"] == "error")
+    desktop.call("ui.menu", {"path": "Agent/Set API Key"})
+    s = desktop.wait_state(lambda s: any(d["name"] == "api_key" for d in s["dialogs_open"]))
+    dialog = next(d for d in s["dialogs_open"] if d["name"] == "api_key")
+    assert dialog["fields"]["key"] == "" and dialog["fields"]["provider"] == "anthropic"
+    # The environment variable wins, and the dialog says so.
+    assert "ANTHROPIC_API_KEY" in dialog["fields"]["state"]
+    secret = "sk-openai-test-0123456789"
+    desktop.call("ui.dialog_answer", {"name": "api_key", "button": "Save",
+                                      "fields": {"provider": "openai", "key": secret}})
+    s = desktop.wait_state(lambda s: any(
+        d["name"] == "api_key" and d["fields"]["state"].startswith("openai: set")
+        for d in s["dialogs_open"]))
+    assert secret not in json.dumps(s)
+    stored = json.loads((Path(desktop.env["RIO_CONFIG_DIR"]) / "credentials.json").read_text())
+    assert stored["keys"]["openai"] == secret
+    desktop.call("ui.dialog_answer", {"name": "api_key", "button": "Close"})
+    desktop.wait_state(lambda s: not any(d["name"] == "api_key" for d in s["dialogs_open"]))

@@ -278,3 +278,18 @@ def test_slash_commands_complete_from_the_agents_list(tk_root, tmp_path):
     assert completer.update() == ["/review"]
     assert completer.pick() is True
     assert box.get("1.0", "end-1c") == "/review "
+
+
+def test_a_key_error_offers_set_api_key(view):
+    conv = Conversation(C)
+    view.show(conv)
+    opened: list = []
+    view.panel.set_key = lambda: opened.append(True)
+    err = {"kind": "agent.not_configured", "message": "No API key for anthropic.",
+           "next": "Set one."}
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.turn", {"state": "error", "error": err})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": f"{C}.1", **data}))
+    assert [b.cget("text") for b in view.extras] == ["Set API key…"]
+    view.extras[0].invoke()
+    assert opened == [True]

@@ -348,6 +348,7 @@ def register_commands(panel: Any) -> None:
         lambda: panel.save_turn(panel.last_turn_end()), menu="Agent", group=2)
     reg("agent.dock", "&Dock on the Other Side", "", panel.dock_other_side, menu="Agent",
         group=3)
+    reg("agent.set_key", "Set API &Key...", "", panel.set_key, menu="Agent", group=3)
     reg("edit.ai_preferences", "AI Pre&ferences...", "", lambda: _ai_preferences(panel),
         menu="Edit", group=3)
 

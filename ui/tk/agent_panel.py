@@ -386,6 +386,10 @@ class AgentPanel:
                           respond: Respond | None = None) -> None:
         actions.answer_permission(self, key, option, respond)
 
+    def set_key(self) -> object:
+        from ui.tk.agent_keys import show_key_dialog
+        return show_key_dialog(self)
+
     def retry(self, block: Block) -> None:
         actions.retry(self, block)
 

@@ -22,6 +22,8 @@ from ui.tk.agent_model import Block, Conversation
 from ui.tk.agent_text import (MarkdownStream, fold_output, markdown_line, render_markdown,
                               short_input)
 
+#: Errors whose next action is a key: their line gets a "Set API key…" button.
+KEY_KINDS = {"agent.not_configured", "agent.auth_rejected"}
 #: Errors whose next action is "send it again": their line gets a Retry button.
 RETRYABLE = {"agent.session_died", "agent.network", "agent.rate_limited", "agent.server_error",
              "agent.session_unavailable", "agent.session_timeout", "agent.interrupted"}
@@ -202,6 +204,10 @@ class ConversationView:
             if kind in RETRYABLE and hasattr(self.panel, "retry"):
                 button = ttk.Button(tx, text="Retry", width=6,
                                     command=lambda b=block: self.panel.retry(b))
+                self.extras.append(button)
+                tx.window_create("end", window=button, padx=6)
+            if kind in KEY_KINDS and hasattr(self.panel, "set_key"):
+                button = ttk.Button(tx, text="Set API key…", command=self.panel.set_key)
                 self.extras.append(button)
                 tx.window_create("end", window=button, padx=6)
             tx.insert("end", "\n", ("error", tag))
