@@ -3,7 +3,8 @@
 Every ``mcp.call`` carries the conversation's token (rio/mcp_entry.py); a request without the
 conversation's current token is refused (``auth.bad_token``). Then the gate decides
 (``gate.agent_check``: allowed, asked or refused per tool and mode, counted against the turn's
-limits, refused outside a turn) and :class:`rio.mcp_tools.McpCall` runs the tool. An "ask"
+limits, refused outside a turn) and :class:`rio.mcp_tools.McpCall` runs the tool. When a
+conversation's session process ends (``system.process``), its token file is removed. An "ask"
 publishes ``agent.propose`` (proposal ids start with ``mcp-``) and waits for ``mcp.approve``
 — ``agent.approve`` forwards those ids here — or declines after the question timeout (240 s;
 ``RIO_AGENT_QUESTION_TIMEOUT_S`` for tests). Buffers changed by a turn's approved edits are
@@ -21,6 +22,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +102,22 @@ class McpService:
             text = self.texts.pop(turn, "")
         if changed:
             self.pool.submit(lambda: self._merge_undo(turn, text, changed))
+
+    def on_process_event(self, event: Any) -> None:
+        """A conversation's session process ended (crashed, stopped, gave up): its agent and
+        the agent's ``rio mcp`` are gone with it, so its token is removed — unless the
+        restarted process has written a fresh one since."""
+        from rio.mcp_entry import end_if_older
+        data = thaw(event.data)
+        name = str(data.get("name") or "")
+        if not name.startswith("agent:") or data.get("event") not in (
+                "exited", "stopped", "gave_up"):
+            return
+        try:
+            if end_if_older(name.split(":", 1)[1], self.root, time.time()):
+                log.info("%s ended: its MCP token was removed", name)
+        except RioError:
+            pass    # not a conversation id: no token of ours
 
     # --- workers -------------------------------------------------------------------------------
     def call(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,4 +254,5 @@ def question_timeout() -> float:
 def start_mcp(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     service = McpService(host.bus, host.root, question_timeout_s=question_timeout())
     host.bus.subscribe("agent.turn", service.on_turn_event)
+    host.bus.subscribe("system.process", service.on_process_event)
     return {"mcp": service.handle}

@@ -110,6 +110,20 @@ def end_conversation(conversation: str, root: Path | str) -> None:
         pass
 
 
+def end_if_older(conversation: str, root: Path, before: float) -> bool:
+    """Remove the conversation's token if it was written before ``before`` (a time.time()):
+    used when the conversation's session process ended, so a token written since by its
+    restarted process is kept. True when a token was removed."""
+    path = token_path(Path(root).resolve(), conversation)
+    try:
+        if os.stat(path, follow_symlinks=False).st_mtime > before:
+            return False
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def mcp_server_entry(conversation_id: str, root: Path | str,
                      agent: str | None = None) -> dict[str, Any]:
     """The ``mcpServers`` item for ``session/new`` (ACP stdio form): a fresh token is written

@@ -284,3 +284,13 @@ def tree(tmp_path_factory):
     os.symlink(outside, root / "out")          # a folder symlink that leads out
     os.symlink(outside / "x", root / "sub" / "x")
     return root.resolve(), outside.resolve()
+
+
+def test_a_session_end_removes_only_a_token_written_before_it(state):
+    from rio.mcp_entry import end_if_older
+    path = issue_token(state, "c5")
+    assert end_if_older("c5", state, time.time() - 3600) is False   # newer: kept
+    assert path.exists()
+    assert end_if_older("c5", state, time.time() + 1) is True
+    assert not path.exists()
+    assert end_if_older("c5", state, time.time()) is False          # nothing left

@@ -30,6 +30,8 @@ then ``write: ok`` / ``write error: <code> <message>`` · ``{"write_disk": {"pat
 terminal/create, says ``terminal: <code>`` · ``{"silent": seconds}`` sends nothing (a cancel
 ends it) · ``{"hang": true}`` until session/cancel · ``{"hang": "forever"}`` ignores cancel
 too · ``{"crash": code}`` exits mid-turn (after a line on stderr) · ``{"stderr": bytes}`` ·
+``{"mcp": {"tool", "args"?, "server"?}}`` starts the session's stdio MCP server (from
+``mcpServers``), calls the tool, says ``mcp: <JSON of the answer>`` or ``mcp: error: …`` ·
 ``{"malformed": "…"}`` a raw non-JSON line on stdout · ``{"helper": "group"|"setsid"}`` starts
 a sleeping helper, says ``helper <pid>`` · ``{"env": "PREFIX"}`` says ``env: NAMES`` of the
 variables starting with PREFIX · ``{"report_init": true}`` says ``init: <JSON of the
@@ -99,6 +101,7 @@ class FakeAgent:
         self.cancel_event = asyncio.Event()
         self.sessions: dict[str, list[list[str]]] = self._load_state()
         self.config: dict[str, Any] = {"model": "fast"}
+        self.mcp_servers: dict[str, Any] = {}      # session → its mcpServers (stdio entries)
 
     # --- state across processes (session/load) ------------------------------------------
     def _load_state(self) -> dict[str, list[list[str]]]:
@@ -160,6 +163,7 @@ class FakeAgent:
             raise RequestError.auth_required()
         sid = uuid.uuid4().hex[:12]
         self.sessions[sid] = []
+        self.mcp_servers[sid] = list(mcp_servers or ())
         self._save_state()
         if self.script.get("commands"):
             asyncio.get_running_loop().call_later(0.01, lambda: asyncio.ensure_future(
@@ -177,6 +181,7 @@ class FakeAgent:
                            **kw: Any) -> LoadSessionResponse:
         if session_id not in self.sessions:
             raise RequestError.resource_not_found(session_id)
+        self.mcp_servers[session_id] = list(mcp_servers or ())
         for role, text in self.sessions[session_id]:
             update = (update_user_message_text(text) if role == "user"
                       else update_agent_message_text(text))
@@ -229,6 +234,24 @@ class FakeAgent:
     async def say(self, sid: str, text: str) -> None:
         self.said.append(text)
         await self.conn.session_update(session_id=sid, update=update_agent_message_text(text))
+
+    async def call_mcp(self, sid: str, m: dict[str, Any]) -> str:
+        """Start the session's stdio MCP server ``m["server"]`` (default: the first) as an
+        agent does, call ``m["tool"]`` with ``m["args"]``; the structured answer as JSON, or
+        ``error: <text>``."""
+        from mcp import Client, StdioServerParameters
+        servers = self.mcp_servers.get(sid) or []
+        entry = next((e for e in servers if e.name == m.get("server", e.name)), None)
+        if entry is None:
+            return "error: no MCP server in session/new"
+        params = StdioServerParameters(command=entry.command, args=list(entry.args),
+                                       env={"PATH": os.environ.get("PATH", ""),
+                                            **{v.name: v.value for v in entry.env or ()}})
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool(m["tool"], m.get("args") or {})
+        if result.is_error:
+            return "error: " + "".join(getattr(c, "text", "") for c in result.content)
+        return json.dumps(result.structured_content, sort_keys=True)
 
     async def wait_cancel(self, seconds: float | None) -> None:
         try:
@@ -284,6 +307,8 @@ class FakeAgent:
             except RequestError as exc:
                 chosen = f"error {exc.code}"
             await self.say(sid, f"permission: {chosen}")
+        elif "mcp" in a:
+            await self.say(sid, "mcp: " + await self.call_mcp(sid, a["mcp"]))
         elif "read" in a:
             r = a["read"]
             try:

@@ -1,0 +1,119 @@
+"""Rio's MCP tools through the whole path: `rio serve`, a conversation with the fake ACP agent
+(``[agents.fake]`` in config.toml), its session process passing Rio's ``mcpServers`` entry,
+the agent starting ``rio mcp`` and calling the tools; a proposal answered with agent.approve
+lands as one undo step of the message; the token is gone when the conversation's agent ends."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rio.errors import RioError
+from rio.mcp_entry import token_path
+from rio.protocol import thaw
+from tests.support import REPO, RioServer, rio_env
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    base = tmp_path_factory.mktemp("mcp-session")
+    root = base / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    script = base / "script.json"
+    env = rio_env(base)
+    config = Path(env["RIO_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script}"]\n')
+    srv = RioServer(root, base, env=env).start()
+    yield srv, script
+    srv.stop()
+
+
+class Conversation:
+    def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any]):
+        self.server = server
+        script_file.write_text(json.dumps(script))
+        self.conn = server.connect("mcp-e2e", subscribe=("agent.",))
+        self.events: list[tuple[str, dict]] = []
+        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        self.cid = self.conn.call("agent.new", {"title": "mcp", "agent": "fake"},
+                                  timeout=15)["conversation"]
+
+    def wait(self, topic: str, timeout: float = 90.0, **match: Any) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, data in self.events:
+                if t == topic and all(data.get(k) == v for k, v in match.items()):
+                    return data
+            self.conn.sub.poll(20)
+            self.conn.drain()
+        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
+
+    def said(self, turn: str) -> str:
+        self.conn.drain()
+        return "".join(d.get("text", "") for t, d in self.events
+                       if t == "agent.delta" and d.get("turn") == turn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
+    server, script = setup
+    monkeypatch.setenv("RIO_STATE_DIR", server.env["RIO_STATE_DIR"])   # for token_path
+    chat = Conversation(server, script, {"turns": [[
+        {"mcp": {"tool": "read_buffer", "args": {"path": "notes.txt"}}},
+        {"mcp": {"tool": "propose_edit", "args": {"path": "notes.txt", "old_text": "beta",
+                                                  "new_text": "gamma"}}},
+        {"mcp": {"tool": "read_buffer", "args": {"path": "../outside.txt"}}},
+        {"text": "done"}]]})
+    try:
+        turn = chat.conn.call("agent.send", {"conversation": chat.cid,
+                                             "text": "beta to gamma"}, timeout=15)["turn"]
+        proposed = chat.wait("agent.propose", turn=turn)
+        assert proposed["proposal"].startswith("mcp-") and "+gamma" in proposed["diff"]
+        token = token_path(server.root, chat.cid)
+        assert token.exists()            # written for the agent's session/new
+        answer = chat.conn.call("agent.approve", {"turn": turn, "proposal":
+                                                  proposed["proposal"],
+                                                  "decision": "approve"}, timeout=60)
+        assert answer == {"applied": True}
+        ended = chat.wait("agent.turn", turn=turn, state="done")
+        said = chat.said(turn)
+        assert 'mcp: {"end_line": 2' in said and '"text": "alpha\\nbeta\\n"' in said
+        assert '"applied": true' in said
+        assert "mcp: error: Refused (path.outside_root)" in said
+        assert ended["state"] == "done"
+        info = server.call("buffer.open", {"path": "notes.txt"})
+        assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
+            "alpha\ngamma\n"
+        deadline = time.monotonic() + 10
+        while server.call("buffer.info", {"buffer": info["buffer"]}).get("undo_label") != \
+                "Agent: beta to gamma" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.call("buffer.undo", {"buffer": info["buffer"]})
+        assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
+            "alpha\nbeta\n"
+        # the conversation's agent ends: its token is removed
+        try:
+            server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
+                        timeout=20)
+        except RioError:
+            pass
+        deadline = time.monotonic() + 20
+        while token.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not token.exists()
+    finally:
+        chat.close()
