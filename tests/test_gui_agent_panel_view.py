@@ -293,3 +293,30 @@ def test_a_key_error_offers_set_api_key(view):
     assert [b.cget("text") for b in view.extras] == ["Set API key…"]
     view.extras[0].invoke()
     assert opened == [True]
+
+
+def test_a_key_typed_in_the_dialog_is_stored_and_never_shown(tk_root, tmp_path):
+    import json
+    from rio.secrets import SecretStore
+    from ui.tk.agent_keys import KeyDialog
+    from ui.tk.theme import apply_theme
+    import tkinter as tk
+    theme = apply_theme(tk_root, "classic")
+    messages: list = []
+    app = SimpleNamespace(theme=theme, root=tk_root, dialogs={}, set_message=messages.append)
+    panel = SimpleNamespace(app=app, providers=["anthropic", "openai", "claude (ACP)"])
+    store = SecretStore(config_dir=tmp_path, keyring_backend=False, env={})
+    top = tk.Toplevel(tk_root)
+    dialog = KeyDialog(panel, top, "openai", store)
+    assert app.dialogs["api_key"].describe()["fields"]["state"] == "openai: not set"
+    secret = "sk-typed-0123456789"
+    dialog.entry.insert(0, secret)                     # typed, as a person does
+    assert app.dialogs["api_key"].describe()["fields"]["key"] == ""
+    dialog.save()
+    assert dialog.entry.get() == ""                    # out of the widget once stored
+    stored = json.loads((tmp_path / "credentials.json").read_text())
+    assert stored["keys"]["openai"] == secret
+    described = json.dumps(app.dialogs["api_key"].describe())
+    assert secret not in described and "openai: set (from the private file" in described
+    assert secret not in " ".join(messages)
+    dialog.close()

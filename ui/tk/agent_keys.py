@@ -6,7 +6,8 @@ the running instance reads stored keys at every turn (docs/agent.md §1).
 The key is stored by this process, on this machine, for this user: it never travels on the bus,
 never reaches a log, and the dialog never shows it — its state says "set" or "not set" (and
 where), the entry is masked, and it is cleared once stored. ``ui.state`` lists the dialog with
-a ``key`` field that reads ``""`` whatever was typed. An environment variable
+a ``key`` field that reads ``""`` whatever was typed, and ``ui.dialog_answer`` cannot fill it:
+a key is typed into the window (or stored with ``rio key set``), never sent on the bus. An environment variable
 (``ANTHROPIC_API_KEY`` …) still wins over a stored key, and the dialog says so.
 """
 
@@ -37,7 +38,8 @@ def key_state(store: Any, provider: str) -> str:
 
 
 class _Masked:
-    """The key field as ``ui.dialog_answer`` sees it: it can be filled, never read back."""
+    """The key field as ``ui.state`` / ``ui.dialog_answer`` see it: never read back, and never
+    filled over the bus either (a key does not travel on it) — it is typed into the window."""
 
     def __init__(self, var: tk.StringVar):
         self.var = var
@@ -46,7 +48,8 @@ class _Masked:
         return ""
 
     def set(self, value: str) -> None:
-        self.var.set(value)
+        raise KeyError("the API key is typed into the window, never sent over the bus "
+                       "(use `rio key set` in a script)")
 
 
 class KeyDialog:
@@ -58,6 +61,7 @@ class KeyDialog:
         body = ttk.Frame(top, padding=10)
         body.pack(fill="both", expand=True)
         self.provider = tk.StringVar(top, provider)
+        self.provider.trace_add("write", lambda *_: self._refresh())
         self.key = tk.StringVar(top, "")
         self.state = tk.StringVar(top, "")
         ttk.Label(body, text="Provider:").grid(row=0, column=0, sticky="w")

@@ -397,7 +397,8 @@ class AgentModel:
             return "The agent is working. Click to watch it in the agent panel."
         if state == "error":
             err = self.shown.error if self.shown is not None else None
-            what = f": {err.get('message')}" if err and err.get("message") else ""
+            what = f": {str(err.get('message')).rstrip('.')}" if err and err.get("message") \
+                else ""
             return f"The agent's last turn failed{what}. Click to see what to do next."
         return "The agent is idle. Click to open the agent panel (Ctrl+Shift+A)."
 
