@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rio.instance import InstanceInfo, InstancePaths
-from tests.support import REPO
+from tests.support import REPO, RUNTIME_DIRS
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(60)]
 
@@ -29,6 +29,7 @@ def _visible(display: str, title: str) -> bool:
 def silent_instance(tmp_path, monkeypatch):
     """An instance file whose endpoints nobody has bound: connect() waits for its timeout."""
     runtime = Path("/tmp") / f"rio-wf-{uuid.uuid4().hex[:8]}"
+    RUNTIME_DIRS.append(runtime)   # removed when the session ends (tests/conftest.py)
     monkeypatch.setenv("RIO_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("RIO_STATE_DIR", str(tmp_path / "state"))
     root = tmp_path / f"early-{uuid.uuid4().hex[:6]}"

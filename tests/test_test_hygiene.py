@@ -46,3 +46,13 @@ def test_helpers_are_imported_one_way():
             if bare.match(line):
                 offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_every_short_runtime_folder_is_removed():
+    """A test that makes its own ``/tmp/rio-*`` folder (ipc paths must be short, so not under
+    tmp_path) hands it to RUNTIME_DIRS or removes it itself."""
+    makes = re.compile(r"""Path\(\s*["']/tmp["']\s*\)\s*/\s*f?["']rio-""")
+    offenders = [str(path.relative_to(REPO)) for path in sorted((REPO / "tests").rglob("*.py"))
+                 if path.name != Path(__file__).name and makes.search(text := path.read_text())
+                 and "RUNTIME_DIRS" not in text and "rmtree" not in text]
+    assert not offenders, offenders
