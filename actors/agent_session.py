@@ -29,9 +29,9 @@ from typing import Any, Callable
 
 import pykka
 
+from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from actors.bus_async import AsyncLink
 from actors.bus_thread import BusThread, RequestContext
-from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
@@ -212,6 +212,7 @@ def warm_up() -> None:
     """Pay the one-off costs (imports, entry points, keyring probe) before the first turn."""
     try:
         import httpx  # noqa: F401 -- the import is the point
+
         import rio.providers.anthropic  # noqa: F401
         _provider_factories()
         _secret_store()
@@ -288,6 +289,8 @@ class AgentSession:
         self.running: _Running | None = None
         #: the conversation's ACP agent, when it drives one (kept across turns)
         self.brain: AcpBrain | None = None
+        #: the messages of a turn a new message interrupted, until that message's turn comes
+        self._earlier: tuple[Message, ...] = ()
         self.acp_client_factory = acp_client_factory or make_acp_client_factory
         self.transport: Any = None
         self._starting = False  # a session.turn is setting up (no Turn object yet)
@@ -349,6 +352,15 @@ class AgentSession:
                 self.loop.create_task(self._answering(ctx, self._approve(ctx)))
             elif ctx.op == "session.stop":
                 self.loop.create_task(self._answering(ctx, self._stop(ctx)))
+            elif ctx.op == "session.interrupt":
+                # The core asks before it sends a new message's turn: this process owns the
+                # turn's pending proposals and questions, so it decides (no event race).
+                running = self.running
+                if running is None or running.turn.spec.turn != ctx.args["turn"]:
+                    ctx.reply({"interrupted": False, "running": running is not None})
+                else:
+                    ok = running.turn.interrupted or running.turn.interrupt()
+                    ctx.reply({"interrupted": bool(ok), "running": True})
             elif ctx.op == "session.permission_answer":
                 running = self.running
                 answered = running is not None and running.turn.spec.turn == ctx.args["turn"] \
@@ -386,12 +398,17 @@ class AgentSession:
                                 "Wait, or Stop the turn."))
             return
         if running is not None:
-            if not running.turn.interrupt():
+            if not (running.turn.interrupted or running.turn.interrupt()):
                 ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
                                     "Wait, or Stop the turn."))
                 return
             await running.done.wait()
             earlier = running.turn.result().messages
+        elif self._earlier:
+            # Interrupted by session.interrupt and already ended: its messages go before the
+            # new one (the core records them only after this turn's).
+            earlier = self._earlier
+        self._earlier = ()
         try:
             messages = tuple(Message.from_dict(m) for m in args["messages"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -465,6 +482,8 @@ class AgentSession:
         finally:
             self.running = None
             running.done.set()
+        if turn.interrupted:
+            self._earlier = tuple(result.messages)
         ctx.reply(result.to_wire())
 
     # --- the ACP brain -------------------------------------------------------------------------

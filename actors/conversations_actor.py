@@ -16,13 +16,16 @@ of long-lived *daemon* threads: every thread that talks to the bus gets a socket
 (actors/bus_thread.py), so a thread per turn would leak one socket per turn, and a
 non-daemon pool (concurrent.futures) would hold the process open at exit for a turn's length.
 
-A new message while a proposal waits goes to the session at once as the next turn (the
-session closes the proposal as "interrupted" and ends the old turn); the core records it only
-after the old turn's messages, so the store keeps the order the model saw.
+A new message while a turn runs: the session owns the turn's pending proposals and questions
+(ADR-0027), so the core asks it (``session.interrupt``). When one waits, the session closes it
+as "interrupted" and the new message goes to it at once as the next turn, which the core
+records only after the old turn's messages (the store keeps the order the model saw); else the
+message is ``agent.busy``.
 
 Before a turn goes to a session process that is starting or being restarted, the core waits
-until the supervisor reports it ready (``system.status`` is answered by the supervisor, never
-by the starting process): a request that reaches a process in the middle of its bus.register
+until the supervisor reports it ready — its ``system.process`` "ready" event, or one
+``system.status`` (answered by the supervisor, never by the starting process) — without
+polling: a request that reaches a process in the middle of its bus.register
 arrives before its bus thread is ready, and killed it (SIGABRT; actors/bus_thread.py).
 
 A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
@@ -40,11 +43,18 @@ from typing import Any, Callable, Mapping
 
 import pykka
 
-from actors.bus_thread import BusThread, RequestContext
-from actors.turn_workers import IdleTimers, WorkerPool
 from actors.actor_registry import ActorHost, actor_factory
-from rio.conversations import (Conversation, ConversationStore, check_conversation_id,
-                               conversation_of_turn, conversations_dir, turn_id, undo_label)
+from actors.bus_thread import BusThread, RequestContext
+from actors.turn_workers import IdleTimers, ProcessEvents, WorkerPool
+from rio.conversations import (
+    Conversation,
+    ConversationStore,
+    check_conversation_id,
+    conversation_of_turn,
+    conversations_dir,
+    turn_id,
+    undo_label,
+)
 from rio.errors import AgentError, BusError, ProtocolError, RioError
 from rio.instance import project_state_dir
 from rio.protocol import thaw
@@ -75,7 +85,6 @@ class RunningTurn:
     turn: str
     text: str
     stop_requested: threading.Event = field(default_factory=threading.Event)
-    proposals: dict[str, str] = field(default_factory=dict)  # pending proposal → its tool call
     #: Why the core ended (or will end) the turn itself; None while the session owns the end.
     end_reason: str | None = None
     #: The turn of a message that interrupted this one: already sent to the session (which
@@ -97,6 +106,11 @@ class TurnOutcome:
     #: an ACP agent's session id (stored to resume it) and the files it changed on disk
     acp_session: str | None = None
     changed_files: tuple[Mapping[str, Any], ...] = ()
+
+
+def _busy(turn: str) -> AgentError:
+    return AgentError("busy", "The agent is still working on the last message.",
+                      "Wait, or Stop the turn.", turn=turn)
 
 
 def classify_bus_failure(err: RioError) -> dict[str, Any]:
@@ -124,7 +138,8 @@ class ConversationsActor(pykka.ThreadingActor):
                  turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
                  default_provider: Callable[[], str | None] | None = None,
                  known_providers: Callable[[], set[str]] | None = None,
-                 idle_stop_s: float | None = None):
+                 idle_stop_s: float | None = None,
+                 process_events: ProcessEvents | None = None):
         super().__init__()
         self.store = store
         self.bus = bus
@@ -136,6 +151,8 @@ class ConversationsActor(pykka.ThreadingActor):
         #: Conversations whose session answered its last turn: no readiness check before the
         #: next one (it costs a system.status round trip). Touched by turn workers.
         self.healthy: set[str] = set()
+        #: the supervisor's system.process events (a session process became ready …)
+        self.process_events = process_events or ProcessEvents()
         self.turns = WorkerPool("turn", 64)
         self.forwards = WorkerPool("forward", 4)
         #: A session process with no turn this long is stopped (system.restart again=false,
@@ -157,8 +174,8 @@ class ConversationsActor(pykka.ThreadingActor):
                 self._on_event(message[1], message[2])
             elif kind == "finished":
                 self._finished(message[1], message[2])
-            elif kind == "proposal_answered":
-                self._proposal_answered(message[1], message[2])
+            elif kind == "interrupt":
+                self._interrupt_answered(*message[1:])
             elif kind == "idle":
                 self._idle(message[1], message[2])
             return None
@@ -218,11 +235,40 @@ class ConversationsActor(pykka.ThreadingActor):
         running = self.running.get(cid)
         if running is None:
             self._start_turn(ctx, cid, ctx.args["text"])
-        elif running.proposals and running.successor is None:
-            self._interrupt(ctx, running, ctx.args["text"])
+        elif running.successor is None:
+            self._ask_interrupt(ctx, running, ctx.args["text"])
         else:
-            raise AgentError("busy", "The agent is still working on the last message.",
-                             "Wait, or Stop the turn.", turn=running.turn)
+            raise _busy(running.turn)
+
+    def _ask_interrupt(self, ctx: RequestContext, running: RunningTurn, text: str) -> None:
+        """A message while a turn runs: the session, which owns the turn's proposals and
+        questions, says whether one waits (then it is interrupted and the new turn follows)
+        or the agent is busy. Asking it, instead of tracking ``agent.propose`` events here,
+        leaves no race between the event and the message."""
+        args = {"conversation": running.conversation, "turn": running.turn}
+
+        def forward() -> None:
+            try:
+                got = self.bus.call("session.interrupt", args, timeout=FORWARD_TIMEOUT_S)
+                ok = bool(got.get("interrupted"))
+            except RioError as err:
+                log.info("turn %s: session.interrupt failed (%s)", running.turn, err.kind)
+                ok = False
+            self._tell(("interrupt", ctx, running.turn, text, ok))
+        self.forwards.submit(forward)
+
+    def _interrupt_answered(self, ctx: RequestContext, turn: str, text: str, ok: bool) -> None:
+        cid = conversation_of_turn(turn)
+        running = self.running.get(cid)
+        try:
+            if running is None:
+                self._start_turn(ctx, cid, text)      # the turn ended meanwhile
+            elif ok and running.turn == turn and running.successor is None:
+                self._interrupt(ctx, running, text)
+            else:
+                raise _busy(running.turn)
+        except RioError as err:
+            ctx.fail(err)
 
     def op_approve(self, ctx: RequestContext) -> None:
         turn = ctx.args["turn"]
@@ -253,7 +299,6 @@ class ConversationsActor(pykka.ThreadingActor):
             except RioError as err:
                 ctx.fail(err)
                 return
-            self._tell(("proposal_answered", turn, str(proposal)))
             ctx.reply(result)
         self.forwards.submit(forward)
 
@@ -398,21 +443,28 @@ class ConversationsActor(pykka.ThreadingActor):
                            changed_files=on_disk)
 
     def _wait_ready(self, running: RunningTurn, deadline: float) -> None:
-        """Wait until the supervisor has seen the new session process answer a ping. Asking
-        the supervisor (answered by the hub's process) instead of retrying session.turn keeps
-        requests away from a process that is still registering on the bus."""
+        """Wait until the supervisor reports the new session process ready: its ``system.process``
+        "ready" event, or a ``system.status`` already saying so (asked once, after the watch
+        began, so the event cannot slip between the two). Keeping ``session.turn`` back until
+        then keeps requests away from a process that is still registering on the bus."""
         name = f"agent:{running.conversation}"
+        self.process_events.forget(name)
+        try:
+            status = self.bus.call("system.status", {}, timeout=FORWARD_TIMEOUT_S)
+        except RioError:
+            return
+        proc = next((p for p in status.get("processes", ()) if p.get("name") == name), None)
+        if proc is None or proc.get("state") in ("failed", "stopped", "idle-stopped"):
+            return
+        if proc.get("ready") and proc.get("state") == "running":
+            return  # ("ready" stays set while a dead one waits for its restart)
         while time.monotonic() < deadline and not running.stop_requested.is_set():
-            try:
-                status = self.bus.call("system.status", {}, timeout=FORWARD_TIMEOUT_S)
-            except RioError:
-                return
-            proc = next((p for p in status.get("processes", ()) if p.get("name") == name), None)
-            if proc is None or proc.get("state") in ("failed", "stopped", "idle-stopped"):
-                return
-            if proc.get("ready") and proc.get("state") == "running":
-                return  # ("ready" stays set while a dead one waits for its restart)
-            running.stop_requested.wait(0.05)
+            # Woken by the process's next event; the short slice only notices a Stop.
+            event = self.process_events.wait(name, min(0.1, deadline - time.monotonic()))
+            if event is not None and event != "started":
+                return        # ready — or exited/failed: session.turn says which
+            if event == "started":
+                self.process_events.forget(name)
 
     def _merge_undo(self, running: RunningTurn, buffers: Any) -> None:
         label = undo_label(running.text)
@@ -533,25 +585,8 @@ class ConversationsActor(pykka.ThreadingActor):
         running = self._running_turn(data.get("conversation"), data.get("turn"))
         if running is None:
             return
-        if topic == "agent.propose" and data.get("proposal") is not None:
-            running.proposals[str(data["proposal"])] = str(data.get("call"))
-        elif topic == "agent.permission" and data.get("request") is not None:
-            # An ACP agent's question waits like a proposal: a new message interrupts it.
-            running.proposals[f"permission:{data['request']}"] = f"permission:{data['request']}"
-        elif topic == "agent.permission_closed":
-            running.proposals.pop(f"permission:{data.get('request')}", None)
-        elif topic == "agent.delta":
+        if topic == "agent.delta":
             running.partial.append(str(data.get("text", "")))
-        elif topic == "agent.tool_result":
-            # The proposal's tool call got its result: decided (here, in the desktop, or by
-            # the session's own rules), so nothing waits any more.
-            call = str(data.get("call"))
-            running.proposals = {p: c for p, c in running.proposals.items() if c != call}
-
-    def _proposal_answered(self, turn: str, proposal: str) -> None:
-        running = self._running_turn(conversation_of_turn(turn), turn)
-        if running is not None:
-            running.proposals.pop(proposal, None)
 
     def _tell(self, message: Any) -> None:
         try:
@@ -587,15 +622,14 @@ def _installed_providers() -> set[str]:
 @actor_factory("conversations")
 def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     store = ConversationStore(conversations_dir(project_state_dir(host.root)))
-    ref = ConversationsActor.start(store, host.bus)
+    events = ProcessEvents()
+    ref = ConversationsActor.start(store, host.bus, process_events=events)
     host.refs.append(ref)
 
     def on_event(event: Any) -> None:
         ref.tell(("event", event.topic, thaw(event.data)))
-    # Pending proposals decide what a new message does mid-turn (interrupt, or agent.busy).
-    host.bus.subscribe("agent.propose", on_event)
-    host.bus.subscribe("agent.tool_result", on_event)
-    host.bus.subscribe("agent.permission", on_event)   # also agent.permission_closed
+    # A session process coming up: the turns waiting for it are woken (no status polling).
+    host.bus.subscribe("system.process", lambda event: events.record(thaw(event.data)))
     # The streamed text, kept for a turn whose session dies before it answers.
     host.bus.subscribe("agent.delta", on_event)
     return {"agent": ref.tell}

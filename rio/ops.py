@@ -324,6 +324,9 @@ define("session.stop", "Stop the running turn now (HTTP stream closed, proposals
        SESSION_CONVERSATION, Arg("turn", str, False, None))
 define("session.status", "The session's running turn and pending proposals, if any.",
        SESSION_CONVERSATION)
+define("session.interrupt", "A new message arrived: interrupt the running turn if a proposal or "
+       "question waits (then the new turn follows), else say it is busy.",
+       SESSION_CONVERSATION, Arg("turn", str, check=non_empty))
 define("session.permission_answer", "Answer the running turn's permission question.",
        SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
        Arg("request", str, check=non_empty), Arg("kind", str, False, None))

@@ -370,3 +370,17 @@ def test_rio_agents_log_prints_the_protocol_log(chat, server):
     done = server.cli("agents", "log", c.conversation, "--root", str(server.root))
     assert done.returncode == 0, done.stderr
     assert "session/prompt" in done.stdout and "logged" in done.stdout
+
+
+def test_a_new_message_while_a_permission_question_waits_interrupts_the_turn(chat):
+    c = chat({"turns": [[{"permission": {"id": "t1", "title": "ls",
+                                         "options": [["ok-1", "allow_once"]]}}]],
+              "default_turn": [{"echo": True}]})
+    first = c.send("one")
+    c.wait("agent.permission", turn=first)
+    second = c.send("two")          # the session owns the question: an interrupt at once
+    stopped = c.wait("agent.turn", turn=first, state="stopped")
+    assert stopped["error"]["kind"] == "agent.interrupted"
+    assert c.wait("agent.turn", turn=second, state="done")
+    assert c.text(second) == "echo: two"
+    assert c.wait("agent.permission_closed", turn=first)["how"] == "declined"

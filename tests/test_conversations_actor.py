@@ -16,7 +16,7 @@ import pytest
 
 from actors.bus_thread import RequestContext
 from rio.conversations import INTERRUPTED_RESULT
-from rio.errors import AgentError, BusError, ProtocolError, RioError
+from rio.errors import AgentError, BusError, ProtocolError
 from rio.protocol import thaw
 from tests.fakes.fake_session import FakeSession, assistant
 from tests.support import RioServer, wait_for
@@ -76,20 +76,6 @@ def fakes():
 
 def new_conversation(client: Client, **args: Any) -> str:
     return client.call("agent.new", args)["conversation"]
-
-
-def send_once_the_core_knows(client: Client, cid: str, text: str, timeout: float = 10) -> str:
-    """``agent.send`` while a proposal waits, retried while the core still answers agent.busy:
-    the core learns of the proposal from the ``agent.propose`` event, which travels apart from
-    the event this test waited for. Returns the new turn."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return client.call("agent.send", {"conversation": cid, "text": text})["turn"]
-        except RioError as err:
-            if err.kind != "agent.busy" or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
 
 
 def test_a_text_turn_is_recorded_and_announced(server, client, fakes):
@@ -162,7 +148,9 @@ def test_text_streamed_before_the_session_died_is_kept_marked_interrupted(server
         held.append(ctx)
     first = FakeSession(server.info(), cid, stream_then_hang)
     turn = client.call("agent.send", {"conversation": cid, "text": "first"})["turn"]
-    client.wait("agent.delta", turn=turn)
+    # All three pieces out before the "kill": stopping the fake's bus drops what it has not
+    # sent yet, and the test is about text that was streamed.
+    client.wait("agent.delta", turn=turn, text="answer")
     deadline = time.monotonic() + 10
     while not held and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -279,7 +267,9 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
     assert fake.approvals == [{"conversation": cid, "turn": turn, "proposal": "p9",
                                "decision": "reject"}]
 
-    turn2 = send_once_the_core_knows(client, cid, "never mind")
+    # The session owns the proposal: the core asks it (session.interrupt), so the message is
+    # an interrupt at once, with no race against the agent.propose event.
+    turn2 = client.call("agent.send", {"conversation": cid, "text": "never mind"})["turn"]
     assert turn2 == f"{cid}.2"
     stopped = client.wait("agent.turn", turn=turn, state="stopped")
     assert stopped["error"]["kind"] == "agent.interrupted"
@@ -436,7 +426,7 @@ def test_e2e_a_new_message_interrupts_a_waiting_proposal(real, real_client, mode
     turn = client.call("agent.send", {"conversation": cid, "text": "edit todo"})["turn"]
     client.wait("agent.propose", turn=turn, timeout=30)
     model.push(anthropic_text("Fine, no edit."))
-    turn2 = send_once_the_core_knows(client, cid, "forget it")
+    turn2 = client.call("agent.send", {"conversation": cid, "text": "forget it"})["turn"]
     assert client.wait("agent.turn", turn=turn, state="stopped")["error"]["kind"] == \
         "agent.interrupted"
     client.wait("agent.turn", turn=turn2, state="done", timeout=30)
@@ -524,7 +514,8 @@ def test_the_interrupting_turn_finishing_first_is_still_recorded_second(in_proce
                 {"role": "assistant", "content": [call]}]}
         return {"status": "done", "buffers": [], "messages": [assistant("second answer")]}
 
-    actor, bus = in_process({"session.turn": session_turn})
+    actor, bus = in_process({"session.turn": session_turn,
+                             "session.interrupt": lambda args: {"interrupted": True}})
     second_answered = threading.Event()
     bus_call = bus.call
 
@@ -536,8 +527,6 @@ def test_the_interrupting_turn_finishing_first_is_still_recorded_second(in_proce
     bus.call = recorded_call  # type: ignore[method-assign]
     cid = ask(actor, bus, "agent.new", {})["conversation"]
     ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
-    actor.tell(("event", "agent.propose", {"conversation": cid, "turn": f"{cid}.1",
-                                           "proposal": "p1", "call": "c1"}))
     assert ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})["turn"] == \
         f"{cid}.2"
     assert second_answered.wait(10)   # the second turn's answer is in before the first one's
@@ -558,11 +547,10 @@ def test_the_interrupting_turn_finishing_first_is_still_recorded_second(in_proce
 def test_a_third_message_while_an_interrupt_is_pending_is_busy(in_process):
     hold = threading.Event()
     actor, bus = in_process({"session.turn": lambda args: hold.wait(10) and {
-        "status": "stopped", "messages": [], "buffers": []}})
+        "status": "stopped", "messages": [], "buffers": []},
+        "session.interrupt": lambda args: {"interrupted": True}})
     cid = ask(actor, bus, "agent.new", {})["conversation"]
     ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
-    actor.tell(("event", "agent.propose", {"conversation": cid, "turn": f"{cid}.1",
-                                           "proposal": "p1", "call": "c1"}))
     ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})
     with pytest.raises(AgentError) as err:
         ask(actor, bus, "agent.send", {"conversation": cid, "text": "three"})

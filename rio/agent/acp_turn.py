@@ -259,6 +259,11 @@ class AcpTurn:
         q.future.set_result(kind)
         return True
 
+    @property
+    def interrupted(self) -> bool:
+        """A new message has interrupted this turn (it is ending)."""
+        return self._interrupted
+
     def interrupt(self) -> bool:
         """A new message while a write or a question waits: both are declined, the agent's
         prompt is cancelled and the turn ends "stopped" (interrupted). False when nothing

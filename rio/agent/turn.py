@@ -318,6 +318,11 @@ class Turn:
             return None
         return await asyncio.shield(pending.outcome)
 
+    @property
+    def interrupted(self) -> bool:
+        """A new message has interrupted this turn (it is ending)."""
+        return self._interrupted
+
     def interrupt(self) -> bool:
         """A new message arrived: close pending proposals as interrupted. False when there
         was none (then the new message must wait: agent.busy)."""

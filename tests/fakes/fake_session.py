@@ -46,6 +46,16 @@ class FakeSession:
         self.bus = BusThread(Endpoints(info["requests"], info["events"]),
                              name=f"agent:{conversation}", handlers={"session": self._serve})
         self.bus.start()
+        #: turns with a proposal out (published through self.bus.publish), which a new
+        #: message interrupts — the real session knows its pending proposals the same way
+        self.proposed: set[str] = set()
+        publish = self.bus.publish
+
+        def recording(topic: str, data: dict) -> None:
+            if topic == "agent.propose":
+                self.proposed.add(str(data.get("turn")))
+            publish(topic, data)
+        self.bus.publish = recording  # type: ignore[method-assign]
 
     def _serve(self, ctx: RequestContext) -> None:
         if ctx.op == "session.turn":
@@ -56,6 +66,12 @@ class FakeSession:
             ctx.reply({"applied": ctx.args["decision"] != "reject"})
             if self.on_approve is not None:
                 self.on_approve(self, dict(ctx.args))
+        elif ctx.op == "session.interrupt":
+            # Like the real session: a turn with a proposal out is interrupted; the new
+            # message's session.turn follows. Otherwise the core answers agent.busy.
+            turn = str(ctx.args.get("turn"))
+            ctx.reply({"interrupted": turn in self.proposed, "running": bool(self.pending)})
+            self.proposed.discard(turn)
         elif ctx.op == "session.stop":
             self.stops.append(dict(ctx.args))
             if self.on_stop is not None:
