@@ -210,6 +210,7 @@ def test_a_write_becomes_a_proposal_and_never_touches_the_disk(tmp_path):
     assert not (root / "new.txt").exists() and not (tmp_path / "escape.txt").exists()
 
 
+@pytest.mark.slow
 def test_permission_is_answered_by_kind_with_the_agents_own_ids(tmp_path):
     opts = [["approved", "allow_once"], ["approved-always", "allow_always"],
             ["cancel", "reject_once"]]
@@ -262,6 +263,7 @@ def test_stop_answers_open_questions_cancelled_first_then_cancels(tmp_path):
     assert log.index('"outcome":"cancelled"') < log.index('"method":"session/cancel"')
 
 
+@pytest.mark.slow
 def test_cancel_of_a_hanging_prompt_and_of_the_calling_task(tmp_path):
     owner = Owner()
 
@@ -285,6 +287,7 @@ def test_cancel_of_a_hanging_prompt_and_of_the_calling_task(tmp_path):
     assert log.count('"method":"session/cancel"') == 2
 
 
+@pytest.mark.slow
 def test_an_agent_that_never_answers_cancel_is_abandoned(tmp_path):
     owner = Owner()
 
@@ -344,6 +347,7 @@ def test_sign_in_needed_on_the_first_prompt_ends_the_turn_with_an_error(tmp_path
     assert owner.of("agent.error")[0]["kind"] == "agent.sign_in_needed"
 
 
+@pytest.mark.slow
 def test_a_silent_agent_is_surfaced_and_the_prompt_does_not_wait_forever(tmp_path):
     owner = Owner()
     script = {"default_turn": [{"text": "thinking"}, {"silent": 600}]}
@@ -361,6 +365,7 @@ def test_a_silent_agent_is_surfaced_and_the_prompt_does_not_wait_forever(tmp_pat
     assert '"method":"session/cancel"' in log
 
 
+@pytest.mark.slow
 def test_an_agent_that_speaks_again_after_a_silence_is_no_longer_silent(tmp_path):
     owner = Owner()
     script = {"default_turn": [{"text": "a"}, {"silent": 1.5}, {"text": "b"}, {"silent": 0.5},
@@ -380,6 +385,7 @@ def test_an_agent_that_speaks_again_after_a_silence_is_no_longer_silent(tmp_path
     assert [("resumed" in e) for e in silent] == [False, True] * (len(silent) // 2)
 
 
+@pytest.mark.slow
 def test_a_question_to_the_user_is_not_silence(tmp_path):
     class SlowOwner(Owner):
         async def ask_permission(self, question):
@@ -470,6 +476,7 @@ def test_stderr_floods_and_malformed_lines_do_not_stop_a_turn(tmp_path):
     assert len(client.log.lines()) <= 2000
 
 
+@pytest.mark.slow
 def test_a_usage_update_without_used_is_dropped_before_the_sdk(tmp_path, caplog):
     """claude-agent-acp sends one every turn; the SDK would log a traceback for each."""
     owner = Owner()
@@ -555,6 +562,7 @@ def test_a_session_is_resumed_in_a_new_process_with_session_load(tmp_path):
     assert run(no_load()) is False
 
 
+@pytest.mark.slow
 def test_tools_plans_usage_modes_and_commands_become_agent_events(tmp_path):
     owner = Owner()
     script = {"modes": {"current": "ask", "available": ["ask", "code"]},
@@ -602,6 +610,7 @@ def test_tools_plans_usage_modes_and_commands_become_agent_events(tmp_path):
     assert [o["value"] for o in configs[-1]["options"][0]["options"]] == ["fast", "smart"]
 
 
+@pytest.mark.slow
 def test_terminal_methods_answer_method_not_found(tmp_path):
     owner = Owner()
 
@@ -613,6 +622,7 @@ def test_terminal_methods_answer_method_not_found(tmp_path):
     assert run(main()).text == "terminal: -32601"
 
 
+@pytest.mark.slow
 def test_a_write_behind_the_clients_back_is_no_proposal(tmp_path):
     """The slice does not detect it yet (fingerprints come with the turn owner); what it
     guarantees: nothing reached the proposal callback and the turn ends normally."""

@@ -20,7 +20,7 @@ from tests.fakes.model_servers import (
     anthropic_tool_use, huge_sse, openai_text, openai_tool_call, Reply, sse)
 from tests.support import RioServer, rio_env, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")

@@ -231,6 +231,7 @@ def test_usage_errors_exit_3(server):
     assert bad.returncode == 3 and "sometimes" in bad.stderr
 
 
+@pytest.mark.slow
 def test_without_an_instance_it_starts_one_and_stops_it_after(tmp_path):
     root = tmp_path / "alone"
     root.mkdir()
@@ -293,6 +294,7 @@ def real(tmp_path_factory, model_server):
     srv.stop()
 
 
+@pytest.mark.slow
 def test_e2e_a_text_turn(real, model):
     from tests.fakes.model_servers import anthropic_text
     model.push(anthropic_text("Hello ", "from ", "the fake model."))
@@ -305,6 +307,7 @@ def test_e2e_a_text_turn(real, model):
     assert "test-key" not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_e2e_an_approved_edit_lands_in_the_buffer_as_one_undo_step(real, model):
     from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
     model.push(anthropic_tool_use("toolu_1", "propose_edit", {
@@ -324,6 +327,7 @@ def test_e2e_an_approved_edit_lands_in_the_buffer_as_one_undo_step(real, model):
     real.call("buffer.close", {"buffer": buf, "discard": True})
 
 
+@pytest.mark.slow
 def test_e2e_approve_no_leaves_the_file_alone(real, model):
     from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
     model.push(anthropic_tool_use("toolu_2", "propose_edit", {
@@ -650,6 +654,7 @@ def test_e2e_a_key_only_in_this_shell_is_explained_against_a_running_instance(tm
         srv.stop()
 
 
+@pytest.mark.slow
 def test_key_status_says_a_shell_variable_is_not_seen_by_a_running_instance(tmp_path):
     env = rio_env(tmp_path)
     env["ANTHROPIC_API_KEY"] = "sk-shell-variable-9876"
@@ -661,6 +666,7 @@ def test_key_status_says_a_shell_variable_is_not_seen_by_a_running_instance(tmp_
     assert "sk-shell-variable" not in done.stdout
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_is_not_a_url_is_said_so_at_once(server):
     done = run_chat(server, "--endpoint", "notaurl", "hi", input="")
     assert done.returncode == 1

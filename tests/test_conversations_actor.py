@@ -369,6 +369,7 @@ def session_pid(server: RioServer, cid: str) -> int | None:
     return None
 
 
+@pytest.mark.slow
 def test_e2e_kill_9_of_the_session_mid_stream(real, real_client, model):
     import os
     import signal
@@ -416,6 +417,7 @@ def test_e2e_stop_mid_stream_ends_the_turn_quickly(real, real_client, model):
     assert history["turns"][0]["status"] == "stopped"
 
 
+@pytest.mark.slow
 def test_e2e_a_new_message_interrupts_a_waiting_proposal(real, real_client, model):
     from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
     client = real_client

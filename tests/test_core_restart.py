@@ -54,6 +54,7 @@ def bus(tmp_path):
     hub.stop()
 
 
+@pytest.mark.slow
 def test_copies_that_arrive_while_the_first_runs_each_get_its_reply(bus):
     client, release, calls = bus
     replies: list[Reply] = []

@@ -173,6 +173,7 @@ def _quote(word: str, style: int) -> str:
        quoting=st.lists(st.integers(0, 2), min_size=6, max_size=6),
        wrap=st.sampled_from(["{}", "bash -c {q}", "sh -c {q}", "env bash -c {q}",
                              "true && {}", "cd sub; {}", "{} | cat"]))
+@pytest.mark.slow
 def test_wrapped_and_quoted_variants_stay_dangerous(core, prefix, quoting, wrap) -> None:
     import shlex
     words = [_quote(w, quoting[i % len(quoting)]) for i, w in enumerate(core)]

@@ -329,6 +329,7 @@ def test_noop_edit_still_gets_a_version_but_no_undo_step():
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 5), st.text("ab \n", max_size=3),
                           st.booleans(), st.floats(0, 2)), max_size=25))
 @settings(max_examples=200, deadline=None)
+@pytest.mark.slow
 def test_undo_everything_restores_the_start_and_redo_everything_returns(ops):
     clock = FakeClock()
     doc = Document("start\ntext", clock=clock)
@@ -357,6 +358,7 @@ OPS = st.lists(st.one_of(
 
 @given(OPS)
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 def test_random_interleaving_keeps_undo_redo_and_dirty_exact(ops):
     clock = FakeClock()
     doc = Document("seed\ntext", clock=clock)
@@ -486,6 +488,7 @@ def observable(doc: Document) -> tuple:
 
 @given(ATOMIC_OPS)
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 def test_an_op_that_fails_inside_atomic_leaves_no_trace(ops):
     """Twin documents get the same ops; in one, some ops are followed by a failure inside
     ``atomic()`` (the journal could not take them), and the other never sees those ops. Both

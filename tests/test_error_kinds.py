@@ -63,6 +63,7 @@ def _kinds_used(path: Path) -> list[tuple[int, str]]:
     return used
 
 
+@pytest.mark.slow
 def test_every_kind_named_in_the_code_and_tests_is_in_the_tree():
     unknown = [f"{path.relative_to(REPO)}:{line}: {kind}"
                for path in _sources() for line, kind in _kinds_used(path)

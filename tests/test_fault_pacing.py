@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ def test_restarts_someone_else_caused_count_too():
 @settings(max_examples=200, deadline=None)
 @given(max_restarts=st.integers(1, 8), window=st.floats(1, 120),
        gaps=st.lists(st.floats(0, 30), min_size=1, max_size=40))
+@pytest.mark.slow
 def test_paced_faults_never_exceed_the_budget_in_any_window(max_restarts, window, gaps):
     budget = Budget(max_restarts, window)
     pacer = Pacer()

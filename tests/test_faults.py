@@ -14,7 +14,7 @@ import pytest
 
 from tests.support import REPO, RioServer, rio_env
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def faults(tmp_path: Path, *args: str, env: dict[str, str] | None = None,

@@ -127,6 +127,7 @@ def test_encode_lone_surrogate_is_unencodable_in_utf8() -> None:
 @given(st.text(), st.lists(st.integers(min_value=0, max_value=50), max_size=8),
        st.sampled_from(["utf-8", "utf-8-sig", "utf-16-le", "utf-32-be"]),
        st.sampled_from(["\n", "\r\n", "\r"]))
+@pytest.mark.slow
 def test_encoding_chunks_equals_encoding_the_whole(text: str, cuts: list[int], encoding: str,
                                                    newline: str) -> None:
     assume(not any(0xD800 <= ord(c) <= 0xDFFF for c in text))
@@ -163,6 +164,7 @@ def file_bytes(draw: st.DrawFn) -> bytes:
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(file_bytes())
+@pytest.mark.slow
 def test_decode_encode_round_trips_byte_exactly(data: bytes) -> None:
     try:
         text, fmt = decode_bytes(data)

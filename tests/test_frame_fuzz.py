@@ -101,6 +101,7 @@ def _health(srv: RioServer) -> dict[str, tuple]:
     return {p["name"]: (p["pid"], p["restarts"], p["state"]) for p in status["processes"]}
 
 
+@pytest.mark.slow
 def test_hub_router_answers_hostile_frames_and_nothing_restarts(instance):
     before = _health(instance)
     sock = _dealer(instance.info()["requests"])
@@ -220,6 +221,7 @@ def service_link(tmp_path):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_a_service_link_answers_hostile_frames_and_runs_none(service_link):
     hub, bus, ran = service_link
 

@@ -8,15 +8,17 @@ did is checked in the CORE (``buffer.text``, ``buffer.info``), not in the widget
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.desktop_support import RioDesktop
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
-from tests.support import wait_for
+from tests.support import REPO, wait_for
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -50,6 +52,10 @@ def desktop(tmp_path_factory, model_server, display):
                   "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
     folder = Path(d.env["RIO_CONFIG_DIR"])
     folder.mkdir(parents=True, exist_ok=True)
+    # An ACP agent too: the fake one (tests/fakes/acp_agent.py), reading ACP_SCRIPT's file.
+    (folder / "config.toml").write_text(
+        f'[agents.fake]\ncommand = "{sys.executable}"\n'
+        f'args = ["{REPO / "tests" / "fakes" / "acp_agent.py"}", "{base / "acp.json"}"]\n')
     # A loaded machine can miss 3 pings of 1 s; a session killed as "hung" is not the point.
     (folder / "supervisor.toml").write_text("[defaults]\nping_misses = 30\n")
     d.start()
@@ -463,3 +469,30 @@ def test_the_api_key_dialog_never_shows_a_key_nor_takes_one_over_the_bus(desktop
     assert not (Path(desktop.env["RIO_CONFIG_DIR"]) / "credentials.json").exists()
     desktop.call("ui.dialog_answer", {"name": "api_key", "button": "Close"})
     desktop.wait_state(lambda s: not any(d["name"] == "api_key" for d in s["dialogs_open"]))
+
+
+def test_an_acp_conversation_shows_like_an_api_one(desktop, model):
+    """The panel does not care what is behind a conversation: the fake ACP agent's thought,
+    plan, text and permission question, answered in the panel."""
+    script = {"turns": [[{"thought": "Let me look."}, {"plan": ["read", "answer"]},
+                         {"text": "Hello from ACP."}],
+                        [{"permission": {"id": "t1", "title": "rm -rf build",
+                                         "options": [["yes-1", "allow_once"],
+                                                     ["no-1", "reject_once"]]}}]]}
+    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
+    a = desktop.call("ui.agent", {"action": "open"})
+    assert "fake (ACP)" in agent(desktop, lambda a: "fake (ACP)" in a["choices"])["choices"]
+    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
+    desktop.call("ui.agent", {"action": "open", "conversation": cid})
+    desktop.call("ui.agent", {"action": "send", "text": "hi"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2, 60)
+    assert a["messages"][1] == {"role": "assistant", "text": "Hello from ACP."}
+    assert {"thought", "plan"} <= set(a["blocks"])
+    desktop.call("ui.agent", {"action": "send", "text": "clean up"})
+    a = agent(desktop, lambda a: a["pending"], 60)
+    assert a["pending"][0]["kind"] == "permission" and a["state"] == "waiting"
+    assert a["pending"][0]["options"] == ["allow_once", "reject_once"]
+    got = desktop.call("ui.agent", {"action": "answer", "option": "reject_once"})
+    assert got["kind"] == "reject_once"
+    a = agent(desktop, lambda a: a["state"] == "idle" and not a["pending"], 60)
+    assert "permission: no-1" in a["messages"][-1]["text"]

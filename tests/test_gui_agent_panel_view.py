@@ -46,6 +46,7 @@ def history(n: int) -> Conversation:
     return conv
 
 
+@pytest.mark.slow
 def test_streamed_deltas_only_touch_the_line_being_written(view):
     conv = history(20)
     view.show(conv)

@@ -11,7 +11,7 @@ import pytest
 from tests.desktop_support import RioDesktop
 from tests.support import wait_for, wait_gone
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.slow, pytest.mark.gui]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from tests.desktop_support import RioDesktop
 from tests.support import wait_for
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.slow, pytest.mark.gui]
 
 SOURCE = "def f(x):\n    if x:\n        return 1\n    return 2\n"
 

@@ -13,7 +13,7 @@ from rio.runner import ProjectCommands, save_project_commands
 from tests.support import RioServer
 from ui.tk import find_dialog
 
-pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.gui, pytest.mark.timeout(120)]
 
 
 @pytest.fixture

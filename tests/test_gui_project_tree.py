@@ -11,7 +11,7 @@ from tests.support import RioServer
 from tests.tk_stub_app import StubApp
 from ui.tk import project_tree
 
-pytestmark = [pytest.mark.gui, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.slow, pytest.mark.gui, pytest.mark.timeout(90)]
 
 
 @pytest.fixture

@@ -108,6 +108,7 @@ def test_opening_a_triple_quote_restyles_everything_below_in_the_background():
     assert h.all_runs() == fresh_runs("a.py", h.text)
 
 
+@pytest.mark.slow
 def test_local_edit_reconverges_after_a_few_lines():
     text = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(3000))
     h = Highlighter("a.py", text)

@@ -281,6 +281,7 @@ def test_magic_is_first():
     st.tuples(st.just("undo")), st.tuples(st.just("redo")), st.tuples(st.just("flush")),
     st.tuples(st.just("compact"))), max_size=30))
 @settings(max_examples=200, deadline=None)
+@pytest.mark.slow
 def test_journaled_document_recovers_exactly(ops):
     """What the document actor does: every change, undo and redo included, goes to the journal."""
     store = MemoryJournalStore()
@@ -396,6 +397,7 @@ def test_records_after_a_torn_one_are_replayed_when_the_versions_follow_on():
 
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 255)), min_size=1, max_size=4))
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 def test_damage_anywhere_recovers_some_exact_earlier_state(flips):
     """Safety of the resync rule: whatever bytes are flipped, the text recovered is exactly the
     document as it was at the version recovered, never a garbled mix."""

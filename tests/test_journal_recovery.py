@@ -211,6 +211,7 @@ class CrashingStore:
        damage=st.booleans())
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
 def test_a_crash_between_any_two_steps_of_recovery_loses_nothing(project, tmp_path, edits,
                                                                  crashes, damage):
     """Recovery crashes after N journal operations (a power cut: only fsynced bytes survive),

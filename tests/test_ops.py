@@ -61,6 +61,7 @@ from tests.frame_strategies import any_value, wrong_typed_args  # noqa: E402
 
 @settings(max_examples=400, deadline=None)
 @given(wrong_typed_args())
+@pytest.mark.slow
 def test_every_field_of_every_op_refuses_a_wrong_type(case):
     """Generated from the catalogue: a new op is covered without touching this test."""
     op, field, args = case
@@ -73,6 +74,7 @@ def test_every_field_of_every_op_refuses_a_wrong_type(case):
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(sorted(ops.REGISTRY)),
        st.dictionaries(st.text(max_size=8), any_value, max_size=5))
+@pytest.mark.slow
 def test_any_args_are_validated_or_refused_never_crash(op, args):
     try:
         out = ops.validate(Request("r", op, args))

@@ -122,6 +122,7 @@ def test_a_search_without_matches_still_gives_the_window_back(project):
     assert steps >= 30 and job.search.files_searched >= 30
 
 
+@pytest.mark.slow
 def test_files_over_8_mb_are_searched_streamed(tmp_path):
     from ui.tk.output_model import SEARCH_MAX_FILE_BYTES
     line = "2026-11-30 12:00:00 INFO request served needle=yes \u00e9\n"

@@ -96,6 +96,7 @@ json_like = st.recursive(
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(st.sampled_from(["v", "t", "id", "op", "args", "ok", "result", "error",
                                         "topic", "seq", "data"]), json_like))
+@pytest.mark.slow
 def test_fuzz_structured_maps_never_crash(wire):
     try:
         decode(msgpack.packb(wire, use_bin_type=True))
@@ -179,6 +180,7 @@ mixed_json = st.recursive(
 
 @settings(max_examples=250, deadline=None)
 @given(st.sampled_from(["req", "rep", "evt"]), mixed_json)
+@pytest.mark.slow
 def test_fuzz_mixed_key_payloads_decode_or_are_protocol_errors(kind, payload):
     wire = {"v": 1, "t": kind, "id": "m", "op": "buffer.info", "args": payload, "ok": True,
             "result": payload, "topic": "t", "seq": 1, "data": payload}

@@ -35,6 +35,7 @@ _messages = st.builds(Message, st.sampled_from(["user", "assistant"]),
 
 
 @given(_messages)
+@pytest.mark.slow
 def test_messages_round_trip_through_json_and_msgpack(message: Message) -> None:
     data = message.to_dict()
     assert Message.from_dict(json.loads(json.dumps(data))) == message

@@ -153,6 +153,7 @@ def test_two_remote_clients_get_their_own_replies(listener, keys, service):
         b.close()
 
 
+@pytest.mark.slow
 def test_an_unknown_client_key_gets_nothing(listener, keys, service):
     _, server, _ = keys
     stranger = curve_keys.KeyPair(*zmq.curve_keypair())
@@ -170,6 +171,7 @@ def test_an_unknown_client_key_gets_nothing(listener, keys, service):
     assert listener.stats["requests"] == 0
 
 
+@pytest.mark.slow
 def test_a_revoked_key_is_refused_for_new_connections(listener, keys, service):
     base, server, client = keys
     assert can_connect(remote_endpoints(listener, server, client))
@@ -261,6 +263,7 @@ def test_serve_listen_without_keys_refuses_to_start(tmp_path):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_rio_serve_listen_end_to_end_with_rio_keys(tmp_path):
     """`rio keys`, `rio keys --client`, `rio serve --listen`, `rio status/call --connect`."""
     root = tmp_path / "project"

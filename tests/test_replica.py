@@ -203,6 +203,7 @@ ACTION = st.one_of(
 
 @given(st.text("ab\n", max_size=10), st.lists(ACTION, max_size=60))
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 def test_replicas_converge_with_the_core(initial, actions):
     world = World(initial)
     for action in actions:

@@ -16,7 +16,7 @@ import pytest
 from rio.errors import RioError
 from tests.support import RioServer, rio_env, wait_for, wait_gone
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 @pytest.fixture

@@ -103,10 +103,12 @@ TextMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=3
 
 
 @pytest.mark.usefixtures("small_chunks")
+@pytest.mark.slow
 class TestSmallChunks(TextMachine.TestCase):
     """The same machine with 8-character chunks: exercises splits, merges and cross-chunk reads."""
 
 
+@pytest.mark.slow
 class TestDefaultChunks(TextMachine.TestCase):
     """The same machine with the real sizes (mostly one chunk)."""
 

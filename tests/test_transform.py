@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ def text_and_edits(draw, count=2):
 
 @given(text_and_edits())
 @settings(max_examples=2000, deadline=None)
+@pytest.mark.slow
 def test_tp1_both_orders_converge(case):
     text, (a, b) = case
     # `a` landed first; the core moves `b` over it, a replica holding `b` moves `a` over `b`.
@@ -31,6 +33,7 @@ def test_tp1_both_orders_converge(case):
 
 @given(text_and_edits())
 @settings(max_examples=500, deadline=None)
+@pytest.mark.slow
 def test_nothing_typed_is_lost_and_only_deleted_text_goes(case):
     text, (a, b) = case
     a, b = Edit(a.start, a.end, "<"), Edit(b.start, b.end, ">")
@@ -96,6 +99,7 @@ def test_enclosing_stale_edit_keeps_the_landed_text():
 
 @given(text_and_edits(count=4))
 @settings(max_examples=500, deadline=None)
+@pytest.mark.slow
 def test_transform_through_equals_stepwise(case):
     text, edits = case
     first, rest = edits[0], edits[1:]
