@@ -215,6 +215,7 @@ def fuzz_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return make_tree(tmp_path_factory.mktemp("fuzz"))
 
 
+@pytest.mark.slow
 def test_resolve_fuzz_never_escapes(fuzz_tree: tuple[Path, Path]) -> None:
     root, outside = fuzz_tree
     ws = Workspace(root)
