@@ -344,3 +344,12 @@ def test_the_status_tip_says_the_state_in_words():
                                "error": {"kind": "agent.network", "message": "Cut.",
                                          "next": "Retry."}})
     assert model.status_tip().startswith("The agent's last turn failed: Cut.")
+
+
+def test_an_acp_conversation_is_named_by_its_agent():
+    from ui.tk.agent_model import who
+    assert who({"provider": "anthropic"}) == "anthropic"
+    assert who({"provider": None, "agent": "claude"}) == "claude (ACP)"
+    model = AgentModel()
+    model.set_listing([{"conversation": "a", "title": "t", "provider": None, "agent": "codex"}])
+    assert model.get("a").provider == "codex (ACP)"

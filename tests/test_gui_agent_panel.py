@@ -52,7 +52,7 @@ def desktop(tmp_path_factory, model_server, display):
                   "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
     folder = Path(d.env["RIO_CONFIG_DIR"])
     folder.mkdir(parents=True, exist_ok=True)
-    # An ACP agent too: the fake one (tests/fakes/acp_agent.py), reading ACP_SCRIPT's file.
+    # An ACP agent too: the fake one (tests/fakes/acp_agent.py), scripted by base/acp.json.
     (folder / "config.toml").write_text(
         f'[agents.fake]\ncommand = "{sys.executable}"\n'
         f'args = ["{REPO / "tests" / "fakes" / "acp_agent.py"}", "{base / "acp.json"}"]\n')
@@ -487,6 +487,7 @@ def test_an_acp_conversation_shows_like_an_api_one(desktop, model):
     desktop.call("ui.agent", {"action": "send", "text": "hi"})
     a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2, 60)
     assert a["messages"][1] == {"role": "assistant", "text": "Hello from ACP."}
+    assert a["provider"] == "fake (ACP)"
     assert {"thought", "plan"} <= set(a["blocks"])
     desktop.call("ui.agent", {"action": "send", "text": "clean up"})
     a = agent(desktop, lambda a: a["pending"], 60)

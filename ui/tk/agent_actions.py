@@ -234,6 +234,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "state": conv.state if conv else "idle", "status": panel.model.status_text(),
             "status_tip": panel.status_tip.text,
             "messages": conv.messages() if conv else [],
+            "blocks": [b.kind for b in conv.blocks] if conv else [],
             "pending": conv.pending_list() if conv else [],
             "waiting": panel.model.waiting_count(),
             "marked": sorted(panel.marks.marked),

@@ -10,6 +10,8 @@ panel shows an ACP conversation the way it shows an API provider's, whatever is 
   cleared when it speaks again;
 * ``agent.permission`` — the agent asks before one of its own tools: a ``permission`` card
   with the agent's own options; it waits like a proposal (the status bar counts it);
+* ``agent.permission_closed`` — the question was answered (here or elsewhere), declined or
+  timed out: its card stops asking;
 * ``agent.commands`` — the agent's slash commands, kept on the conversation for the input's
   ``/`` completion (no block);
 * ``agent.sign_in`` — the agent needs a sign-in: a ``sign_in`` card with its own ways (a
@@ -24,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
-          "agent.permission", "agent.commands")
+          "agent.permission", "agent.permission_closed", "agent.commands")
 #: A permission question waits in ``Conversation.pending`` under this prefix + its request id.
 PERMISSION = "perm:"
 #: A plan entry's status → its check box on the plan card.
@@ -84,6 +86,15 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
             "options": [dict(o) for o in data.get("options") or () if isinstance(o, Mapping)]})
         conv.pending[key] = len(conv.blocks) - 1
         return changes
+    if topic == "agent.permission_closed":
+        # Answered (here or elsewhere), declined or timed out: the card stops asking.
+        how = str(data.get("how") or "answered")
+        label = {"answered": f"answered: {data.get('kind')}", "declined": "declined",
+                 "timed_out": "closed: no answer in time"}.get(how, how)
+        key = f"{PERMISSION}{data.get('request')}"
+        if key in conv.pending:
+            return conv.decided(key, label)
+        return []
     if topic == "agent.commands":
         conv.commands = [dict(c) for c in data.get("commands") or () if isinstance(c, Mapping)
                          and c.get("name")]

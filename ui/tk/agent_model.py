@@ -207,7 +207,7 @@ class Conversation:
         self.blocks = earlier + self.blocks
         self.pending = {pid: i + n for pid, i in self.pending.items()}
         self._tools = {call: i + n for call, i in self._tools.items()}
-        self.provider = self.provider or str(history.get("provider") or "")
+        self.provider = self.provider or who(history)
         self.loaded = True
 
     def note_error(self, kind: str, message: str, next_: str = "") -> list[Change]:
@@ -324,6 +324,13 @@ def blocks_from_history(history: Mapping[str, Any]) -> list[Block]:
     return blocks
 
 
+def who(record: Mapping[str, Any]) -> str:
+    """Who answers a conversation, as the picker names it: ``claude (ACP)`` for an ACP agent,
+    else the provider (from agent.new, agent.list or agent.history)."""
+    agent = record.get("agent")
+    return f"{agent} (ACP)" if agent else str(record.get("provider") or "")
+
+
 class AgentModel:
     """Every conversation of the project seen so far, and which one the panel shows."""
 
@@ -336,8 +343,7 @@ class AgentModel:
         conv = self.conversations.get(cid)
         if conv is None:
             known = next((c for c in self.listing if c.get("conversation") == cid), {})
-            conv = Conversation(cid, title=str(known.get("title") or ""),
-                                provider=str(known.get("provider") or ""))
+            conv = Conversation(cid, title=str(known.get("title") or ""), provider=who(known))
             self.conversations[cid] = conv
         return conv
 
@@ -359,7 +365,7 @@ class AgentModel:
             conv = self.conversations.get(str(c.get("conversation")))
             if conv is not None:
                 conv.title = conv.title or str(c.get("title") or "")
-                conv.provider = conv.provider or str(c.get("provider") or "")
+                conv.provider = conv.provider or who(c)
 
     @property
     def state(self) -> str:

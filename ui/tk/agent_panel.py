@@ -30,7 +30,7 @@ from rio.protocol import Reply, thaw
 from ui.tk import agent_actions as actions
 from ui.tk.agent_marks import TabMarks
 from ui.tk import agent_layout as layout
-from ui.tk.agent_model import STATE_LABELS, AgentModel, Block, Conversation
+from ui.tk.agent_model import STATE_LABELS, AgentModel, Block, Conversation, who
 from ui.tk.agent_settings import (PanelPrefs, load_last_shown, load_panel_prefs,
                                   new_conversation_args, picker_entries, provider_names,
                                   save_last_shown, save_panel_prefs)
@@ -205,7 +205,7 @@ class AgentPanel:
     def _title(c: dict[str, Any]) -> str:
         title = str(c.get("title") or "(untitled)")
         title = title if len(title) <= 40 else title[:39] + "…"
-        return f"{title} · {c.get('provider') or '?'} [{c.get('conversation')}]"
+        return f"{title} · {who(c) or '?'} [{c.get('conversation')}]"
 
     def chosen(self) -> None:
         value = self.chooser.get()
@@ -299,7 +299,7 @@ class AgentPanel:
 
         def made(result: Any) -> None:
             conv = self.model.get(str(result["conversation"]))
-            conv.provider = str(result.get("provider") or provider)
+            conv.provider = who(result) or provider
             conv.title = str(result.get("title") or "")
             conv.loaded = True
             self.model.current = conv.id
