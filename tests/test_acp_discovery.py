@@ -252,3 +252,19 @@ def test_agent_info_round_trips_to_json():
                      "/h/.x", ("X_KEY",))
     data = json.loads(json.dumps(info.to_dict()))
     assert data["args"] == ["acp"] and data["keys_set"] == ["X_KEY"]
+
+
+def test_agents_config_timing_keys_tune_the_silence_watchdog():
+    from pathlib import Path
+
+    from rio.acp.client import settings_for
+    spec = parse_agents_config('[agents.x]\ncommand = "/bin/x"\nsilent_after_s = 5\n'
+                               'give_up_after_s = 20.5\n')["x"]
+    assert spec.timing == {"silent_after_s": 5.0, "give_up_after_s": 20.5}
+    info = AgentInfo("x", "x", True, "/bin/x")
+    settings = settings_for(info, spec, Path("/tmp"), {})
+    assert (settings.silent_after_s, settings.give_up_after_s) == (5.0, 20.5)
+    for bad in ("0", "-1", "true", '"5"'):
+        with pytest.raises(ConfigError) as err:
+            parse_agents_config(f'[agents.x]\ncommand = "/bin/x"\nsilent_after_s = {bad}\n')
+        assert err.value.kind == "config.invalid"

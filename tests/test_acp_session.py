@@ -42,7 +42,10 @@ def server(base: Path, script_file: Path):
     config = Path(env["RIO_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(
-        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script_file}"]\n')
+        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script_file}"]\n'
+        # the same fake, with a short silence watchdog (config.toml's timing keys)
+        f'[agents.quiet]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script_file}"]\n'
+        'silent_after_s = 0.5\ngive_up_after_s = 2\n')
     srv = RioServer(root, base, env=env).start()
     yield srv
     srv.stop()
@@ -51,7 +54,8 @@ def server(base: Path, script_file: Path):
 class Chat:
     """One conversation with the fake agent, driven through the core's agent.* ops."""
 
-    def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any]):
+    def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any],
+                 agent: str = "fake"):
         self.server = server
         script_file.write_text(json.dumps(script))
         self.script_file = script_file
@@ -59,8 +63,8 @@ class Chat:
         self.events: list[tuple[str, dict]] = []
         self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
         self.conn.subscribe("buffer.", lambda e: self.events.append((e.topic, thaw(e.data))))
-        created = self.call("agent.new", {"title": "acp", "agent": "fake"})
-        assert created["agent"] == "fake"
+        created = self.call("agent.new", {"title": "acp", "agent": agent})
+        assert created["agent"] == agent
         self.conversation = created["conversation"]
 
     def script(self, script: dict[str, Any]) -> None:
@@ -101,8 +105,8 @@ class Chat:
 def chat(server, script_file):
     made: list[Chat] = []
 
-    def make(script: dict[str, Any]) -> Chat:
-        c = Chat(server, script_file, script)
+    def make(script: dict[str, Any], agent: str = "fake") -> Chat:
+        c = Chat(server, script_file, script, agent)
         made.append(c)
         return c
     yield make
@@ -384,3 +388,13 @@ def test_a_new_message_while_a_permission_question_waits_interrupts_the_turn(cha
     assert c.wait("agent.turn", turn=second, state="done")
     assert c.text(second) == "echo: two"
     assert c.wait("agent.permission_closed", turn=first)["how"] == "declined"
+
+
+def test_a_silent_agent_is_surfaced_and_the_turn_does_not_wait_forever(chat):
+    c = chat({"turns": [[{"text": "thinking"}, {"silent": 60}]]}, agent="quiet")
+    turn = c.send("go")
+    silent = c.wait("agent.silent", turn=turn)
+    assert silent["seconds"] >= 0.5 and silent["give_up_after_s"] == 2
+    ended = c.wait("agent.turn", turn=turn, state="error", timeout=30)
+    assert ended["error"]["kind"] == "agent.agent_silent"
+    assert "protocol log" in ended["error"]["next"]

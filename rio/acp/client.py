@@ -79,6 +79,7 @@ def settings_for(info: Any, spec: Any, root: Path, user_env: Mapping[str, str],
     the user's environment minus Rio's variables plus the agent's configured ``env``."""
     from rio.acp.port import agent_environment
     argv = tuple(info.argv)            # raises agent.agent_not_found when not installed
+    kw = {**dict(getattr(spec, "timing", None) or {}), **kw}
     return AcpSettings(argv, root, agent_environment(user_env, spec.env), name=info.name,
                        program=argv[:len(argv) - len(info.args)] or argv, **kw)
 

@@ -169,6 +169,8 @@ class AgentSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     configured: bool = False
     known: KnownAgent | None = None
+    #: silent_after_s / give_up_after_s from config.toml (the silence watchdog's thresholds)
+    timing: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -213,7 +215,10 @@ class AgentInfo:
 
 # --------------------------------------------------------------------------- config.toml
 
-_AGENT_KEYS = {"command": str, "args": list, "env": dict, "title": str}
+_AGENT_KEYS: dict[str, Any] = {"command": str, "args": list, "env": dict, "title": str,
+                               "silent_after_s": (int, float), "give_up_after_s": (int, float)}
+#: Keys of [agents.NAME] that tune the client (rio.acp.client.AcpSettings), not the command.
+TIMING_KEYS = ("silent_after_s", "give_up_after_s")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -241,9 +246,12 @@ def parse_agents_config(text: str, path: Path | None = None) -> dict[str, AgentS
                 raise ConfigError("invalid", f"{where}: {section} has unknown key {key!r} "
                                   f"(known: {', '.join(sorted(_AGENT_KEYS))}).",
                                   f"Fix {section} in {where}.")
-            if not isinstance(value, expected):
+            if not isinstance(value, expected) or isinstance(value, bool) or (
+                    key in TIMING_KEYS and value <= 0):
+                what = "positive number of seconds" if key in TIMING_KEYS else \
+                    expected.__name__
                 raise ConfigError("invalid", f"{where}: {section} {key} must be a "
-                                  f"{expected.__name__}.", f"Fix {section} in {where}.")
+                                  f"{what}.", f"Fix {section} in {where}.")
         args = table.get("args", [])
         env = table.get("env", {})
         if not all(isinstance(a, str) for a in args) or \
@@ -258,7 +266,8 @@ def parse_agents_config(text: str, path: Path | None = None) -> dict[str, AgentS
         out[name] = AgentSpec(
             name, table.get("title") or (base.title if base else name), command,
             tuple(args) if "args" in table or base is None else base.args, dict(env),
-            configured=True, known=base)
+            configured=True, known=base,
+            timing={k: float(table[k]) for k in TIMING_KEYS if k in table})
     return out
 
 
