@@ -29,10 +29,11 @@ from typing import Any, Callable
 
 import pykka
 
+from actors.acp_session import AcpOwner, make_acp_client_factory
 from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from actors.bus_async import AsyncLink
 from actors.bus_thread import BusThread, RequestContext
-from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
+from rio.agent.acp_turn import AcpBrain, AcpTurn
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
 from rio.errors import AgentError, InternalError, ProtocolError, RioError
@@ -241,40 +242,13 @@ def build_provider(args: Mapping[str, Any], config: Any = None,
     return factory(config.provider_settings(), secrets=_secret_store())
 
 
-def _import_acp() -> None:
-    import actors.acp_process  # noqa: F401 -- the import is the point
-    import rio.acp.client  # noqa: F401
-
-
-def make_acp_client_factory(session: "AgentSession", agent: str) -> Callable[[Any], Any]:
-    """How this session builds its ACP client for ``agent`` (a discovery name): found the way
-    ``rio agents`` finds it, at the moment the agent is (re)started, so a config.toml edit or
-    an install applies to the next start; a missing agent fails that turn with
-    ``agent.agent_not_found``/``agent.not_configured`` and its next action."""
-    def make(port: Any) -> Any:
-        import os
-
-        from actors.acp_process import ProcessControlPort
-        from rio.acp import discovery
-        from rio.acp.client import AcpClient, settings_for
-        from rio.acp.protocol_log import ProtocolLog, log_path
-        from rio.agent_config import config_dir
-        config = discovery.load_agents_config(config_dir())
-        spec = discovery.spec_for(agent, config)
-        info = discovery.locate(spec, os.environ, discovery.RealHost())
-        settings = settings_for(info, spec, session.root, os.environ)
-        return AcpClient(settings, port, ProcessControlPort(),
-                         ProtocolLog(log_path(session.root, session.conversation)))
-    return make
-
-
 def load_config() -> Any:
     """config.toml's agent settings, read at every turn so edits apply to the next message."""
     from rio.agent_config import load_agent_config
     return load_agent_config()
 
 
-class AgentSession:
+class AgentSession(AcpOwner):
     """The session of one conversation. Public methods are called on the bus thread."""
 
     def __init__(self, bus: BusThread, root: Path, conversation: str, *,
@@ -327,7 +301,7 @@ class AgentSession:
                     pass
             if self.brain is not None:   # quitting ends the agent with the stop sequence
                 try:
-                    await asyncio.wait_for(self.brain.close(), 3.5)
+                    await asyncio.wait_for(self._end_agent(), 3.5)
                 except asyncio.TimeoutError:
                     log.warning("the ACP agent did not stop in time")
             self.loop.stop()
@@ -486,52 +460,8 @@ class AgentSession:
             self._earlier = tuple(result.messages)
         ctx.reply(result.to_wire())
 
-    # --- the ACP brain -------------------------------------------------------------------------
-    async def _acp_turn(self, ctx: RequestContext) -> None:
-        """``session.turn`` for a conversation that drives an ACP agent (ADR-0023)."""
-        args = ctx.args
-        agent = str(args["agent"])
-        if self.brain is not None and self.brain.agent != agent:
-            await self.brain.close()        # the conversation switched agent: the old one ends
-            self.brain = None
-        if self.brain is None:
-            # The SDK's import builds ~200 pydantic models (seconds on a loaded machine): off
-            # the loop, which must keep answering the supervisor's liveness pings.
-            await self.loop.run_in_executor(self.port.pool, _import_acp)
-            self.brain = AcpBrain(agent, self.acp_client_factory(self, agent),
-                                  mcp_servers=self._mcp_servers)
-        turn_id = str(args["turn"])
-        spec = AcpTurnSpec(self.conversation, turn_id, agent, str(args["text"]),
-                           args.get("acp_session"))
-        port = _TurnPort(self.port, self.conversation, turn_id, f"acp:{agent}")
-        turn = AcpTurn(spec, self.brain, Tools(self.port, self.conversation, self.root), port,
-                       self.root)
-        await self._own(ctx, turn)
-
-    def _mcp_servers(self) -> list[dict[str, Any]]:
-        """Rio's MCP endpoint for the agent's session/new, when this Rio has one."""
-        try:
-            from rio.mcp_entry import mcp_server_entry
-        except ImportError:
-            return []
-        try:
-            return [mcp_server_entry(self.conversation, self.root)]
-        except Exception:  # noqa: BLE001 -- the agent works without Rio's tools
-            log.exception("no MCP entry for %s", self.conversation)
-            return []
-
-    async def _close_agent(self, ctx: RequestContext) -> None:
-        brain, self.brain = self.brain, None
-        result = await brain.close() if brain is not None else None
-        try:
-            from rio.mcp_entry import end_conversation
-            end_conversation(self.root, self.conversation)
-        except ImportError:
-            pass
-        except OSError as exc:
-            log.info("MCP token of %s not removed: %s", self.conversation, exc)
-        ctx.reply({"closed": brain is not None,
-                   "how": getattr(result, "how", None)})
+    def _turn_port(self, turn_id: str, provider: str) -> _TurnPort:
+        return _TurnPort(self.port, self.conversation, turn_id, provider)
 
     async def _end_gate_quietly(self, turn_id: str, *sent: asyncio.Task[Any]) -> None:
         await asyncio.gather(*sent, return_exceptions=True)
