@@ -1,0 +1,155 @@
+"""The ACP brain's turn (rio/agent/acp_turn.py) without processes: a scripted client, stub
+tools and gate; what the session process relies on."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rio.acp.client import PromptOutcome
+from rio.acp.port import PermissionOption, PermissionQuestion
+from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
+from rio.agent.tools import Proposal, ToolOutcome
+
+
+class Port:
+    def __init__(self, decision: str = "ask") -> None:
+        self.events: list[tuple[str, dict]] = []
+        self.gate: list[str] = []
+        self.decision = decision
+
+    def publish(self, topic: str, data: Any) -> None:
+        self.events.append((topic, dict(data)))
+
+    async def gate_turn(self, event: str) -> None:
+        self.gate.append(event)
+
+    async def gate_check(self, tool: str, args: Any) -> dict:
+        return {"decision": self.decision}
+
+    async def remember(self, tool: str) -> None:
+        pass
+
+
+class FakeTools:
+    def __init__(self) -> None:
+        self.changed: dict[str, int] = {}
+        self.applied: list[Proposal] = []
+        self.text = "old\n"
+
+    async def _current_text(self, path: str) -> tuple[str, str]:
+        return self.text, "buffer"
+
+    async def prepare(self, name: str, args: Any) -> Proposal:
+        return Proposal("edit", args["path"], "-old\n+new\n", dict(args))
+
+    async def apply(self, proposal: Proposal) -> ToolOutcome:
+        self.applied.append(proposal)
+        self.changed.setdefault("b1", 3)
+        return ToolOutcome("applied", True, f"{proposal.path}: edited")
+
+
+class Client:
+    """Plays AcpClient: ``script(turn)`` runs as the prompt."""
+
+    def __init__(self, script) -> None:
+        self.script = script
+        self.alive = True
+        self.session_id = "s1"
+        self.port: Any = None
+        self.can_load = False
+        self.cancelled = False
+
+        class Updates:
+            text: list[str] = []
+        self.updates = Updates()
+
+    async def prompt(self, text: str) -> PromptOutcome:
+        said = await self.script(self.port)
+        return PromptOutcome("done", "end_turn", said)
+
+    async def cancel(self) -> None:
+        self.cancelled = True
+
+    async def close(self) -> None:
+        self.alive = False
+
+
+def _turn(script, port: Port, tools: FakeTools, **kw: Any) -> AcpTurn:
+    client = Client(script)
+    brain = AcpBrain("fake", lambda p: client, client=client, session_id="s1")
+    return AcpTurn(AcpTurnSpec("c1", "c1.1", "fake", "hi"), brain, tools, port, Path("/tmp"),
+                   snapshot=lambda root: None, diff=lambda snap: {"files": [], "more": 0}, **kw)
+
+
+QUESTION = PermissionQuestion("q1", "call1", "ls", "execute", {"command": "ls"},
+                              (PermissionOption("ok", "Allow", "allow_once"),))
+
+
+def test_an_unanswered_permission_question_is_declined_after_the_timeout():
+    port, tools = Port(), FakeTools()
+
+    async def script(turn: AcpTurn) -> str:
+        kind = await turn.ask_permission(QUESTION)
+        return f"kind={kind}"
+    result = asyncio.run(_turn(script, port, tools, permission_timeout_s=0.05).run())
+    assert result.messages[0].text == "kind=None"
+    closed = [d for t, d in port.events if t == "agent.permission_closed"]
+    assert closed == [{"conversation": "c1", "turn": "c1.1", "request": "q1", "kind": None,
+                       "how": "timed_out"}]
+    assert port.gate == ["begin", "end"]
+
+
+def test_a_write_waits_for_approval_then_lands_through_the_tools():
+    port, tools = Port("ask"), FakeTools()
+
+    async def main() -> tuple[Any, Any]:
+        outcome: list[Any] = []
+
+        async def script(turn: AcpTurn) -> str:
+            outcome.append(await turn.propose_write("a.txt", "new\n"))
+            return "done"
+        turn = _turn(script, port, tools)
+        task = asyncio.ensure_future(turn.run())
+        while not turn.pending_ids():
+            await asyncio.sleep(0)
+        [pid] = turn.pending_ids()
+        answered = await turn.answer(pid, "approve")
+        return await task, (answered, outcome[0])
+    result, (answered, outcome) = asyncio.run(main())
+    assert answered.ok and outcome.applied
+    assert [p.input["new_text"] for p in tools.applied] == ["new\n"]
+    assert result.buffers == (("b1", 3),)
+    assert [t for t, _ in port.events].count("agent.propose") == 1
+    assert result.to_wire()["acp_session"] == "s1"
+
+
+def test_a_new_message_while_a_question_waits_interrupts_the_turn():
+    port, tools = Port(), FakeTools()
+
+    async def main() -> Any:
+        turn_box: list[AcpTurn] = []
+
+        async def script(turn: AcpTurn) -> str:
+            return f"kind={await turn.ask_permission(QUESTION)}"
+        turn = _turn(script, port, tools)
+        turn_box.append(turn)
+        task = asyncio.ensure_future(turn.run())
+        while not turn.questions:
+            await asyncio.sleep(0)
+        assert turn.interrupt() and turn.interrupted
+        result = await task
+        return result, turn.brain.client.cancelled
+    result, cancelled = asyncio.run(main())
+    assert result.status == "stopped" and result.error.kind == "agent.interrupted"
+    assert cancelled
+
+
+def test_nothing_waiting_is_not_interrupted():
+    port, tools = Port(), FakeTools()
+
+    async def script(turn: AcpTurn) -> str:
+        return "quick"
+    turn = _turn(script, port, tools)
+    assert turn.interrupt() is False and not turn.interrupted
