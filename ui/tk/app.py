@@ -60,6 +60,8 @@ class App(FileActions):
                                          **_saved_preferences()}
         self.commands: CommandTable = default_table()
         self.editors: dict[str, EditorTab] = {}
+        self.plugins_ready = False          # set by _install_plugins, just after the first draw
+        self._when_plugins: list[Callable[[], object]] = []
         #: buffer id → name, while its journal cannot be written (buffer.journal_failed)
         self.unprotected: dict[str, str] = {}
         self.dialogs: dict[str, Dialog] = {}
@@ -365,6 +367,17 @@ class App(FileActions):
         ed = self.active_editor()
         if ed is not None:
             self._reveal_in_tree(ed)    # the tab opened before the tree existed
+        self.plugins_ready = True
+        waiting, self._when_plugins = self._when_plugins, []
+        for fn in waiting:
+            fn()
+
+    def when_plugins_ready(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` once the plug-in modules are installed (at once if they are)."""
+        if self.plugins_ready:
+            fn()
+        else:
+            self._when_plugins.append(fn)
 
     # --- tabs ------------------------------------------------------------------------------------
     def active_editor(self) -> EditorTab | None:

@@ -32,6 +32,8 @@ DEFER = object()
 
 #: ui.state reports the active widget's text up to this many characters (else null).
 WIDGET_TEXT_LIMIT = 64 * 1024
+#: Ops that may name a command a plug-in module registers (see App._install_plugins).
+NEED_PLUGINS = frozenset({"ui.dialog", "ui.menu", "ui.agent"})
 #: ui.dialog names → the command that opens that dialog.
 DIALOG_COMMANDS = {
     "open": "file.open", "open_folder": "file.open_folder", "save_as": "file.save_as",
@@ -58,6 +60,12 @@ class ControlServer:
         self.conn.call("bus.register", {"prefixes": ["ui"], "name": "ui", "pid": os.getpid()})
 
     def on_request(self, client: bytes, req: Request) -> None:
+        if req.op in NEED_PLUGINS and not self.app.plugins_ready:
+            # The plug-in panes (find, output, run commands, agent) are installed just after
+            # the first draw; a request for one of their dialogs or menu items waits for them
+            # instead of failing for a command that is about to exist.
+            self.app.when_plugins_ready(lambda: self.on_request(client, req))
+            return
         answered = False
 
         def respond(result: Any) -> None:
