@@ -278,7 +278,22 @@ def cmd_chat(args: argparse.Namespace) -> int:
             return _code_for(err)
         return result.exit_code
     finally:
+        if agent and client is not None and not args.conversation:
+            end_agent(attached, client.conversation)
         attached.close(unsaved=set(client.unsaved.values()) if client is not None else ())
+
+
+def end_agent(attached: Attached, conversation: str) -> None:
+    """`rio chat --agent` is over: end the conversation's agent and everything it started (the
+    stop sequence), as for an idle conversation — the next message to it (`--conversation`,
+    the desktop) starts it again and resumes its session."""
+    if attached.started is not None:
+        return                      # the instance we started stops, and everything with it
+    try:
+        attached.conn.call("system.restart", {"process": f"agent:{conversation}",
+                                              "again": False, "reason": "idle"}, timeout=15.0)
+    except RioError:
+        pass                        # never started, or gone already
 
 
 def keep_running_notice(name: str, pid: int, paths: list[str]) -> None:

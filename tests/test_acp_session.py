@@ -80,8 +80,7 @@ class Chat:
             for t, data in self.events:
                 if t == topic and all(data.get(k) == v for k, v in match.items()):
                     return data
-            self.conn.sub.poll(20)
-            self.conn.drain()
+            self.conn.wait(0.02)
         raise AssertionError(f"no {topic} {match}; saw {self.events}")
 
     def text(self, turn: str) -> str:
@@ -300,8 +299,7 @@ def test_an_agent_that_is_not_installed_fails_the_turn_with_how_to_install(serve
         turn = conn.call("agent.send", {"conversation": cid, "text": "hi"})["turn"]
 
         def ended() -> dict | None:
-            conn.sub.poll(20)
-            conn.drain()
+            conn.wait(0.02)
             return next((d for t, d in events if t == "agent.turn" and d.get("turn") == turn
                          and d.get("state") == "error"), None)
         assert wait_for(lambda: ended() is not None, 40)
@@ -398,3 +396,35 @@ def test_a_silent_agent_is_surfaced_and_the_turn_does_not_wait_forever(chat):
     ended = c.wait("agent.turn", turn=turn, state="error", timeout=30)
     assert ended["error"]["kind"] == "agent.agent_silent"
     assert "protocol log" in ended["error"]["next"]
+
+
+def test_rio_chat_agent_ctrl_c_stops_the_turn_and_ends_the_agent_and_its_helpers(
+        server, script_file):
+    import os
+    import select
+    import signal
+    import subprocess
+    script_file.write_text(json.dumps({"turns": [[{"helper": "group"}, {"helper": "setsid"},
+                                                   {"hang": "forever"}]]}))
+    proc = subprocess.Popen([sys.executable, "-m", "rio.cli", "chat", "--instance",
+                             server.name, "--agent", "fake", "spawn and wait"],
+                            env=server.env, cwd=str(server.root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        out = b""
+        deadline = time.monotonic() + 60
+        while len(re.findall(rb"helper (\d+)", out)) < 2 and time.monotonic() < deadline:
+            if select.select([proc.stdout], [], [], 0.5)[0]:
+                out += os.read(proc.stdout.fileno(), 4096)
+        pids = [int(p) for p in re.findall(rb"helper (\d+)", out)]
+        assert len(pids) == 2, out
+        helpers = [psutil.Process(p) for p in pids]
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+        assert proc.returncode == 4, (out + rest, err)
+        assert b"Stopping the turn" in err
+        assert wait_gone(helpers, 15) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
