@@ -90,15 +90,6 @@ class BusConnection:
         poller.register(self._dealer, zmq.POLLIN)
         poller.register(self._sub, zmq.POLLIN)
 
-    # Old names, kept while callers move to wait()/events() (removed once none is left).
-    @property
-    def dealer(self) -> zmq.Socket:
-        return self._dealer
-
-    @property
-    def sub(self) -> zmq.Socket:
-        return self._sub
-
     def subscribe(self, prefix: str, handler: EventHandler) -> None:
         """Handle events whose topic starts with ``prefix`` (during :meth:`drain`)."""
         if not any(p == prefix for p, _ in self._handlers):

@@ -56,8 +56,7 @@ class Conversation:
             for t, data in self.events:
                 if t == topic and all(data.get(k) == v for k, v in match.items()):
                     return data
-            self.conn.sub.poll(20)
-            self.conn.drain()
+            self.conn.wait(0.02)
         raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
 
     def said(self, turn: str) -> str:
