@@ -661,3 +661,39 @@ def test_idle_timers_fire_once_and_a_new_turn_makes_the_old_one_stale():
         assert not never._armed
     finally:
         timers.close()
+
+
+def test_process_events_wake_a_waiter_without_polling():
+    from actors.turn_workers import ProcessEvents
+    events = ProcessEvents()
+    events.record({"name": "agent:x", "event": "ready"})
+    events.forget("agent:x")                       # watching afresh: the old event is gone
+    assert events.wait("agent:x", 0.01) is None
+    woke: list[str | None] = []
+    waiter = threading.Thread(target=lambda: woke.append(events.wait("agent:x", 10)))
+    waiter.start()
+    events.record({"name": "agent:y", "event": "ready"})   # another process: still waiting
+    events.record({"name": "agent:x", "event": "ready"})
+    waiter.join(5)
+    assert woke == ["ready"]
+    events.record({"name": 3, "event": None})             # malformed: ignored
+
+
+def test_a_turn_waits_for_the_ready_event_not_for_status_polls(in_process):
+    statuses: list[dict] = []
+    asked = threading.Event()
+
+    def status(args: dict) -> dict:
+        statuses.append(args)
+        asked.set()
+        return {"processes": [{"name": f"agent:{cid}", "state": "running", "ready": False}]}
+    actor, bus = in_process({"system.status": status,
+                             "session.turn": lambda args: {"status": "done", "messages": [],
+                                                           "buffers": []}})
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})
+    assert asked.wait(10)
+    time_before = len(statuses)
+    actor.proxy().process_events.get().record({"name": f"agent:{cid}", "event": "ready"})
+    bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn" and e[1]["state"] == "done"])
+    assert len(statuses) == time_before == 1          # one status read, then the event
