@@ -245,7 +245,8 @@ def apply_overrides(config: AgentConfig, overrides: Mapping[str, Any]) -> AgentC
                           f"Pick one of {', '.join(MODES)}.")
     config = replace(config, **{k: given[k] for k in ("provider", "mode") if k in given})
     settings = config.provider_settings()
-    changes = {k: given[k] for k in ("endpoint", "model", "max_tokens", "timeout_s") if k in given}
+    changes: dict[str, Any] = {k: given[k] for k in ("endpoint", "model", "max_tokens", "timeout_s")
+                               if k in given}
     if "endpoint" in changes:
         changes["endpoint_source"] = "override"
     if changes:

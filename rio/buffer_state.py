@@ -73,7 +73,7 @@ class RecoveryReport:
 class OpenBuffer:
     def __init__(self, buffer_id: str, document: Document, *, path: Path | None,
                  workspace: Workspace, fmt: FileFormat, fingerprint: Fingerprint | None,
-                 journal_store: OsJournalStore, file_port: Any):
+                 journal_store: JournalStore, file_port: Any):
         self.id = buffer_id
         self.document = document
         self.path = path

@@ -193,7 +193,7 @@ class Document:
         return self.apply([(start, end, text)], origin=origin, base_version=base_version,
                           label=label)[0]
 
-    def apply(self, edits: Sequence[Sequence[Any] | RangeEdit], *, origin: str = "user",
+    def apply(self, edits: Sequence[tuple[Any, ...] | list[Any] | RangeEdit], *, origin: str = "user",
               base_version: int | None = None, label: str | None = None) -> list[Change]:
         """Several edits made on the same version, applied as ONE undo step.
 

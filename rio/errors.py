@@ -147,7 +147,8 @@ def error_from_wire(wire: Any) -> RioError:
     kind = str(wire.get("kind", "internal.unknown"))
     family = kind.split(".", 1)[0]
     cls = FAMILIES.get(family, InternalError)
-    details = wire.get("details") if isinstance(wire.get("details"), dict) else {}
+    raw_details = wire.get("details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
     return cls(kind if "." in kind else f"{family}.unknown", str(wire.get("message", "")),
                str(wire.get("next") or cls.default_next), **details)
 

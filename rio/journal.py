@@ -356,8 +356,8 @@ def same_content(now: dict[str, Any] | None, then: dict[str, Any] | None) -> boo
     With a content hash on both sides only size and hash count: a file touched but unchanged
     (a checkout, a backup tool) still replays. Otherwise every field must match.
     """
-    hashed = isinstance(now, dict) and isinstance(then, dict)
-    if hashed and now.get("sha256") and then.get("sha256"):
+    if (isinstance(now, dict) and isinstance(then, dict)
+            and now.get("sha256") and then.get("sha256")):
         return now.get("sha256") == then.get("sha256") and now.get("size") == then.get("size")
     return now == then
 

@@ -125,6 +125,7 @@ class McpCall:
         self.turn = turn
         self.call_id = call
         self.question_timeout_s = question_timeout_s
+        # McpPort has no run(): only propose_edit/propose_create reach Tools, never run_command.
         self.tools = Tools(port, conversation, self.workspace.root)  # type: ignore[arg-type]
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:

@@ -71,7 +71,7 @@ def check_role(role: str) -> Role:
     """``role`` if it is one of :data:`ROLES`, else ``ValueError`` naming them."""
     if role not in _RANK:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-    return role  # type: ignore[return-value]
+    return role
 
 
 def required(op: str) -> Role:
@@ -80,7 +80,7 @@ def required(op: str) -> Role:
 
 
 def allows(role: str, op: str) -> bool:
-    return _RANK.get(role, -1) >= _RANK[required(op)]
+    return (_RANK[role] if role in _RANK else -1) >= _RANK[required(op)]
 
 
 def identity_for(role: str, client: bytes) -> bytes:
@@ -95,7 +95,7 @@ def role_of_identity(identity: bytes) -> Role:
     if not identity.startswith(REMOTE_PREFIX):
         return "owner"
     role = identity[len(REMOTE_PREFIX):].split(b":", 1)[0].decode("ascii", "replace")
-    return role if role in _RANK else "observer"  # type: ignore[return-value]
+    return role if role in _RANK else "observer"
 
 
 def refusal(identity: bytes, op: str) -> AuthError | None:

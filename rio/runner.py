@@ -177,7 +177,7 @@ class OutputBatcher:
     interval: float = FLUSH_INTERVAL_S
     published: int = 0
     dropped: int = 0
-    _decoders: dict[str, Any] = field(default_factory=dict)
+    _decoders: dict[Stream, Any] = field(default_factory=dict)
     _stream: Stream | None = None
     _parts: list[str] = field(default_factory=list)
     _size: int = 0
@@ -230,7 +230,7 @@ class OutputBatcher:
         for stream, decoder in self._decoders.items():
             tail = decoder.decode(b"", final=True)
             if tail:
-                out += self._add(stream, tail, self._since or 0.0)  # type: ignore[arg-type]
+                out += self._add(stream, tail, self._since or 0.0)
         out += self._flush()
         if self.dropped and not self._announced:
             self._announced = True
