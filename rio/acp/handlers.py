@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 from acp.schema import (
@@ -29,6 +29,12 @@ from acp.schema import (
 from rio.acp.port import PermissionOption, PermissionQuestion
 from rio.agent.turn import shown_input
 from rio.errors import RioError
+
+if TYPE_CHECKING:
+    from rio.acp.client import AcpSettings
+    from rio.acp.port import AcpTurnPort
+    from rio.acp.protocol_log import ProtocolLog
+    from rio.acp.updates import UpdateTranslator
 
 
 def pick_option(options: Sequence[Any], kind: str | None) -> Any | None:
@@ -110,6 +116,19 @@ class Handlers:
 
 class AgentRequests:
     """The client's answers to the agent's requests (mixed into AcpClient)."""
+
+    # The state of the client this is mixed into (set in AcpClient.__init__).
+    settings: AcpSettings
+    port: AcpTurnPort
+    log: ProtocolLog
+    updates: UpdateTranslator
+    last_activity: float
+    _ids: Iterator[int]
+    _questions: dict[str, asyncio.Future[str | None]]
+    _writes: set[asyncio.Task[Any]]
+    _answering: set[asyncio.Task[Any]]
+    _user_waits: int
+    _cancelling: bool
 
     async def _ask_permission(self, tool_call: Any, options: Any) -> RequestPermissionResponse:
         state = self.updates.tools.get(tool_call.tool_call_id)

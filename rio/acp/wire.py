@@ -12,7 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rio.acp.port import AgentProcess
+    from rio.acp.protocol_log import ProtocolLog, StderrTail
 
 #: Lines longer than this from the agent are dropped (and logged).
 LINE_LIMIT = 16 << 20
@@ -31,6 +35,13 @@ def _unusable_usage(message: dict[str, Any]) -> bool:
 
 
 class AgentWire:
+    # The state of the client this is mixed into (set in AcpClient.__init__ and start()).
+    log: ProtocolLog
+    stderr: StderrTail
+    process: AgentProcess | None
+    malformed_lines: int
+    last_activity: float
+
     def _observe(self, event: Any) -> None:
         if getattr(event.direction, "value", "") == "outgoing":
             self.log.message("→", event.message)
