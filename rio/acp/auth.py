@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 AUTH_REQUIRED = -32000
 
@@ -51,14 +51,22 @@ class SignInMethod:
         return out
 
 
+class _Named(TypedDict):
+    """The fields every :class:`SignInMethod` takes from the SDK's model."""
+
+    id: str
+    name: str
+    description: str
+
+
 def sign_in_methods(methods: Sequence[Any], agent_argv: Sequence[str]) -> list[SignInMethod]:
     """The SDK's auth method models (``InitializeResponse.auth_methods``) for the user."""
     out: list[SignInMethod] = []
     for m in methods or ():
         kind = getattr(m, "type", None)
         meta = getattr(m, "field_meta", None) or {}
-        base = dict(id=str(m.id), name=str(m.name or m.id),
-                    description=str(getattr(m, "description", "") or ""))
+        base = _Named(id=str(m.id), name=str(m.name or m.id),
+                      description=str(getattr(m, "description", "") or ""))
         if kind == "terminal":
             out.append(SignInMethod(**base, type="terminal",
                                     command=(*agent_argv, *(m.args or ())),

@@ -146,8 +146,10 @@ class AcpClient(AgentRequests, AgentWire):
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
         self._tasks += [asyncio.create_task(self._pump_stdout(reader)),
                         asyncio.create_task(self._drain_stderr())]
-        self.conn = connect_to_agent(Handlers(self), self.process.stdin, reader,
-                                     observers=[self._observe])
+        # Handlers is duck-typed on purpose (ADR-0023): it leaves out the elicitation methods
+        # and on_connect of acp.Client, which the SDK looks up with getattr.
+        self.conn = connect_to_agent(Handlers(self), self.process.stdin,  # type: ignore[arg-type]
+                                     reader, observers=[self._observe])
         capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
             terminal=False, auth=AuthCapabilities(terminal=True))
@@ -257,7 +259,7 @@ class AcpClient(AgentRequests, AgentWire):
         if answer.usage is not None:
             usage = answer.usage.model_dump(mode="json", exclude_none=True)
         reason = str(answer.stop_reason)
-        status = "stopped" if reason == "cancelled" else "done"
+        status: Literal["stopped", "done"] = "stopped" if reason == "cancelled" else "done"
         return PromptOutcome(status, reason, "".join(self.updates.text), usage=usage)
 
     def _failed(self, err: RioError) -> PromptOutcome:

@@ -401,10 +401,9 @@ def discover(env: Mapping[str, str], host: HostPort, runner: VersionRunner | Non
     infos = [locate(s, env, host) for s in wanted]
     found = [i for i, info in enumerate(infos) if info.found]
     if runner is not None and found:
-        known = {s.name: s for s in wanted}
-        argvs = [[infos[i].path or "", *(known[infos[i].name].known.version_args
-                                         if known[infos[i].name].known else ("--version",))]
-                 for i in found]
+        version_args = {s.name: s.known.version_args if s.known else ("--version",)
+                        for s in wanted}
+        argvs = [[infos[i].path or "", *version_args[infos[i].name]] for i in found]
         probes = runner(argvs, timeout, env)
         for i, probe in zip(found, probes):
             version, why = parse_version(probe)

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 MAX_ENTRIES = 2000
 MAX_LINE_CHARS = 2000
@@ -83,7 +83,8 @@ class ProtocolLog:
         try:
             if self._file_bytes + len(data) > self.max_bytes:
                 self._cut_back()
-            with open(self.path, "ab") as fh:  # type: ignore[arg-type]
+            # note() calls this only while self.path is set; only the except below clears it.
+            with open(cast(Path, self.path), "ab") as fh:
                 fh.write(data)
             self._file_bytes += len(data)
         except OSError:
