@@ -373,7 +373,7 @@ class ConversationStore:
                 continue  # a torn last line (a crash mid-append) or a foreign line: skipped
         loaded.conversation = replace(conv, messages=tuple(messages), turns=tuple(turns))
 
-    def _append(self, loaded: _Loaded, records: list[dict[str, Any]]) -> None:
+    def _append(self, loaded: _Loaded, records: Sequence[dict[str, Any]]) -> None:
         payload = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
                           for r in records).encode("utf-8")
         if loaded.needs_newline:

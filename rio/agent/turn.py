@@ -219,9 +219,9 @@ class Turn:
         if self._outcome.status == "error" and self._outcome.error is not None:
             # The session reports its own failures; the core reports only the ones it saw
             # itself (the session died, the bus failed).
-            err = self._outcome.error
-            self.publish("agent.error", {"kind": err.kind, "message": err.message,
-                                         "next": err.next, "partial": self._outcome.partial})
+            error = self._outcome.error
+            self.publish("agent.error", {"kind": error.kind, "message": error.message,
+                                         "next": error.next, "partial": self._outcome.partial})
         return self._outcome
 
     async def _loop(self) -> TurnResult:
