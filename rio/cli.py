@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 from rio import __version__
 from rio.errors import BusError, RioError
@@ -68,7 +68,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exits 3 (argparse's own 2 means
     "unreachable" for rio)."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         usage = " ".join(self.format_usage().split())   # "usage: rio chat [-h] …", one line
         print_error("usage", f"{self.prog}: {message}", f"{usage}; see `{self.prog} --help`")
         sys.exit(EXIT_USAGE)
@@ -410,11 +410,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
+def _choices(action: argparse.Action) -> dict[str, argparse.ArgumentParser]:
+    """The parsers by name of an action made by ``add_subparsers`` (the only kind passed here):
+    its ``choices`` is that dict, though argparse types it as any iterable."""
+    return cast("dict[str, argparse.ArgumentParser]", action.choices)
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     commands = {a.dest for a in parser._subparsers._group_actions} if parser._subparsers else set()
-    known = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()
+    known = set(_choices(parser._subparsers._group_actions[0])) if parser._subparsers else set()
     del commands
     first = _first_word(argv)
     if first == "" or (first is not None and first not in known):
@@ -432,9 +438,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         while chosen._subparsers is not None:      # rio key set --x: `rio key set`'s usage
             action = chosen._subparsers._group_actions[0]
             name = getattr(args, action.dest, None)
-            if name not in action.choices:
+            if name not in _choices(action):
                 break
-            chosen = action.choices[name]
+            chosen = _choices(action)[name]
         chosen.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
