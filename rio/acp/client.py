@@ -101,7 +101,7 @@ class AcpClient(AgentRequests, AgentWire):
 
     def __init__(self, settings: AcpSettings, port: AcpTurnPort, processes: ProcessPort,
                  log: ProtocolLog | None = None) -> None:
-        self.settings = settings
+        self.settings: AcpSettings = settings
         self.port = port
         self.processes = processes
         self.log = log or ProtocolLog()

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp import RequestError
 from acp.schema import (
@@ -31,7 +31,6 @@ from rio.agent.turn import shown_input
 from rio.errors import RioError
 
 if TYPE_CHECKING:
-    from rio.acp.client import AcpSettings
     from rio.acp.port import AcpTurnPort
     from rio.acp.protocol_log import ProtocolLog
     from rio.acp.updates import UpdateTranslator
@@ -114,11 +113,18 @@ class Handlers:
 
 
 
+class _Settings(Protocol):
+    """What the requests need of :class:`~rio.acp.client.AcpSettings` (not imported: a circle)."""
+
+    @property
+    def root(self) -> Path: ...
+
+
 class AgentRequests:
     """The client's answers to the agent's requests (mixed into AcpClient)."""
 
     # The state of the client this is mixed into (set in AcpClient.__init__).
-    settings: AcpSettings
+    settings: _Settings
     port: AcpTurnPort
     log: ProtocolLog
     updates: UpdateTranslator
