@@ -225,7 +225,9 @@ def test_stop_when_the_session_cannot_answer_ends_the_turn_in_the_core(server, c
                        on_stop=lambda fake, ctx: ctx.fail(BusError("no_route", "gone")))
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "x"})["turn"]
-    client.wait("agent.turn", turn=turn, state="started")
+    # The session holds the turn (agent.turn "started" is published before session.turn is
+    # sent, so waiting for the event alone raced the stop against the turn's delivery).
+    assert wait_for(lambda: fake.pending, 10), "the session never got the turn"
     client.call("agent.stop", {"conversation": cid})
     client.wait("agent.turn", turn=turn, state="stopped", timeout=5)
     # The session's late answer changes nothing.
