@@ -18,10 +18,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from rio import __version__
 from rio.errors import BusError, RioError
+
+if TYPE_CHECKING:
+    from actors.bus import BusConnection
+    from rio.instance import InstanceInfo
 
 EXIT_OK, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE = 0, 1, 2, 3
 
@@ -74,7 +78,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()):
+def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()) -> BusConnection:
     from actors.bus import Endpoints, connect
     from rio.instance import find_instance
     if getattr(args, "connect", None):
@@ -151,7 +155,7 @@ def cmd_desktop(args: argparse.Namespace) -> int:
     return run_supervisor(root=root, instance=args.instance, desktop=True, open_files=files)
 
 
-def _instance_for_root(root: Path, name: str | None):
+def _instance_for_root(root: Path, name: str | None) -> InstanceInfo | None:
     from rio.instance import running_instances
     for info in running_instances():
         if (name and info.name == name) or (not name and Path(info.root) == root):
@@ -240,7 +244,8 @@ def cmd_events(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        stream.close()
+        # events() is a generator function (actors.bus annotates it as a plain Iterator).
+        stream.close()  # type: ignore[attr-defined]
         conn.close()
     return EXIT_OK
 

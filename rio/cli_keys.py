@@ -18,6 +18,7 @@ The key logic lives in actors/curve_keys.py; this module only parses and prints.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from actors import curve_keys
 from rio import roles
@@ -136,7 +137,7 @@ def _client_here(name: str, role: str) -> int:
     return 0
 
 
-def _print_server_key(folder) -> None:
+def _print_server_key(folder: Path | None) -> None:
     public_file, secret_file = curve_keys.server_paths(folder)
     if secret_file.exists():
         print(f"Server public key: {curve_keys.read_key_file(public_file).public.decode()}")

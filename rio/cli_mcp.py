@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,7 +39,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from rio.mcp_server import serve
 
-    def connect():
+    def connect() -> Any:   # a BusConnection: rio/ names no actors type (layering)
         # The bus connection as every command makes it (rio.cli wires the layers). The agent's
         # environment has none of Rio's variables, so the instance comes from --instance-file
         # (<runtime>/<name>/instance.json), else from the project root.

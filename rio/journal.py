@@ -35,7 +35,7 @@ import re
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import msgpack
 
@@ -304,7 +304,7 @@ def _change_shaped(data: bytes, start: int, end: int) -> bool:
     return items is not None and pos == end
 
 
-def _scan(data: bytes, offset: int):
+def _scan(data: bytes, offset: int) -> Iterator[tuple[str, Any, int]]:
     """Yield ("record", body, end) for intact records and ("damage", start, end) between them.
 
     Past damage, the next intact record is found by trying each offset whose body would be a
@@ -331,7 +331,7 @@ def _scan(data: bytes, offset: int):
         offset = resume
 
 
-def _records(data: bytes, offset: int):
+def _records(data: bytes, offset: int) -> Iterator[tuple[Any, int]]:
     """Yield (body, end offset) for each intact record; stop at the first torn or corrupt one."""
     while offset < len(data):
         if len(data) - offset < _FRAME.size:
