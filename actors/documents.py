@@ -19,8 +19,8 @@ from typing import Any
 
 import pykka
 
-from actors.bus_thread import BusThread, RequestContext
 from actors.actor_registry import answer_ping
+from actors.bus_thread import BusThread, RequestContext
 from rio.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 from rio.errors import BufferError, RioError
 

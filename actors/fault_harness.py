@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors import process_control
-from actors.fault_instances import (SETTLE_S, AttachedInstance, OwnInstance, carrying,
-                                    read_chain)
-from actors.fault_workload import TRANSIENT, RECOVER_TIMEOUT_S, Client, Typist
+from actors.fault_instances import SETTLE_S, AttachedInstance, OwnInstance, carrying, read_chain
+from actors.fault_workload import RECOVER_TIMEOUT_S, TRANSIENT, Client, Typist
 from rio.errors import BusError, ConfigError, ProtocolError, RioError
 from rio.fault_pacing import Budget, Pacer, plan_line
 from rio.fault_report import FaultResult, ProcInfo, Report, orphans, summarize

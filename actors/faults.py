@@ -46,9 +46,8 @@ from actors import process_control
 from actors.actor_registry import ActorHost, actor_factory, answer_ping
 from rio.errors import ConfigError, ProtocolError
 from rio.files import FileStat, OsFilePort
-from rio.journal import OsJournalStore
 from rio.instance import InstancePaths
-
+from rio.journal import OsJournalStore
 
 SAVE_FAIL_FILE = "fault.save_fail.json"
 JOURNAL_FAIL_FILE = "fault.journal_fail.json"

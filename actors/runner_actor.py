@@ -34,8 +34,17 @@ import pykka
 from actors import process_control
 from actors.bus_thread import BusThread, RequestContext
 from rio.errors import FileError, ProtocolError, RioError
-from rio.runner import (DEFAULT_OUTPUT_CAP, ExitHow, OutputBatcher, OutputChunk, RunPlan,
-                        RunRecord, exit_code, plan_run, scrub_environment)
+from rio.runner import (
+    DEFAULT_OUTPUT_CAP,
+    ExitHow,
+    OutputBatcher,
+    OutputChunk,
+    RunPlan,
+    RunRecord,
+    exit_code,
+    plan_run,
+    scrub_environment,
+)
 from rio.workspace import Workspace
 
 log = logging.getLogger("rio.runner")

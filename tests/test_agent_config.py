@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from rio.agent_config import (
-    DEFAULT_PROVIDERS, AgentConfig, apply_overrides, config_dir, load_agent_config,
-    parse_agent_config)
+    DEFAULT_PROVIDERS,
+    AgentConfig,
+    apply_overrides,
+    config_dir,
+    load_agent_config,
+    parse_agent_config,
+)
 from rio.errors import ConfigError
 
 

@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ui.tk.agent_model import (AgentModel, Conversation, MarkdownStream, blocks_from_history,
-                               diff_line_tag, fold_output, inline_spans, markdown_line,
-                               render_markdown)
+from ui.tk.agent_model import (
+    AgentModel,
+    Conversation,
+    MarkdownStream,
+    blocks_from_history,
+    diff_line_tag,
+    fold_output,
+    inline_spans,
+    markdown_line,
+    render_markdown,
+)
 from ui.tk.agent_settings import PanelPrefs, load_panel_prefs, save_panel_prefs
 
 C = "3f9a0c12b7de"

@@ -16,8 +16,17 @@ import pytest
 from rio.errors import BusError, RioError
 from rio.protocol import thaw
 from tests.fakes.model_servers import (
-    FakeModelServer, anthropic_error, anthropic_stream_error, anthropic_text,
-    anthropic_tool_use, huge_sse, openai_text, openai_tool_call, Reply, sse)
+    FakeModelServer,
+    Reply,
+    anthropic_error,
+    anthropic_stream_error,
+    anthropic_text,
+    anthropic_tool_use,
+    huge_sse,
+    openai_text,
+    openai_tool_call,
+    sse,
+)
 from tests.support import RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

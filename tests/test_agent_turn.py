@@ -9,13 +9,20 @@ from typing import Any
 import pytest
 
 from rio.agent.tools import TOOL_SPECS, Tools
-from rio.agent.turn import (
-    INTERRUPTED, STOPPED, Turn, TurnSpec, close_dangling, merge_interrupted)
+from rio.agent.turn import INTERRUPTED, STOPPED, Turn, TurnSpec, close_dangling, merge_interrupted
 from rio.errors import AgentError, BufferError, PathError
 from rio.gate import Gate, Limits
 from rio.providers.base import (
-    Delta, Done, Message, ProviderFailure, ProviderRequest, TextBlock, ToolCall, ToolResultBlock,
-    ToolUseBlock)
+    Delta,
+    Done,
+    Message,
+    ProviderFailure,
+    ProviderRequest,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 C, T = "conv1", "t1"
 

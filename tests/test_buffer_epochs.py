@@ -8,9 +8,9 @@ import pytest
 
 import rio.journal as journal_mod
 from rio.buffer_state import EPOCH_BITS, BufferFactory
-from rio.errors import BufferError
-from rio.journal import MemoryJournalStore, JournalWriter, recover
 from rio.document import Change
+from rio.errors import BufferError
+from rio.journal import JournalWriter, MemoryJournalStore, recover
 
 
 def args(**kw):

@@ -363,6 +363,7 @@ class ScriptedConn:
 
 def scripted_client(conn: ScriptedConn, **kw):
     import io
+
     from ui.term.chat import ChatClient
     out, err = io.StringIO(), io.StringIO()
     client = ChatClient(conn, "c0ffee000001", out=out, err=err, **kw)
@@ -435,6 +436,7 @@ def test_run_command_output_is_shown_folded_and_summaries_are_not_repeated():
 
 def test_help_and_unknown_slash_commands_stay_local():
     import io
+
     from ui.term.chat import interactive
     conn = ScriptedConn()
     client, _, _ = scripted_client(conn)

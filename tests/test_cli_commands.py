@@ -161,6 +161,7 @@ def test_the_status_table_stays_aligned_with_long_names_and_says_where_logs_are(
 def test_client_keys_make_every_folder_they_create_private(tmp_path):
     import os
     import stat
+
     from actors import curve_keys
     base = tmp_path / "config" / "rio" / "curve"          # none of it exists yet
     os.umask(old := os.umask(0o022))
@@ -176,6 +177,7 @@ def test_client_keys_make_every_folder_they_create_private(tmp_path):
 def test_keys_client_on_a_machine_without_a_server_says_how_to_authorise(tmp_path, capsys,
                                                                          monkeypatch):
     import stat
+
     from actors import curve_keys
     monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path / "config"))
     assert cli.main(["keys", "--client", "laptop"]) == 0

@@ -9,9 +9,15 @@ import stat
 
 import pytest
 
-from rio.conversations import (DEFAULT_TITLE, INTERRUPTED_RESULT, ConversationStore,
-                               check_conversation_id, conversation_of_turn, dangling_tool_calls,
-                               undo_label)
+from rio.conversations import (
+    DEFAULT_TITLE,
+    INTERRUPTED_RESULT,
+    ConversationStore,
+    check_conversation_id,
+    conversation_of_turn,
+    dangling_tool_calls,
+    undo_label,
+)
 from rio.errors import AgentError
 from rio.providers.base import Message, TextBlock, ToolResultBlock, ToolUseBlock
 

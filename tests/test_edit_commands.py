@@ -5,10 +5,22 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.edit_commands import (IndentStyle, TextEdit, apply_edits, comment_token_for,
-                               dedent_for_closer, dedent_lines, indent_lines, match_bracket, newline_with_indent,
-                               next_word_boundary, prev_word_boundary, toggle_comment,
-                               touched_line_starts, word_at)
+from rio.edit_commands import (
+    IndentStyle,
+    TextEdit,
+    apply_edits,
+    comment_token_for,
+    dedent_for_closer,
+    dedent_lines,
+    indent_lines,
+    match_bracket,
+    newline_with_indent,
+    next_word_boundary,
+    prev_word_boundary,
+    toggle_comment,
+    touched_line_starts,
+    word_at,
+)
 
 
 def enter(text: str, cursor: int, **kw) -> tuple[str, int]:

@@ -10,8 +10,15 @@ import pytest
 
 from rio.errors import AgentError, error_from_wire
 from rio.failures import (
-    RetryPolicy, classify_exception, classify_failure, classify_status, classify_stream_error,
-    mark_partial, not_configured, retry_after_seconds)
+    RetryPolicy,
+    classify_exception,
+    classify_failure,
+    classify_status,
+    classify_stream_error,
+    mark_partial,
+    not_configured,
+    retry_after_seconds,
+)
 from rio.providers.base import Delta, Done, Event, ProviderFailure, stream_with_retries
 
 NOW = 1_800_000_000.0

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import json
 
-from rio.fault_report import (FaultResult, ProcInfo, Report, count_edits, disk_verdict, orphans,
-                              render_table, summarize)
+from rio.fault_report import (
+    FaultResult,
+    ProcInfo,
+    Report,
+    count_edits,
+    disk_verdict,
+    orphans,
+    render_table,
+    summarize,
+)
 
 
 def test_count_edits_finds_lost_and_duplicated_tokens() -> None:

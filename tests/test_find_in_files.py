@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from rio.errors import BufferError
-from rio.find_in_files import (MAX_LINE_TEXT, ProjectSearch, filter_paths, find_in_files,
-                               format_match)
+from rio.find_in_files import (
+    MAX_LINE_TEXT,
+    ProjectSearch,
+    filter_paths,
+    find_in_files,
+    format_match,
+)
 from rio.search import SearchOptions
 
 FILES = {

@@ -7,8 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rio.edit_commands import TextEdit, apply_edits
-from ui.tk.find_model import (LineIndex, describe_replace_all, parse_goto, remember,
-                              search_start, shift_range)
+from ui.tk.find_model import (
+    LineIndex,
+    describe_replace_all,
+    parse_goto,
+    remember,
+    search_start,
+    shift_range,
+)
 
 
 def test_line_index_positions_and_offsets():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rio.errors import RioError
 from tests.desktop_support import RioDesktop
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
 from tests.support import REPO, wait_for
@@ -228,7 +229,7 @@ def test_ai_features_off_hides_every_ai_element_and_stops_the_turn(desktop, fres
                                  and p["state"] in ("running", "starting")], 20)
     with pytest.raises(Exception, match="turned off"):
         desktop.call("ui.agent", {"action": "open"})
-    with pytest.raises(Exception):
+    with pytest.raises(RioError):
         desktop.call("ui.menu", {"path": "Agent/Agent Panel"})   # the Agent menu is gone
     desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
     desktop.wait_state(lambda s: any(d["name"] == "ai_preferences" for d in s["dialogs_open"]))
@@ -437,7 +438,7 @@ def test_ai_features_off_stay_off_in_a_restarted_window(desktop, fresh):
         a = agent(desktop, lambda a: not a["shown"], 60)
         assert not a["open"] and not a["button"]
         assert desktop.state()["status"]["agent"] == "No agent"
-        with pytest.raises(Exception):
+        with pytest.raises(RioError):
             desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
     finally:
         set_ai(True)

@@ -215,6 +215,7 @@ def test_letting_go_of_the_caption_on_a_half_of_the_window_docks_there():
 
 def test_at_file_completion_picks_a_project_file(tk_root, tmp_path):
     import tkinter as tk
+
     from ui.tk.agent_complete import PathCompleter
     from ui.tk.theme import apply_theme
     (tmp_path / "src").mkdir()
@@ -264,6 +265,7 @@ def test_a_permission_card_offers_the_agents_own_options(view):
 
 def test_slash_commands_complete_from_the_agents_list(tk_root, tmp_path):
     import tkinter as tk
+
     from ui.tk.agent_complete import PathCompleter
     from ui.tk.theme import apply_theme
     theme = apply_theme(tk_root, "classic")
@@ -298,10 +300,11 @@ def test_a_key_error_offers_set_api_key(view):
 
 def test_a_key_typed_in_the_dialog_is_stored_and_never_shown(tk_root, tmp_path):
     import json
+    import tkinter as tk
+
     from rio.secrets import SecretStore
     from ui.tk.agent_keys import KeyDialog
     from ui.tk.theme import apply_theme
-    import tkinter as tk
     theme = apply_theme(tk_root, "classic")
     messages: list = []
     app = SimpleNamespace(theme=theme, root=tk_root, dialogs={}, set_message=messages.append)

@@ -74,7 +74,7 @@ def test_bookmarks_toggle_and_jump(desktop):
     desktop.call("ui.key", {"keysym": "F2", "state": "Control"})
     desktop.call("ui.open", {"path": "f.py", "line": 4})
     desktop.call("ui.key", {"keysym": "F2", "state": "Control"})
-    s = desktop.wait_state(lambda s: s["bookmarks"] == [2, 4])
+    desktop.wait_state(lambda s: s["bookmarks"] == [2, 4])
     desktop.call("ui.key", {"keysym": "F2"})          # from line 4: wraps to 2
     desktop.wait_state(lambda s: s["cursor"]["line"] == 2)
     desktop.call("ui.key", {"keysym": "F2"})

@@ -7,8 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rio import highlight
-from rio.highlight import (TAGS, Highlighter, choose_lexer, lexer_by_name, retag_plan,
-                           style_class, tk_ranges)
+from rio.highlight import (
+    TAGS,
+    Highlighter,
+    choose_lexer,
+    lexer_by_name,
+    retag_plan,
+    style_class,
+    tk_ranges,
+)
 
 PY = 'import os\n\n@decorator\ndef f(x):\n    """Doc."""\n    return x + 1  # note\n'
 

@@ -11,8 +11,17 @@ from hypothesis import strategies as st
 
 from rio.document import Document
 from rio.errors import FileError
-from rio.journal import (MAGIC, JournalWriter, MemoryJournalStore, OsJournalStore,
-                         encode_record, keeps_base_text, peek_header, recover, same_content)
+from rio.journal import (
+    MAGIC,
+    JournalWriter,
+    MemoryJournalStore,
+    OsJournalStore,
+    encode_record,
+    keeps_base_text,
+    peek_header,
+    recover,
+    same_content,
+)
 
 HEADER = {"buffer": "b1", "path": "src/a.py", "format": {"encoding": "utf-8", "newline": "lf"},
           "fingerprint": {"size": 5, "mtime_ns": 123, "sha256": "ab"}}

@@ -1,10 +1,13 @@
 """Argument validation at the edge: defaults, types, unknown ops and arguments."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rio import ops
 from rio.errors import ProtocolError
 from rio.protocol import Request
+from tests.frame_strategies import any_value, wrong_typed_args
 
 
 def req(op, **args):
@@ -54,9 +57,6 @@ def test_describe_lists_every_op_with_docs():
 
 # --- every op's arguments are typed, bus.* too (issue 8) ----------------------------------------
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from tests.frame_strategies import any_value, wrong_typed_args  # noqa: E402
 
 
 @settings(max_examples=400, deadline=None)

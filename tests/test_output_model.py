@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from rio.errors import BufferError, PathError
 from rio.search import SearchOptions
-from ui.tk.output_model import (SearchJob, TerminalLines, glob_filter, parse_globs,
-                                resolve_ref)
+from ui.tk.output_model import SearchJob, TerminalLines, glob_filter, parse_globs, resolve_ref
 
 
 @pytest.fixture

@@ -6,8 +6,14 @@ import json
 
 import pytest
 
-from ui.tk.prefs_model import (Preferences, filter_shortcuts, load_preferences, parse_form,
-                               prefs_path, save_preferences)
+from ui.tk.prefs_model import (
+    Preferences,
+    filter_shortcuts,
+    load_preferences,
+    parse_form,
+    prefs_path,
+    save_preferences,
+)
 
 
 def test_from_settings_is_lenient():

@@ -3,10 +3,18 @@ ambiguous)."""
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rio.agent.proposals import (
-    MAX_DIFF_CHARS, Located, Refusal, apply_located, edit_diff, locate, unified_diff)
+    MAX_DIFF_CHARS,
+    Located,
+    Refusal,
+    apply_located,
+    edit_diff,
+    locate,
+    unified_diff,
+)
 
 TEXT = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
 

@@ -2,12 +2,21 @@
 
 import msgpack
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rio.errors import ProtocolError
-from rio.protocol import (MAX_FRAME_BYTES, PROTOCOL_VERSION, Event, Reply, Request, decode,
-                          encode, peek_id, thaw)
-from rio.errors import PathError
+from rio.errors import PathError, ProtocolError
+from rio.protocol import (
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    Event,
+    Reply,
+    Request,
+    decode,
+    encode,
+    peek_id,
+    thaw,
+)
 
 
 def test_request_round_trip_is_immutable():

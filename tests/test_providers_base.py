@@ -16,8 +16,18 @@ from rio.providers import base
 from rio.providers.anthropic import AnthropicProvider
 from rio.providers.anthropic_auth import ApiKeyAuth
 from rio.providers.base import (
-    Message, Provider, ProviderRequest, TextBlock, ToolCall, ToolResultBlock, ToolSpec,
-    ToolUseBlock, discover_providers, is_loopback_url, key_may_travel_to)
+    Message,
+    Provider,
+    ProviderRequest,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    discover_providers,
+    is_loopback_url,
+    key_may_travel_to,
+)
 from rio.providers.openai_compat import OpenAICompatProvider
 from rio.secrets import SecretStore
 

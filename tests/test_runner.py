@@ -10,10 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rio.errors import ConfigError, ProtocolError
-from rio.runner import (OutputBatcher, OutputChunk, ProjectCommands, RunRecord, exit_code,
-                        is_secret_name, load_project_commands, plan_run,
-                        save_project_commands, scrub_environment, strip_ansi)
-
+from rio.runner import (
+    OutputBatcher,
+    OutputChunk,
+    ProjectCommands,
+    RunRecord,
+    exit_code,
+    is_secret_name,
+    load_project_commands,
+    plan_run,
+    save_project_commands,
+    scrub_environment,
+    strip_ansi,
+)
 
 # --- plans ------------------------------------------------------------------------------------
 

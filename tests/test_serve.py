@@ -182,7 +182,7 @@ def test_kill_9_of_the_core_loses_no_edit(server, project):
     conn = server.connect()
     bid = conn.call("buffer.open", {"path": "hello.txt"})["buffer"]
     untitled = conn.call("buffer.new", {"text": "scratch\n"})["buffer"]
-    for i, word in enumerate(["alpha ", "beta ", "gamma "]):
+    for word in ["alpha ", "beta ", "gamma "]:
         conn.call("buffer.replace", {"buffer": bid, "start": 0, "end": 0, "text": word})
     conn.call("buffer.replace", {"buffer": untitled, "start": 8, "end": 8, "text": "more"})
     expected = conn.call("buffer.text", {"buffer": bid})["text"]

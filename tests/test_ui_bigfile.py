@@ -1,6 +1,7 @@
 """The big-file window: rows for document lines, long lines split, offsets both ways."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rio.text import ChunkedText
 from ui.tk.bigfile import LineWindow, needs_window, split_line

@@ -2,8 +2,7 @@
 
 import pytest
 
-from ui.tk.commands import (MENUS, Command, CommandTable, default_table, strip_mnemonic,
-                            tk_sequences)
+from ui.tk.commands import MENUS, Command, CommandTable, default_table, strip_mnemonic, tk_sequences
 
 
 def test_strip_mnemonic_finds_the_underlined_letter():

@@ -2,8 +2,7 @@
 
 import json
 
-from ui.tk.session import (DocState, Layout, MAX_RECENT, Session, TabPlan, load, restore_plan,
-                           save)
+from ui.tk.session import MAX_RECENT, DocState, Layout, Session, TabPlan, load, restore_plan, save
 
 
 def test_round_trip(tmp_path):

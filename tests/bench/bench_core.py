@@ -99,7 +99,7 @@ def run(quick: bool = False, lean: bool = False) -> list[Row]:
         sizes = dict(list(SIZES.items())[:2]) if quick else SIZES
         if lean and not quick:      # what issue 13's table reads
             sizes = {k: v for k, v in SIZES.items() if k in ("1 MB", "100 MB")}
-        for label, size in sizes.items():
+        for size in sizes.values():
             make_file(root / f"f{size}.txt", size)
         floor = percentiles(raw_zmq_round_trip(tmp, n))
         server = RioServer(root, tmp).start()

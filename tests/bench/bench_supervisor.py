@@ -95,7 +95,8 @@ def agent_crash_to_ready(srv: RioServer, n: int) -> list[float]:
         time.sleep(0.6)
         t = time.perf_counter()
         os.kill(old, signal.SIGKILL)
-        _until(lambda: _status(srv, name).get("pid") != old and _status(srv, name).get("ready"))
+        _until(lambda old=old: _status(srv, name).get("pid") != old
+               and _status(srv, name).get("ready"))
         out.append(time.perf_counter() - t)
     return out
 

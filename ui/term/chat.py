@@ -243,7 +243,7 @@ class ChatClient:
             if result.state == "stopped":
                 self._line(s("warn", "(stopped)"))
         else:
-            from ui.term import chat_acp      # an ACP agent's own events (rio chat --agent)
+            from ui.term import chat_acp  # an ACP agent's own events (rio chat --agent)
             chat_acp.show(self, topic, data, result)
 
     def _propose(self, data: Mapping[str, Any], result: TurnResult) -> None:

@@ -26,8 +26,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ui.tk import agent_extras as extras
-from ui.tk.agent_text import (MarkdownStream, Span, diff_line_tag, fold_output,  # noqa: F401
-                              inline_spans, markdown_line, render_markdown, short_input)
+from ui.tk.agent_text import (  # noqa: F401
+    MarkdownStream,
+    Span,
+    diff_line_tag,
+    fold_output,
+    inline_spans,
+    markdown_line,
+    render_markdown,
+    short_input,
+)
 
 #: What the status bar shows for each state (its cell is 12 characters wide).
 STATE_LABELS = {"idle": "Agent idle", "thinking": "Thinking…", "waiting": "Waiting",
@@ -244,7 +252,7 @@ class Conversation:
 
     def _close_pending(self, why: str) -> list[Change]:
         changes = []
-        for pid, i in list(self.pending.items()):
+        for i in list(self.pending.values()):
             if self.blocks[i].data.get("decision") is None:
                 self.blocks[i].data["decision"] = why
             changes.append(("update", i))

@@ -28,12 +28,19 @@ from typing import Any, Callable
 from rio.errors import RioError, error_from_wire
 from rio.protocol import Reply, thaw
 from ui.tk import agent_actions as actions
-from ui.tk.agent_marks import TabMarks
 from ui.tk import agent_layout as layout
+from ui.tk.agent_marks import TabMarks
 from ui.tk.agent_model import STATE_LABELS, AgentModel, Block, Conversation, who
-from ui.tk.agent_settings import (PanelPrefs, load_last_shown, load_panel_prefs,
-                                  new_conversation_args, picker_entries, provider_names,
-                                  save_last_shown, save_panel_prefs)
+from ui.tk.agent_settings import (
+    PanelPrefs,
+    load_last_shown,
+    load_panel_prefs,
+    new_conversation_args,
+    picker_entries,
+    provider_names,
+    save_last_shown,
+    save_panel_prefs,
+)
 from ui.tk.agent_view import ConversationView
 from ui.tk.icons import icon
 

@@ -15,12 +15,16 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
-from ui.tk.agent_cards import (Card, PermissionCard, ProposalCard, SignInCard,  # noqa: F401
-                               TurnEndCard)
+from ui.tk.agent_cards import Card, PermissionCard, ProposalCard, SignInCard, TurnEndCard  # noqa: F401
 from ui.tk.agent_extras import plan_lines
 from ui.tk.agent_model import Block, Conversation
-from ui.tk.agent_text import (MarkdownStream, fold_output, markdown_line, render_markdown,
-                              short_input)
+from ui.tk.agent_text import (
+    MarkdownStream,
+    fold_output,
+    markdown_line,
+    render_markdown,
+    short_input,
+)
 
 #: Errors whose next action is a key: their line gets a "Set API key…" button.
 KEY_KINDS = {"agent.not_configured", "agent.auth_rejected"}

@@ -26,8 +26,14 @@ from rio.errors import RioError, error_from_wire
 from rio.protocol import thaw
 from rio.search import SearchEngine, SearchOptions
 from ui.tk.dialog_bridge import bridge, caption, centre_over
-from ui.tk.find_model import (LineIndex, describe_replace_all, parse_goto, remember,
-                              search_start, shift_range)
+from ui.tk.find_model import (
+    LineIndex,
+    describe_replace_all,
+    parse_goto,
+    remember,
+    search_start,
+    shift_range,
+)
 
 #: The tag that marks every match in view after a search (the selection is drawn above it).
 HIT_TAG = "find_hit"

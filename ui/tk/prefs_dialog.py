@@ -16,8 +16,15 @@ from tkinter import ttk
 from typing import Any
 
 from ui.tk.dialog_bridge import bridge, caption, centre_over
-from ui.tk.prefs_model import (SIZE_RANGE, TAB_RANGE, THEME_NAMES, Preferences, filter_shortcuts,
-                               parse_form, save_preferences)
+from ui.tk.prefs_model import (
+    SIZE_RANGE,
+    TAB_RANGE,
+    THEME_NAMES,
+    Preferences,
+    filter_shortcuts,
+    parse_form,
+    save_preferences,
+)
 
 SAMPLE = "def hello(n):  # 0O 1lI {[()]}\n    return f\"Rio {n!r}\""
 
