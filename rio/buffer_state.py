@@ -20,8 +20,8 @@ from rio.document import Change, Document
 from rio.errors import BufferError, FileError, RioError
 from rio.files import (DEFAULT_MAX_BYTES, FileFormat, Fingerprint, OsFilePort, disk_changed,
                        load_file, save_file)
-from rio.journal import (JournalStore, JournalWriter, OsJournalStore, damage_report,
-                         damaged_name, journal_write_failed, recover)
+from rio.journal import JournalWriter, damage_report, journal_write_failed, recover
+from rio.journal_store import JournalStore, OsJournalStore, damaged_name
 from rio.workspace import Workspace
 
 log = logging.getLogger("rio.buffers")

@@ -101,7 +101,8 @@ def end_conversation(conversation: str, root: Path | str) -> None:
     the conversation's agent is closed (stop, switch of agent, quit). The arguments may come
     in either order (a project root is a ``Path`` or an absolute path; a conversation id is
     neither), so a swapped call still removes the token instead of leaving it behind."""
-    if isinstance(conversation, Path) or str(conversation).startswith("/"):
+    # Typed as callers should call it; a swapped call still passes a Path here (see above).
+    if isinstance(conversation, Path) or str(conversation).startswith("/"):  # type: ignore[unreachable]
         conversation, root = str(root), conversation
     root = Path(root).resolve()
     try:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rio.errors import AuthError, RioError
-from rio.mcp_entry import read_token
-from rio.mcp_tools import QUESTION_TIMEOUT_S, TOOLS
+from rio.mcp_entry import QUESTION_TIMEOUT_S, read_token
+from rio.mcp_tools import TOOLS
 
 #: How long one tool call may take over the bus: a question to the user waits up to 4 minutes.
 CALL_TIMEOUT_S = QUESTION_TIMEOUT_S + 120.0
