@@ -362,3 +362,22 @@ def test_an_acp_conversation_is_named_by_its_agent():
     model = AgentModel()
     model.set_listing([{"conversation": "a", "title": "t", "provider": None, "agent": "codex"}])
     assert model.get("a").provider == "codex (ACP)"
+
+
+def test_an_agent_restarted_and_files_changed_behind_rios_back_are_shown():
+    conv = Conversation(C)
+    conv.apply("agent.turn", {"conversation": C, "turn": "t1", "state": "started", "text": "go"})
+    conv.apply("agent.restarted", {"conversation": C, "turn": "t1", "agent": "claude",
+                                   "resumed": True, "message": "claude stopped; started again."})
+    files = [{"path": f"f{i}.py", "change": "modified"} for i in range(14)]
+    files[0]["change"] = "created"
+    conv.apply("agent.changed_files", {"conversation": C, "turn": "t1", "files": files,
+                                       "more": 2})
+    notes = [b for b in conv.blocks if b.kind == "note"]
+    assert notes[0].text == "claude stopped; started again."
+    text = notes[1].text
+    assert text.startswith("The agent changed 16 files on disk itself: f0.py (created), ")
+    assert "f11.py (modified)" in text and "f12.py" not in text
+    assert "and 4 more" in text and "ask before anything is overwritten" in text
+    # Nothing changed: no note.
+    assert conv.apply("agent.changed_files", {"conversation": C, "turn": "t1", "files": []}) == []

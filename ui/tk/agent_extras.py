@@ -17,6 +17,11 @@ panel shows an ACP conversation the way it shows an API provider's, whatever is 
 * ``agent.sign_in`` — the agent needs a sign-in: a ``sign_in`` card with its own ways (a
   terminal command with Copy, a variable to set, a sign-in the agent does itself); no key
   field, ever. ``{state: signed_in}`` turns the card into a note.
+* ``agent.restarted`` — the agent had died and was started again (its session resumed where it
+  offers that): its one line, as a note;
+* ``agent.changed_files`` — files the agent changed on disk itself, behind Rio's back: a note
+  naming them, so nothing happens to the user's files out of sight (open buffers of those files
+  get the usual conflict prompt).
 
 Display-free, like :mod:`ui.tk.agent_model`; :meth:`Conversation.apply` hands these here.
 """
@@ -26,7 +31,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
-          "agent.permission", "agent.permission_closed", "agent.commands")
+          "agent.permission", "agent.permission_closed", "agent.commands", "agent.restarted",
+          "agent.changed_files")
+#: At most this many changed files are named in the note (the rest are counted).
+CHANGED_FILES_SHOWN = 12
 #: A permission question waits in ``Conversation.pending`` under this prefix + its request id.
 PERMISSION = "perm:"
 #: A plan entry's status → its check box on the plan card.
@@ -99,6 +107,15 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
         conv.commands = [dict(c) for c in data.get("commands") or () if isinstance(c, Mapping)
                          and c.get("name")]
         return []
+    if topic == "agent.restarted":
+        text = str(data.get("message") or "The agent stopped and was started again.")
+        return conv.add_block("note", turn, text, {"restarted": True})
+    if topic == "agent.changed_files":
+        files = [dict(f) for f in data.get("files") or () if isinstance(f, Mapping)]
+        if not files:
+            return []
+        return conv.add_block("note", turn, changed_files_text(files, int(data.get("more") or 0)),
+                              {"changed_files": files})
     if topic == "agent.sign_in":
         for i, b in enumerate(conv.blocks):
             if b.kind == "sign_in" and b.data.get("state") == "needed":
@@ -133,3 +150,15 @@ def plan_lines(entries: list[dict[str, Any]]) -> list[str]:
     """The plan as a checklist, one line per entry."""
     return [f"{PLAN_MARKS.get(str(e.get('status')), '☐')} {e.get('content', '')}"
             for e in entries]
+
+
+def changed_files_text(files: list[dict[str, Any]], more: int = 0) -> str:
+    """One note for the files an agent changed on disk itself."""
+    named = [f"{f.get('path')} ({f.get('change') or 'modified'})"
+             for f in files[:CHANGED_FILES_SHOWN]]
+    rest = len(files) - len(named) + more
+    tail = f" and {rest} more" if rest > 0 else ""
+    n = len(files) + more
+    return (f"The agent changed {n} file{'s' if n != 1 else ''} on disk itself: "
+            f"{', '.join(named)}{tail}. Open documents of these files ask before anything is "
+            "overwritten.")
