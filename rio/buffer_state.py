@@ -451,7 +451,7 @@ class BufferFactory:
         location = self.journal_store.location(name)
         header_holder: dict[str, Any] = {}
 
-        def read_base() -> tuple[str, dict]:
+        def read_base() -> tuple[str, dict[str, Any]]:
             path = Path(header_holder["path"])
             loaded = load_file(path, port=self.file_port, max_bytes=self.max_file_bytes)
             return loaded.text, loaded.fingerprint.to_dict()

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from rio import __version__
 from rio.errors import BusError, RioError
@@ -278,7 +278,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def render_status(status: dict) -> list[str]:
+def render_status(status: dict[str, Any]) -> list[str]:
     """``rio status`` as text: a header, the process table (columns as wide as their longest
     cell, so ``agent:<id>`` names keep it aligned) and where the logs are."""
     rows = [("PROCESS", "PID", "STATE", "RESTARTS", "RSS", "ACTORS", "LAST EXIT")]
@@ -340,8 +340,9 @@ def _client_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rio", description=DESCRIPTION,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    # Typed as the base class so the subcommand modules' register() take plain parsers.
+    parser: argparse.ArgumentParser = _Parser(
+        prog="rio", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rio {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -383,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _extra_commands() -> list:
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
     """Commands that live in their own modules (agent chat, keys, faults ...)."""
     found = []
     for module in ("rio.cli_agent", "rio.cli_agents", "rio.cli_faults", "rio.cli_keys",

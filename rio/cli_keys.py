@@ -33,7 +33,7 @@ Remote access, step by step (docs/deploy.md has the whole story):
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("keys", help="CURVE keys for remote access (rio serve --listen)",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     what = p.add_mutually_exclusive_group()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("mcp", help="Rio's MCP server on stdio (started by an ACP agent)")
     # Checked in cmd_mcp, not by argparse, so a mistyped option is named first.
     p.add_argument("--conversation", help="the conversation it serves (required)")

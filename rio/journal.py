@@ -381,7 +381,7 @@ def _read_head(data: bytes, location: str) -> tuple[dict[str, Any], int]:
     return head, end
 
 
-def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict]] | None = None,
+def recover(data: bytes, *, read_base: Callable[[], tuple[str, dict[str, Any]]] | None = None,
             location: str = "the journal folder") -> Recovered:
     """Rebuild a document from journal bytes.
 

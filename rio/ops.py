@@ -137,7 +137,7 @@ def one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
-def edit_list(value: list) -> str | None:
+def edit_list(value: list[Any]) -> str | None:
     for item in value:
         if (not isinstance(item, (list, tuple)) or len(item) != 3
                 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
@@ -217,7 +217,7 @@ define("system.fault", "Inject a fault (only with `rio serve --fault-injection`)
 
 # --- bus.*: answered by the hub itself (actors/hub.py) ------------------------------------------
 
-def prefix_list(value: list) -> str | None:
+def prefix_list(value: list[Any]) -> str | None:
     if len(value) > 64 or not all(isinstance(p, str) and p and len(p) <= 64 and "." not in p
                                   for p in value):
         return "must be a list of at most 64 op prefixes (non-empty strings without dots)"
