@@ -40,7 +40,7 @@ from rio.fault_pacing import Budget, Pacer, plan_line
 from rio.fault_report import FaultResult, ProcInfo, Report, orphans, summarize
 
 SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save",
-             "journal_full", "journal_damage", "recovery_kill")
+             "journal_full", "journal_damage", "recovery_kill", "stale_resend")
 #: The fake agents every run keeps alive: a polite one, a stubborn one (ignores stdin close and
 #: TERM), one whose helpers double-fork and setsid.
 FAKES = ("polite-polite-1", "stubborn-stubborn-1", "stubborn-forking-2")
@@ -379,6 +379,10 @@ class Harness:
     def scenario_recovery_kill(self) -> None:
         from actors.fault_journal import scenario_recovery_kill
         scenario_recovery_kill(self)
+
+    def scenario_stale_resend(self) -> None:
+        from actors.fault_resend import scenario_stale_resend
+        scenario_stale_resend(self)
 
     # --- the whole run --------------------------------------------------------------------------
     def run(self) -> Report:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-SCENARIO_HELP = "kill, hang, stubborn, forking, supervisor, bus, save (default: all)"
+SCENARIO_HELP = ("kill, hang, stubborn, forking, supervisor, bus, save, journal_full, "
+                 "journal_damage, recovery_kill, stale_resend (default: all)")
 
 
 def register(subparsers: Any) -> None:
