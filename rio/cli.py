@@ -453,7 +453,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        return args.func(args)
+        code: int = args.func(args)   # every command returns its exit status
+        return code
     except RioError as err:
         return _fail(err)
 

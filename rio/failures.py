@@ -290,7 +290,8 @@ class RetryPolicy:
     def delay_before_retry(self, attempts: int, error: AgentError) -> float | None:
         if error.kind not in RETRYABLE_KINDS or attempts >= self.max_attempts:
             return None
-        backoff = min(self.max_delay_s, self.base_delay_s * (2 ** (attempts - 1)))
+        # int ** int is typed Any (a negative exponent gives a float)
+        backoff: float = min(self.max_delay_s, self.base_delay_s * (2 ** (attempts - 1)))
         asked = error.details.get("retry_after_s")
         if isinstance(asked, (int, float)):
             if asked > self.max_retry_after_s:

@@ -145,7 +145,8 @@ _MODELINE_HINTS = ("-*-", "vim:", "vi:", "<?xml", "<!DOCTYPE", "<!doctype", "<ht
 
 
 def _load(module: str, class_name: str) -> type[Lexer]:
-    return getattr(importlib.import_module(module), class_name)
+    lexer: type[Lexer] = getattr(importlib.import_module(module), class_name)
+    return lexer
 
 
 def lexer_class_for_filename(filename: str, code: str = "") -> type[Lexer] | None:

@@ -60,7 +60,7 @@ _BODY_START = re.compile(rb"[\x94\x95]")
 
 
 def encode_record(body: Any) -> bytes:
-    payload = msgpack.packb(body, use_bin_type=True)
+    payload: bytes = msgpack.packb(body, use_bin_type=True)   # msgpack is untyped
     return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
 
 

@@ -283,7 +283,8 @@ class McpCall:
         if tool not in BY_NAME or handler is None:
             raise AgentError("tool_refused", f"There is no tool named {tool!r}.",
                              f"Use one of {', '.join(BY_NAME)}.")
-        return await handler(args)
+        result: dict[str, Any] = await handler(args)
+        return result
 
 
 def _int(value: Any) -> int | None:

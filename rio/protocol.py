@@ -164,7 +164,8 @@ Frame = Request | Reply | Event
 
 
 def encode(frame: Frame) -> bytes:
-    return msgpack.packb(frame.to_wire(), use_bin_type=True)
+    packed: bytes = msgpack.packb(frame.to_wire(), use_bin_type=True)   # msgpack is untyped
+    return packed
 
 
 def encode_checked(frame: Frame) -> bytes:

@@ -70,7 +70,7 @@ def confine(root: Path, path: str) -> str:
 class Handlers:
     """The agent → client methods, for the SDK (duck-typed: see the module docstring)."""
 
-    def __init__(self, client: Any) -> None:   # an AcpClient (no import: no circle)
+    def __init__(self, client: AgentRequests) -> None:   # an AcpClient (the mixin: no circle)
         self.client = client
 
     async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:

@@ -164,6 +164,7 @@ class Tools:
 
     async def _open_buffer(self, path: str) -> Mapping[str, Any] | None:
         wanted = self._relative(path)
+        info: Mapping[str, Any]
         for info in await self.port.call("buffer.list", {}):
             if info.get("path") and posixpath.normpath(info["path"]) == wanted:
                 return info
