@@ -22,7 +22,7 @@ import pykka
 from actors.actor_registry import answer_ping
 from actors.bus_thread import BusThread, RequestContext
 from rio.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
-from rio.errors import BufferError, RioError
+from rio.errors import DocumentError, RioError
 
 log = logging.getLogger("rio.documents")
 
@@ -58,8 +58,8 @@ def request_key(ctx: RequestContext) -> str:
     return f"{ctx.client.decode('utf-8', 'replace')} {ctx.request.id}"
 
 
-def unknown_buffer(buffer_id: Any) -> BufferError:
-    return BufferError("unknown_buffer", f"No open buffer {buffer_id!r}.",
+def unknown_buffer(buffer_id: Any) -> DocumentError:
+    return DocumentError("unknown_buffer", f"No open buffer {buffer_id!r}.",
                        "List the open buffers with buffer.list.")
 
 
@@ -171,7 +171,7 @@ class DocumentsActor(pykka.ThreadingActor):
             _, bid, target = message
             other = self.by_path.get(target)
             if other and other != bid and self.routes.get(other) is not None:
-                raise BufferError("path_open", "That file is open in another buffer.",
+                raise DocumentError("path_open", "That file is open in another buffer.",
                                   "Close that buffer first, or save elsewhere.")
             for path, owner in list(self.by_path.items()):
                 if owner == bid:

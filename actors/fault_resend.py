@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from actors.fault_journal import _kill_core
 from actors.fault_workload import Typist
-from rio.errors import BufferError, RioError
+from rio.errors import DocumentError, RioError
 
 
 class ResendBench(Protocol):
@@ -94,7 +94,7 @@ def _resend_after_restart(h: ResendBench, typist: Typist, acked_token: str, acke
                 return "a resend with a stale base was applied instead of refused"
             typist.acked.append(flying_token)
             return ""
-        except BufferError as err:
+        except DocumentError as err:
             if err.kind == "buffer.stale_base":
                 fresh = h.client.call("buffer.text", {"buffer": typist.bid}, timeout=10)
                 if flying_token in fresh["text"]:

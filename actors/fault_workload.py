@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from actors.bus import Endpoints, connect, result_of
-from rio.errors import BufferError, BusError, FileError
+from rio.errors import BusError, DocumentError, FileError
 from rio.fault_report import count_edits, disk_verdict
 from rio.protocol import Request, encode
 
@@ -112,7 +112,7 @@ class Typist:
         while True:
             try:
                 return fn()
-            except BufferError as err:
+            except DocumentError as err:
                 if err.kind != "buffer.unknown_buffer" or time.monotonic() > deadline:
                     raise
                 self.open()   # a restarted core did not bring back a clean buffer: reopen
@@ -147,7 +147,7 @@ class Typist:
                 self.text = self.text[:pos] + line + self.text[pos:]
                 self.acked.append(token)
                 return time.monotonic() - started
-            except BufferError as err:
+            except DocumentError as err:
                 if err.kind != "buffer.unknown_buffer" or time.monotonic() > deadline:
                     raise
                 self.open()

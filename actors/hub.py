@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -35,7 +34,7 @@ import zmq
 
 from actors.bus_socket import HWM, WELCOME, configure  # noqa: F401 -- HWM, WELCOME re-exported
 from rio import ops, roles
-from rio.errors import BusError, InternalError, ProtocolError, RioError
+from rio.errors import BusError, InternalError, ProtocolError
 from rio.protocol import Event, Reply, Request, decode, encode, peek_id
 
 log = logging.getLogger("rio.hub")
@@ -372,16 +371,3 @@ class Hub:
         self._seq[topic] = seq
         self.stats["events"] += 1
         self._xpub.send_multipart([topic.encode(), encode(Event(topic, data, seq))])
-
-
-def error_reply(request_id: str, err: RioError) -> bytes:
-    return encode(Reply.failure(request_id, err))
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.01) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()

@@ -17,9 +17,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rio.document import Change, Document
-from rio.errors import BufferError, FileError, RioError
-from rio.files import (DEFAULT_MAX_BYTES, FileFormat, Fingerprint, OsFilePort, disk_changed,
-                       load_file, save_file)
+from rio.errors import DocumentError, FileError, RioError
+from rio.files import (
+    DEFAULT_MAX_BYTES,
+    FileFormat,
+    Fingerprint,
+    OsFilePort,
+    disk_changed,
+    load_file,
+    save_file,
+)
 from rio.journal import JournalWriter, damage_report, journal_write_failed, recover
 from rio.journal_store import JournalStore, OsJournalStore, damaged_name
 from rio.workspace import Workspace
@@ -49,8 +56,8 @@ def change_event(buffer_id: str, change: Change) -> tuple[str, dict[str, Any]]:
                                "kind": change.kind})
 
 
-def stale_base(name: str, base: int) -> BufferError:
-    return BufferError("stale_base", f"{name} was recovered after a restart; your copy "
+def stale_base(name: str, base: int) -> DocumentError:
+    return DocumentError("stale_base", f"{name} was recovered after a restart; your copy "
                        f"(version {base}) is out of date.",
                        "Fetch the text again (buffer.text) and resend the edit on it.")
 
@@ -128,7 +135,7 @@ class OpenBuffer:
         method: Callable[[dict[str, Any]], tuple[Any, Events]] | None = getattr(
             self, "op_" + op.split(".", 1)[1], None)
         if method is None:
-            raise BufferError("unsupported", f"{op} is not a per-buffer op.")
+            raise DocumentError("unsupported", f"{op} is not a per-buffer op.")
         if op in DEDUPED_OPS:
             method = self._all_or_nothing(method)
         if request is None or op not in DEDUPED_OPS:
@@ -211,7 +218,7 @@ class OpenBuffer:
         start = args["start"]
         end = length if args["end"] is None else args["end"]
         if start > end or end > length:
-            raise BufferError("bad_range", f"Range [{start}, {end}) is outside the buffer "
+            raise DocumentError("bad_range", f"Range [{start}, {end}) is outside the buffer "
                               f"(length {length}).", "Ask for a range within buffer.info's length.")
         return ({"text": self.document.buffer.slice(start, end), "version": self.document.version,
                  "start": start, "end": end, "length": length}, [])
@@ -231,7 +238,7 @@ class OpenBuffer:
         if args["path"]:
             target = self.workspace.resolve(args["path"], must_exist=False, kind="file")
         if target is None:
-            raise BufferError("untitled", f"{self.name} has no file name yet.",
+            raise DocumentError("untitled", f"{self.name} has no file name yet.",
                               "Save it with a path (File > Save As).")
         if args["encoding"] or args["newline"]:
             encoding = args["encoding"] or fmt.encoding
@@ -242,7 +249,7 @@ class OpenBuffer:
                                  newline=NEWLINES.get(args["newline"] or "", fmt.newline),
                                  final_newline=fmt.final_newline)
             except ValueError as exc:
-                raise BufferError("bad_format", f"Cannot save as {encoding}: {exc}.",
+                raise DocumentError("bad_format", f"Cannot save as {encoding}: {exc}.",
                                   "Pick utf-8, utf-8-sig, utf-16-le, utf-16-be or latin-1.")
         expected = self.fingerprint if target == self.path else None
         if target == self.path:
@@ -259,14 +266,14 @@ class OpenBuffer:
 
     def op_close(self, args: dict[str, Any]) -> tuple[Any, Events]:
         if self.document.dirty and not args["discard"]:
-            raise BufferError("dirty", f"{self.name} has unsaved changes.",
+            raise DocumentError("dirty", f"{self.name} has unsaved changes.",
                               "Save it (buffer.save), or close it with discard: true.")
         self._drop_journal()
         return {"closed": self.id}, [("buffer.closed", {"buffer": self.id, "name": self.name})]
 
     def op_revert(self, args: dict[str, Any]) -> tuple[Any, Events]:
         if self.path is None:
-            raise BufferError("untitled", f"{self.name} was never saved.", "Nothing to revert to.")
+            raise DocumentError("untitled", f"{self.name} was never saved.", "Nothing to revert to.")
         loaded = load_file(self.path, port=self.file_port)
         change = self.document.replace(0, len(self.document.buffer), loaded.text, origin="revert",
                                        label="Revert")

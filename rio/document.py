@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from itertools import islice
-from dataclasses import dataclass, field, replace as dc_replace
 from typing import Any, Callable, Sequence
 
-from rio.errors import BufferError
+from rio.errors import DocumentError
 from rio.text import ChunkedText
 from rio.transform import Edit, RangeEdit, transform_edit
 
@@ -127,8 +128,8 @@ def _default_label(start: int, end: int, text: str) -> str:
     return "Replace"
 
 
-def _stale(message: str) -> BufferError:
-    return BufferError("buffer.stale_version", message,
+def _stale(message: str) -> DocumentError:
+    return DocumentError("buffer.stale_version", message,
                        "Reload the document (buffer.text) and redo the edit.")
 
 
@@ -169,7 +170,7 @@ class Document:
     def changes_since(self, version: int) -> list[Change]:
         """The changes after ``version``, oldest first (stale_version if no longer kept)."""
         if not isinstance(version, int) or version > self.version:
-            raise BufferError("buffer.bad_version",
+            raise DocumentError("buffer.bad_version",
                               f"Version {version!r} is not one this document has had "
                               f"(it is at {self.version}).",
                               "Use the version from the last buffer.changed or buffer.text.")
@@ -205,7 +206,7 @@ class Document:
         plain = [tuple(e) if isinstance(e, (tuple, list)) else (e.start, e.end, e.text)
                  for e in edits]
         if any(len(e) != 3 for e in plain):
-            raise BufferError("buffer.bad_range", "Each edit must be [start, end, text].",
+            raise DocumentError("buffer.bad_range", "Each edit must be [start, end, text].",
                               "Send edits as [start, end, text] triples.")
         if not plain:
             return []
@@ -214,7 +215,7 @@ class Document:
         for start, end, text in plain:
             if (not isinstance(start, int) or not isinstance(end, int)
                     or not isinstance(text, str) or not 0 <= start <= end <= base_length):
-                raise BufferError("buffer.bad_range",
+                raise DocumentError("buffer.bad_range",
                                   f"The range {start!r}..{end!r} is outside the document "
                                   f"(0..{base_length} at the version it was made on).",
                                   "Ask for the document's text and version, then edit again.")
@@ -391,7 +392,7 @@ class Document:
 
     def undo(self, origin: str = "user") -> list[Change]:
         if not self._undo:
-            raise BufferError("buffer.nothing_to_undo", "There is nothing to undo.",
+            raise DocumentError("buffer.nothing_to_undo", "There is nothing to undo.",
                               "Make an edit first.")
         step = self._undo.pop()
         self._group_open = False
@@ -402,7 +403,7 @@ class Document:
 
     def redo(self, origin: str = "user") -> list[Change]:
         if not self._redo:
-            raise BufferError("buffer.nothing_to_redo", "There is nothing to redo.",
+            raise DocumentError("buffer.nothing_to_redo", "There is nothing to redo.",
                               "Undo something first.")
         step = self._redo.pop()
         self._group_open = False
@@ -422,7 +423,7 @@ class Document:
         applied after it. Returns how many steps were merged (0: nothing happened since).
         """
         if not isinstance(version, int) or not 0 <= version <= self.version:
-            raise BufferError("buffer.bad_version",
+            raise DocumentError("buffer.bad_version",
                               f"Version {version!r} is not one this document has had.",
                               "Use a version from buffer.changed or buffer.text.")
         count = 0

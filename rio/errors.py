@@ -19,7 +19,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     binary, too_large, conflict, save_failed, read_failed, unencodable, exec_failed,
     │     journal_unreadable, journal_needs_base, journal_closed, bad_journal_name,
     │     journal_write_failed, journal_damaged
-    ├── BufferError            buffer.*     an edit or request about an open document
+    ├── DocumentError          buffer.*     an edit or request about an open document
     │     unknown_buffer, bad_range, stale_version, bad_version, out_of_sync, nothing_to_undo,
     │     nothing_to_redo, dirty, untitled, path_open, bad_format, bad_pattern, bad_replacement,
     │     loading, no_editor, unsupported, stale_base
@@ -104,7 +104,9 @@ class FileError(RioError):
     default_next = "Check the file and try again."
 
 
-class BufferError(RioError):  # noqa: A001 -- shadows the builtin on purpose inside Rio's tree
+class DocumentError(RioError):
+    """``buffer.*`` (named so as not to shadow Python's built-in ``BufferError``)."""
+
     family = "buffer"
     default_next = "Refresh the document list with buffer.list and try again."
 
@@ -135,7 +137,7 @@ class InternalError(RioError):
 
 FAMILIES: dict[str, type[RioError]] = {
     cls.family: cls
-    for cls in (ProtocolError, PathError, FileError, BufferError, BusError, ConfigError,
+    for cls in (ProtocolError, PathError, FileError, DocumentError, BusError, ConfigError,
                 AuthError, AgentError, InternalError)
 }
 

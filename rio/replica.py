@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from rio.document import EDIT, Change
-from rio.errors import BufferError
+from rio.errors import DocumentError
 from rio.text import ChunkedText
 from rio.transform import Edit, transform_edit
 
@@ -49,8 +49,8 @@ class Request:
     id: str = ""      # the request id to send it under; a resend uses the same one
 
 
-def _resync(message: str) -> BufferError:
-    return BufferError("buffer.out_of_sync", message,
+def _resync(message: str) -> DocumentError:
+    return DocumentError("buffer.out_of_sync", message,
                        "Reload the document (buffer.text) and start a new replica.")
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rio.edit_commands import TextEdit
-from rio.errors import BufferError
+from rio.errors import DocumentError
 
 _PATTERN_NEXT = "Fix the pattern or turn off Regular expression"
 
@@ -55,7 +55,7 @@ def compile_pattern(pattern: str, options: SearchOptions = SearchOptions()) -> r
         return re.compile(body, flags)
     except re.error as exc:
         where = f" at {exc.pos}" if exc.pos is not None and not options.whole_word else ""
-        raise BufferError("buffer.bad_pattern", f"Bad regular expression: {exc.msg}{where}",
+        raise DocumentError("buffer.bad_pattern", f"Bad regular expression: {exc.msg}{where}",
                           next=_PATTERN_NEXT, pattern=pattern) from None
 
 
@@ -150,7 +150,7 @@ class SearchEngine:
         try:
             return m.expand(replacement)
         except (re.error, IndexError) as exc:
-            raise BufferError("buffer.bad_replacement", f"Bad replacement: {exc}",
+            raise DocumentError("buffer.bad_replacement", f"Bad replacement: {exc}",
                               next="Fix the group references in Replace with",
                               replacement=replacement) from None
 

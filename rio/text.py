@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from rio.errors import BufferError
+from rio.errors import DocumentError
 
 #: The size a chunk is cut to when text is loaded or a chunk is split.
 CHUNK_CHARS = 16 * 1024
@@ -103,8 +103,8 @@ def _cut(text: str) -> list[str]:
     return [text[i:i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)]
 
 
-def _bad_range(message: str) -> BufferError:
-    return BufferError("buffer.bad_range", message,
+def _bad_range(message: str) -> DocumentError:
+    return DocumentError("buffer.bad_range", message,
                        "Ask for the document's length or line count and use offsets inside it.")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import INTERRUPTED, STOPPED, Turn, TurnSpec, close_dangling, merge_interrupted
-from rio.errors import AgentError, BufferError, PathError
+from rio.errors import AgentError, DocumentError, PathError
 from rio.gate import Gate, Limits
 from rio.providers.base import (
     Delta,
@@ -40,7 +40,7 @@ class FakeCore:
 
     def _buf(self, bid: str) -> dict[str, Any]:
         if bid not in self.buffers:
-            raise BufferError("unknown_buffer", f"No open buffer {bid!r}.")
+            raise DocumentError("unknown_buffer", f"No open buffer {bid!r}.")
         return self.buffers[bid]
 
     def _summary(self, bid: str) -> dict[str, Any]:

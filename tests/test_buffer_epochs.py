@@ -9,7 +9,7 @@ import pytest
 import rio.journal as journal_mod
 from rio.buffer_state import EPOCH_BITS, BufferFactory
 from rio.document import Change
-from rio.errors import BufferError
+from rio.errors import DocumentError
 from rio.journal import JournalWriter, MemoryJournalStore, recover
 
 
@@ -44,11 +44,11 @@ def test_a_pre_crash_base_is_refused_never_transformed(project, tmp_path):
     summary = again.summary()
     assert summary["epoch"] == 1 and summary["version"] == (1 << EPOCH_BITS) + 1
     # "two" at version 1 was 4..7; transformed over the recovery step it would hit other text.
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         again.handle("buffer.replace", args(start=4, end=7, text="2", base_version=1), "c 9")
     assert info.value.kind == "buffer.stale_base"
     assert "buffer.text" in info.value.next
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         again.handle("buffer.apply", args(edits=[[0, 1, "x"]], base_version=2))
     assert info.value.kind == "buffer.stale_base"
     assert again.document.text() == "ONE\nTWO\nthree\n"
@@ -67,7 +67,7 @@ def test_every_recovery_starts_a_new_epoch(project, tmp_path):
     seen = first.document.version
     second = crash(project, tmp_path)
     assert second.summary()["epoch"] == 2 and second.document.version > seen
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         second.handle("buffer.replace", args(start=0, end=0, text="c", base_version=seen))
     assert info.value.kind == "buffer.stale_base"
 
@@ -88,7 +88,7 @@ def test_a_request_resent_after_a_crash_is_answered_not_applied_again(project, t
         assert events == []
     assert again.document.text() == ">one\ntwo\nthree\n"
     # Another client's id is a new request (and its pre-crash base is stale).
-    with pytest.raises(BufferError):
+    with pytest.raises(DocumentError):
         again.handle("buffer.replace", args(start=0, end=0, text=">", base_version=0), "ui:2 r1")
 
 

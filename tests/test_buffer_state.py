@@ -5,7 +5,7 @@ import pytest
 
 import rio.buffer_state as bs
 from rio.buffer_state import BufferFactory
-from rio.errors import BufferError, FileError, PathError
+from rio.errors import DocumentError, FileError, PathError
 
 
 def args(**kw):
@@ -65,7 +65,7 @@ def test_save_outside_the_project_is_refused(factory, project):
     buf = factory.new("x")
     with pytest.raises(PathError):
         buf.handle("buffer.save", args(path="../evil.txt"))
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         buf.handle("buffer.save", args())
     assert info.value.kind == "buffer.untitled"
 
@@ -90,7 +90,7 @@ def test_conflict_is_reported_once_and_never_overwritten(factory, project):
 def test_close_refuses_unsaved_unless_discard(factory, project, tmp_path):
     buf = factory.open(project / "a.txt")
     buf.handle("buffer.replace", args(start=0, end=0, text="x"))
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         buf.handle("buffer.close", args())
     assert info.value.kind == "buffer.dirty" and "discard" in info.value.next
     buf.handle("buffer.close", args(discard=True))
@@ -135,5 +135,5 @@ def test_text_and_lines_ranges(factory, project):
     buf = factory.open(project / "a.txt")
     assert buf.handle("buffer.text", args(start=6, end=10))[0]["text"] == "beta"
     assert buf.handle("buffer.lines", args(first=1, last=9))[0]["lines"] == ["beta", ""]
-    with pytest.raises(BufferError):
+    with pytest.raises(DocumentError):
         buf.handle("buffer.text", args(start=5, end=500))

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rio.document import Change, Document
-from rio.errors import BufferError
+from rio.errors import DocumentError
 
 
 class FakeClock:
@@ -46,7 +46,7 @@ def test_replace_returns_the_change_and_bumps_the_version():
 
 def test_bad_range_is_refused_without_changing_anything():
     doc = Document("abc")
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         doc.replace(2, 9, "x")
     assert caught.value.kind == "buffer.bad_range"
     assert doc.version == 0 and doc.text() == "abc"
@@ -64,7 +64,7 @@ def test_too_old_base_version_is_stale(clock):
     doc = Document("", clock=clock, history_limit=3)
     for i in range(5):
         doc.replace(0, 0, str(i))
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         doc.replace(0, 0, "x", base_version=1)
     assert caught.value.kind == "buffer.stale_version"
     assert "buffer.text" in caught.value.next
@@ -74,7 +74,7 @@ def test_too_old_base_version_is_stale(clock):
 
 def test_future_base_version_is_refused():
     doc = Document("abc")
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         doc.replace(0, 0, "x", base_version=5)
     assert caught.value.kind == "buffer.bad_version"
 
@@ -187,10 +187,10 @@ def test_redo_reapplies_and_a_new_edit_clears_it(clock):
 
 def test_nothing_to_undo_or_redo():
     doc = Document("abc")
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         doc.undo()
     assert caught.value.kind == "buffer.nothing_to_undo"
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         doc.redo()
     assert caught.value.kind == "buffer.nothing_to_redo"
 
@@ -265,7 +265,7 @@ def test_apply_takes_wire_lists_and_records():
     doc = Document("abc")
     doc.apply([[0, 1, "A"], Edit(2, 3, "C")])
     assert doc.text() == "AbC"
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         doc.apply([[0, 1]])
     assert caught.value.kind == "buffer.bad_range"
 
@@ -436,7 +436,7 @@ def test_the_change_log_for_stale_edits_is_bounded_too():
     doc = Document("", undo_text_limit=100)
     for _ in range(50):
         doc.replace(0, 0, "0123456789")
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         doc.changes_since(0)
     assert caught.value.kind == "buffer.stale_version"
     assert len(doc.changes_since(doc.version - 3)) == 3
@@ -472,7 +472,7 @@ def observable(doc: Document) -> tuple:
     for back in range(1, 6):
         try:
             log.append([(c.start, c.end, c.text) for c in doc.changes_since(doc.version - back)])
-        except BufferError as err:          # older than the log keeps (or than version 0)
+        except DocumentError as err:          # older than the log keeps (or than version 0)
             log.append(err.kind)
     state = [doc.text(), doc.version, doc.dirty, doc.undo_label, doc.redo_label, doc.undo_chars,
              log]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rio.errors import BufferError
+from rio.errors import DocumentError
 from rio.find_in_files import (
     MAX_LINE_TEXT,
     ProjectSearch,
@@ -85,7 +85,7 @@ def test_regex_and_case_options():
 
 
 def test_bad_pattern_fails_before_any_file_is_read():
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         find_in_files(FILES, read, "(", SearchOptions(regex=True))
     assert info.value.kind == "buffer.bad_pattern"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rio.errors import BufferError, PathError
+from rio.errors import DocumentError, PathError
 from rio.search import SearchOptions
 from ui.tk.output_model import SearchJob, TerminalLines, glob_filter, parse_globs, resolve_ref
 
@@ -74,7 +74,7 @@ def test_cancel_and_caps(project):
 
 
 def test_bad_pattern_and_folder_are_typed_errors(project):
-    with pytest.raises(BufferError):
+    with pytest.raises(DocumentError):
         SearchJob.start(project, "(", SearchOptions(regex=True))
     with pytest.raises(PathError):
         SearchJob.start(project, "x", folder="../..")

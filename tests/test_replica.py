@@ -10,7 +10,7 @@ from hypothesis import event, given, settings, target
 from hypothesis import strategies as st
 
 from rio.document import Change, Document
-from rio.errors import BufferError
+from rio.errors import DocumentError
 from rio.replica import Replica, Request
 from rio.transform import Edit, apply_to_str
 
@@ -85,14 +85,14 @@ def test_events_off_the_bus_are_changes():
              "label": "Replace", "kind": "edit"}
     assert ui.on_event(event) == [Edit(0, 1, "X")]
     assert ui.text == "Xbc" and ui.version == 5
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         ui.on_event({"version": 6})
     assert caught.value.kind == "buffer.out_of_sync"
 
 
 def test_a_missed_change_asks_for_a_resync():
     r = Replica("abc", 0, "ui")
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         r.on_change(Change(2, 0, 0, "x", "", "agent", "Typing"))
     assert caught.value.kind == "buffer.out_of_sync"
     assert "buffer.text" in caught.value.next
@@ -105,7 +105,7 @@ def test_noop_local_edit_sends_nothing():
 
 def test_bad_local_range_changes_nothing():
     r = Replica("abc", 0, "ui")
-    with pytest.raises(BufferError):
+    with pytest.raises(DocumentError):
         r.local_edit(2, 9, "x")
     assert r.text == "abc" and not r.pending
 
@@ -306,7 +306,7 @@ class CrashWorld:
     def core_op(self, op: str, **kw) -> None:
         try:
             self._run(op, core_args(**kw))
-        except BufferError as err:
+        except DocumentError as err:
             assert err.kind in ("buffer.nothing_to_undo", "buffer.nothing_to_redo")
 
     def crash(self, kind: str) -> None:
@@ -335,7 +335,7 @@ class CrashWorld:
                 assert result["already_applied"] and not events
                 applied = True
                 self.already_applied += 1
-            except BufferError as err:
+            except DocumentError as err:
                 assert err.kind == "buffer.stale_base"
                 self.stale += 1
         for edit in client.replica.rebase(self.core.document.text(),

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rio.edit_commands import TextEdit, apply_edits
-from rio.errors import BufferError, RioError
+from rio.errors import DocumentError, RioError
 from rio.search import SearchEngine, SearchOptions, compile_pattern
 
 TEXT = "foo bar Foo\nfood foo_x foo\n"
@@ -103,7 +103,7 @@ def test_empty_pattern_finds_nothing():
 
 
 def test_bad_regex_is_a_buffer_error_with_next_action():
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         SearchEngine("a(b", SearchOptions(regex=True))
     err = info.value
     assert err.kind == "buffer.bad_pattern"
@@ -136,7 +136,7 @@ def test_replace_in_plain_mode_is_literal():
 
 def test_bad_replacement_template():
     eng = SearchEngine("(a)", SearchOptions(regex=True))
-    with pytest.raises(BufferError) as info:
+    with pytest.raises(DocumentError) as info:
         eng.replace_all("a", r"\2")
     assert info.value.kind == "buffer.bad_replacement"
 

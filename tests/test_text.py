@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from rio import text as text_module
-from rio.errors import BufferError
+from rio.errors import DocumentError
 from rio.text import ChunkedText
 
 # Few distinct characters, many newlines, and wide ones: BMP accents, CJK and astral emoji.
@@ -150,7 +150,7 @@ def test_astral_characters_count_as_one_code_point():
 ])
 def test_bad_offsets_raise_bad_range(call):
     t = ChunkedText("a\nb")
-    with pytest.raises(BufferError) as caught:
+    with pytest.raises(DocumentError) as caught:
         call(t)
     assert caught.value.kind == "buffer.bad_range"
     assert caught.value.next

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from rio import ops
-from rio.errors import BufferError, FileError, ProtocolError, RioError
+from rio.errors import DocumentError, FileError, ProtocolError, RioError
 from rio.protocol import Reply, Request
 
 if TYPE_CHECKING:
@@ -98,10 +98,10 @@ class ControlServer:
     def _editor(self, need_ready: bool = True) -> "EditorTab":
         ed = self.app.active_editor()
         if ed is None:
-            raise BufferError("no_editor", "No document is open in the desktop.",
+            raise DocumentError("no_editor", "No document is open in the desktop.",
                               "Open one first (ui.open or File → Open).")
         if need_ready and not ed.ready:
-            raise BufferError("loading", f"{ed.summary.get('name')} is still loading.",
+            raise DocumentError("loading", f"{ed.summary.get('name')} is still loading.",
                               "Wait until ui.state shows it ready, then try again.")
         return ed
 
