@@ -46,7 +46,7 @@ docs/agent.md has the whole guide.
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("chat", help="talk to the agent in the terminal",
                               epilog=CHAT_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -87,7 +87,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = ks.add_parser("delete", help="remove a stored key")
     s.add_argument("provider")
     s.set_defaults(func=cmd_key_delete)
-    k.set_defaults(func=lambda args: (k.print_help(), EXIT_USAGE)[1])
+
+    def key_help(args: argparse.Namespace) -> int:
+        k.print_help()
+        return EXIT_USAGE
+    k.set_defaults(func=key_help)
     # Usage errors exit 3 with the command's usage: the parsers are rio.cli's (they inherit
     # the top-level parser's class), one line like every rio error.
 
@@ -98,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 class Attached:
     """A live bus connection, and the headless instance we started for it (if any)."""
     conn: Any
-    started: subprocess.Popen | None = None
+    started: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
     name: str | None = None
 
@@ -197,7 +201,7 @@ def start_headless(root: Path, *, timeout: float) -> Attached:
         raise
 
 
-def _check_started(proc: subprocess.Popen, log: IO[bytes], root: Path, deadline: float) -> None:
+def _check_started(proc: subprocess.Popen[bytes], log: IO[bytes], root: Path, deadline: float) -> None:
     """Raise when the ``rio serve`` we started has ended, or did not come up in time."""
     if proc.poll() is not None:
         log.seek(0)
