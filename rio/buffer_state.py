@@ -250,7 +250,8 @@ class OpenBuffer:
                                  final_newline=fmt.final_newline)
             except ValueError as exc:
                 raise DocumentError("bad_format", f"Cannot save as {encoding}: {exc}.",
-                                  "Pick utf-8, utf-8-sig, utf-16-le, utf-16-be or latin-1.")
+                                    "Pick utf-8, utf-8-sig, utf-16-le, utf-16-be or "
+                                    "latin-1.") from None
         expected = self.fingerprint if target == self.path else None
         if target == self.path:
             self.workspace.check_unmoved(target)  # swapped for a link since: refused, kept dirty

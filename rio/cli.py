@@ -87,8 +87,8 @@ def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()) -> Bu
             raise BusError("no_server_key", "A tcp:// connection needs the server's public key.",
                            "Pass --server-key KEY or set RIO_SERVER_KEY (the key is printed by "
                            "`rio keys` on the server).")
-        from actors.remote import parse_listen
         from actors.curve_keys import check_public_key, load_client_keys
+        from actors.remote import parse_listen
         requests, events = parse_listen(args.connect)   # events on PORT+1, as the server binds
         mine = load_client_keys()   # RIO_CLIENT_KEY_DIR or config/curve/clients/
         return connect(Endpoints(requests, events, check_public_key(key), mine.public,

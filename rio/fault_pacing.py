@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
 #: Waits end this much after the oldest counted fault leaves the window (clock rounding).
 SAFETY_S = 0.05
 

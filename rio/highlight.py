@@ -56,8 +56,18 @@ from pygments.lexer import Lexer
 from pygments.lexers import guess_lexer
 from pygments.lexers._mapping import LEXERS
 from pygments.lexers.special import TextLexer
-from pygments.token import (Comment, Error, Generic, Keyword, Literal, Name, Number, Operator,
-                            String, _TokenType)
+from pygments.token import (
+    Comment,
+    Error,
+    Generic,
+    Keyword,
+    Literal,
+    Name,
+    Number,
+    Operator,
+    String,
+    _TokenType,
+)
 from pygments.util import ClassNotFound
 
 from rio.utf16_columns import IDENTITY, columns

@@ -40,9 +40,15 @@ from typing import Any, Callable, Iterator
 import msgpack
 
 from rio.errors import FileError
-from rio.journal_store import (DAMAGED, FaultyJournalStore, JournalStore,  # noqa: F401
-                               MemoryJournalStore, OsJournalStore, damaged_name,
-                               is_journal_name)
+from rio.journal_store import (  # noqa: F401
+    DAMAGED,
+    FaultyJournalStore,
+    JournalStore,
+    MemoryJournalStore,
+    OsJournalStore,
+    damaged_name,
+    is_journal_name,
+)
 from rio.text import ChunkedText
 
 MAGIC = b"RIOJ\x00\x01"

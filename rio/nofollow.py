@@ -15,7 +15,6 @@ import os
 import stat as stat_module
 from pathlib import Path
 
-
 #: Opens a folder as a handle for *at calls only (no read permission needed on Linux).
 _DIR_HANDLE = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) \
     | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)

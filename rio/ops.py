@@ -113,7 +113,7 @@ def validate_args(spec: OpSpec, given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def describe() -> list[dict[str, Any]]:
-    from rio.roles import required   # the least role per op (ADR-0019)
+    from rio.roles import required  # the least role per op (ADR-0019)
     return [{"op": s.name, "doc": s.doc, "role": required(s.name),
              "args": [{"name": a.name, "type": _type_name(a.kind), "required": a.required,
                        **({"default": a.default} if not a.required else {}), "doc": a.doc}

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rio.agent.proposals import (
-    Located, ProposalKind, Refusal, edit_diff, locate, unified_diff)
+from rio.agent.proposals import Located, ProposalKind, Refusal, edit_diff, locate, unified_diff
 from rio.danger import classify
 from rio.errors import AgentError, RioError
 from rio.fs_ops import READ_LIMIT_BYTES, truncation_marker

@@ -30,8 +30,17 @@ from typing import Any, Literal, Protocol
 from rio.agent.tools import READ_TOOLS, TOOL_NAMES, Proposal, ToolOutcome, Tools, missing_args
 from rio.errors import AgentError, RioError
 from rio.providers.base import (
-    Delta, Done, Event, Message, Provider, ProviderFailure, ProviderRequest, ToolCall,
-    ToolResultBlock, ToolSpec)
+    Delta,
+    Done,
+    Event,
+    Message,
+    Provider,
+    ProviderFailure,
+    ProviderRequest,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+)
 
 log = logging.getLogger("rio.agent.turn")
 

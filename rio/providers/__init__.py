@@ -7,9 +7,25 @@ not import httpx; the provider modules do when they stream.
 """
 
 from rio.providers.base import (
-    AuthFace, Block, Delta, Done, Event, Message, Post, Provider, ProviderFailure, ProviderRequest,
-    TextBlock, ToolCall, ToolResultBlock, ToolSpec, ToolUseBlock, Usage, discover_providers,
-    stream_with_retries)
+    AuthFace,
+    Block,
+    Delta,
+    Done,
+    Event,
+    Message,
+    Post,
+    Provider,
+    ProviderFailure,
+    ProviderRequest,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+    discover_providers,
+    stream_with_retries,
+)
 
 __all__ = [
     "AuthFace", "Block", "Delta", "Done", "Event", "Message", "Post", "Provider",

@@ -31,10 +31,28 @@ from typing import TYPE_CHECKING, Any
 
 from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
 from rio.failures import (
-    RetryPolicy, classify_stream_error, output_truncated, stream_cut, unexpected_response)
+    RetryPolicy,
+    classify_stream_error,
+    output_truncated,
+    stream_cut,
+    unexpected_response,
+)
 from rio.providers.base import (
-    AuthFace, Delta, Done, Message, Post, ProviderRequest, Sleep, TextBlock, ToolCall,
-    ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, stream_with_retries)
+    AuthFace,
+    Delta,
+    Done,
+    Message,
+    Post,
+    ProviderRequest,
+    Sleep,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    is_loopback_url,
+    stream_with_retries,
+)
 from rio.providers.sse import SseEvent, post_event_stream
 
 if TYPE_CHECKING:

@@ -26,12 +26,32 @@ from typing import Any
 
 from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
 from rio.failures import (
-    RetryPolicy, classify_stream_error, insecure_endpoint, output_truncated, stream_cut,
-    unexpected_response, unusable_endpoint)
+    RetryPolicy,
+    classify_stream_error,
+    insecure_endpoint,
+    output_truncated,
+    stream_cut,
+    unexpected_response,
+    unusable_endpoint,
+)
 from rio.providers.base import (
-    AuthFace, Delta, Done, Message, Post, ProviderRequest, Sleep, TextBlock, ToolCall,
-    ToolResultBlock, ToolUseBlock, Usage, is_loopback_url, key_may_travel_to, stream_with_retries,
-    usable_url)
+    AuthFace,
+    Delta,
+    Done,
+    Message,
+    Post,
+    ProviderRequest,
+    Sleep,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    is_loopback_url,
+    key_may_travel_to,
+    stream_with_retries,
+    usable_url,
+)
 from rio.providers.sse import SseEvent, post_event_stream
 from rio.secrets import Secret, SecretStore
 
