@@ -74,7 +74,8 @@ def test_hung_processes(tmp_path: Path) -> None:
 
 def test_the_supervisor_killed(tmp_path: Path) -> None:
     code, data, err = faults(tmp_path, "--runs", "2", "--scenario", "supervisor")
-    assert code == 0 and data is not None, err
+    assert code == 0 and data is not None, (err, data and data.get("faults"),
+                                            data and data.get("shutdown_orphans"))
     assert_clean(data, ["supervisor"], min_faults=2)
     no_scratch_left(data)
 

@@ -22,6 +22,10 @@ def test_a_long_message_never_pushes_the_fixed_cells_off_the_window(tmp_path, di
     d.start()
     try:
         state = d.wait_state(lambda s: s["status"]["message"].startswith("Could not open"))
+        # The message can be set before the window's first layout (every cell unmapped then):
+        # wait for the layout; with the old packing the cells stay cut for good.
+        state = d.wait_state(lambda s: s["status"]["message"].startswith("Could not open")
+                             and s["status"]["cut"] == [], timeout=10)
         message = state["status"]["message"]
         # Named on the command line: "open", not "reopen"; and the message says what to do.
         assert str(binary) in message
