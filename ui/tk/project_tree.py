@@ -225,10 +225,17 @@ class ProjectTree:
         parts = path.split("/")
         folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
 
-        def step(i: int) -> None:
+        def step(i: int, relisted: bool = False) -> None:
+            # A folder or file made since its parent was listed (by another program, or an
+            # agent) is not in the tree yet: list the parent again, once, then go on.
+            target = folders[i] if i < len(folders) else path
+            if not self.tree.exists(target):
+                if not relisted:
+                    self.list_folder(folders[i - 1] if i else ".", lambda: step(i, True))
+                return
             if i == len(folders):
                 self.select(path)
-            elif self.tree.exists(folders[i]):
+            else:
                 self.expand(folders[i], lambda: step(i + 1))
         if self.pending:            # the root listing is still on its way: try again then
             self.tree.after(50, lambda: self.reveal(path))
