@@ -451,7 +451,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         code: int = args.func(args)   # every command returns its exit status
         return code
@@ -477,5 +476,14 @@ def _first_word(argv: Sequence[str]) -> str | None:
     return ""
 
 
+def run() -> int:
+    """The ``rio`` program (console script and ``python -m rio.cli``): :func:`main` with the
+    default SIGPIPE action, so ``rio events | head`` ends quietly. Only the program sets it —
+    a process that calls :func:`main` in-process (the tests) keeps Python's own handling, or
+    a later write to a closed socket would kill that whole process."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -87,3 +87,18 @@ def test_rio_call_on_a_folder_with_a_non_utf8_name(tmp_path):
         assert len(err) == 1 and err[0].startswith("rio: path.not_found: ")
     finally:
         srv.stop()
+
+
+def test_main_called_in_process_keeps_pythons_sigpipe_handling(tmp_path, monkeypatch, capsys):
+    """Only the `rio` program restores SIGPIPE's default: a test (or any host) calling main()
+    in-process once had it set for the whole process, and a later write to a closed socket
+    killed pytest with no report (exit 141)."""
+    import signal
+
+    from rio.cli import main
+    monkeypatch.setenv("RIO_RUNTIME_DIR", str(tmp_path / "run"))
+    before = signal.getsignal(signal.SIGPIPE)
+    code = main(["status", "--instance", "nosuchinstance"])
+    capsys.readouterr()
+    assert code != 0
+    assert signal.getsignal(signal.SIGPIPE) == before
