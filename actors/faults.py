@@ -16,8 +16,8 @@ Three pieces live here, all on the *instance* side of ``rio faults`` (the harnes
   starts helper processes through :mod:`actors.process_control`. Its behaviour comes from the
   spawn key, ``<host>-<helpers>-<n>[-anything]``:
 
-  - host ``polite`` ends on stdin close; ``stubborn`` ignores stdin close and SIGTERM (like the
-    real ACP agents, AGENTS.md) so only the KILL step ends it; ``crash`` exits 3 at once.
+  - host ``polite`` ends on stdin close; ``stubborn`` ignores stdin close and SIGTERM (worse than
+    claude-agent-acp and codex-acp, which ignore stdin close but obey TERM; ADR-0007) so only the KILL step ends it; ``crash`` exits 3 at once.
   - helpers ``polite`` (end on stdin close), ``stubborn`` (ignore it and TERM) or ``forking``
     (double fork + setsid: escapes the group; only the cookie sweep finds it), ``n`` of them.
 

@@ -307,7 +307,7 @@ def test_an_acp_agents_slash_commands_complete_at_the_start_of_a_message():
     conv = Conversation(C)
     assert run(conv, ev("agent.commands", commands=[
         {"name": "review", "description": "Review the diff"},
-        {"name": "init", "description": "Write AGENTS.md"}, {"description": "no name"}])) == []
+        {"name": "init", "description": "Write a project guide"}, {"description": "no name"}])) == []
     assert [c["name"] for c in conv.commands] == ["review", "init"]
     assert slash_prefix("/re") == "re" and slash_prefix("/") == ""
     assert slash_prefix("say /re") is None and slash_prefix("/re view") is None

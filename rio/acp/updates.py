@@ -2,7 +2,7 @@
 
 :class:`UpdateTranslator` is synchronous on purpose: the SDK runs every notification in a
 task of its own, and updates keep their order only while the handler records them before
-its first ``await`` (LIBRARIES §1 pitfall 5, reproduced). Mapping:
+its first ``await`` (SDK 0.12.1: every notification runs in its own task; reproduced, ADR-0023). Mapping:
 
 ============================  ===============================================================
 ``agent_message_chunk``       ``agent.delta {text}`` (empty chunks dropped: claude's first)

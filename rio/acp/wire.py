@@ -3,7 +3,7 @@
 stdout is read line by line: every line goes to the protocol log, a malformed one is logged,
 counted and dropped (the SDK never sees it), and any line is a sign of life for the silence
 watchdog; valid lines are fed to the SDK's reader. stderr is drained all the time — an
-undrained pipe freezes the agent once the kernel buffer is full (LIBRARIES §1 pitfall 3,
+undrained pipe freezes the agent once the kernel buffer is full (the SDK leaves stderr undrained,
 reproduced with 5 MB) — and its tail kept for error messages.
 """
 

@@ -1,7 +1,7 @@
 """An agent that will not go quietly: it ignores end of input and SIGTERM and sleeps forever.
 
 Real agents do the first half of this (claude-agent-acp and codex-acp stay alive after stdin
-closes, see AGENTS.md); this fake also ignores SIGTERM so only SIGKILL ends it.
+closes: ADR-0007, ADR-0023); this fake also ignores SIGTERM so only SIGKILL ends it.
 ``--helpers N`` starts N children that ignore SIGTERM too (they inherit SIG_IGN across fork).
 
 Prints ``ready <own pid> <helper pids…>`` on one line once everything is started.
