@@ -37,7 +37,14 @@ from typing import Any
 from rio.acp.port import PermissionQuestion, WriteOutcome
 from rio.agent import disk_changes
 from rio.agent.tools import Proposal, ToolOutcome, Tools
-from rio.agent.turn import INTERRUPTED, STOPPED, Decision, PendingProposal, TurnPort, TurnResult
+from rio.agent.turn import (
+    INTERRUPTED,
+    STOPPED,
+    AnswersProposals,
+    PendingProposal,
+    TurnPort,
+    TurnResult,
+)
 from rio.errors import AgentError, RioError
 from rio.providers.base import Message, ToolCall
 
@@ -129,7 +136,7 @@ class _Question:
         asyncio.get_running_loop().create_future()))
 
 
-class AcpTurn:
+class AcpTurn(AnswersProposals):
     """One turn answered by an ACP agent; see the module docstring."""
 
     def __init__(self, spec: AcpTurnSpec, brain: AcpBrain, tools: Tools, port: TurnPort,
@@ -238,20 +245,7 @@ class AcpTurn:
             if not q.future.done():
                 q.future.set_result(None)
 
-    # --- proposals and questions, as the session answers them ------------------------------
-    def decide(self, proposal: str, decision: Decision) -> bool:
-        pending = self.pending.get(str(proposal))
-        if pending is None or pending.future.done():
-            return False
-        pending.future.set_result(decision)
-        return True
-
-    async def answer(self, proposal: str, decision: Decision) -> ToolOutcome | None:
-        pending = self.pending.get(str(proposal))
-        if pending is None or not self.decide(proposal, decision):
-            return None
-        return await asyncio.shield(pending.outcome)
-
+    # --- questions, as the session answers them (proposals: AnswersProposals) -------------
     def answer_permission(self, request: str, kind: str | None) -> bool:
         q = self.questions.get(str(request))
         if q is None or q.future.done():

@@ -106,6 +106,27 @@ class PendingProposal:
     outcome: asyncio.Future[ToolOutcome]
 
 
+class AnswersProposals:
+    """How a turn (an API model's or an ACP agent's) is told the user's decision on one of its
+    pending proposals."""
+
+    pending: dict[str, PendingProposal]
+
+    def decide(self, proposal: str, decision: Decision) -> bool:
+        pending = self.pending.get(str(proposal))
+        if pending is None or pending.future.done():
+            return False
+        pending.future.set_result(decision)
+        return True
+
+    async def answer(self, proposal: str, decision: Decision) -> ToolOutcome | None:
+        """:meth:`decide`, then wait for what it led to; None for an unknown proposal."""
+        pending = self.pending.get(str(proposal))
+        if pending is None or not self.decide(proposal, decision):
+            return None
+        return await asyncio.shield(pending.outcome)
+
+
 def close_dangling(messages: Sequence[Message], reason: str = INTERRUPTED) -> list[Message]:
     """A valid conversation for the model: every tool_use answered by a tool_result in the
     next message, and roles alternating (consecutive messages of one role are merged)."""
@@ -186,7 +207,7 @@ class _Collector:
         return Message.assistant(text, uses)
 
 
-class Turn:
+class Turn(AnswersProposals):
     def __init__(self, spec: TurnSpec, provider: Provider, tools: Tools, port: TurnPort, *,
                  begun: bool = False, first_request: Awaitable[Any] | None = None) -> None:
         self.spec = spec
@@ -311,21 +332,6 @@ class Turn:
                                           for c in self._round if c.id not in answered]
         self.new.append(Message.tool_results(tuple(results)))
         self._round, self._results = (), []
-
-    # --- proposals --------------------------------------------------------------------------
-    def decide(self, proposal: str, decision: Decision) -> bool:
-        pending = self.pending.get(str(proposal))
-        if pending is None or pending.future.done():
-            return False
-        pending.future.set_result(decision)
-        return True
-
-    async def answer(self, proposal: str, decision: Decision) -> ToolOutcome | None:
-        """:meth:`decide`, then wait for what it led to; None for an unknown proposal."""
-        pending = self.pending.get(str(proposal))
-        if pending is None or not self.decide(proposal, decision):
-            return None
-        return await asyncio.shield(pending.outcome)
 
     @property
     def interrupted(self) -> bool:
