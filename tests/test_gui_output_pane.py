@@ -218,7 +218,8 @@ def test_a_core_crash_ends_the_run_and_the_pane_says_so(app, server):
     tree = [pid] + [p.pid for p in psutil.Process(pid).children(recursive=True)]
     core = server.pids()["core"]
     psutil.Process(core).kill()
-    assert stub.pump(lambda: not pane.running(), 20)
+    # The state changes at once; the line is drawn from after() (output is drawn in slices).
+    assert stub.pump(lambda: not pane.running() and not pane.drawing, 20)
     assert "The run was lost" in pane.output.text.get("1.0", "end")
 
     def gone(p: int) -> bool:
