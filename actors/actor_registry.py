@@ -17,7 +17,7 @@ from typing import Any, Callable, Protocol
 
 import pykka
 
-from actors.bus_thread import BusThread, RequestContext
+from actors.bus.service import BusThread, RequestContext
 
 Handler = Callable[[RequestContext], None]
 
@@ -49,12 +49,12 @@ ACTOR_MODULES: dict[str, str] = {
     "documents": "actors.factories",                # buffer.*: open documents and journals
     "workspace": "actors.factories",                # fs.*: the project's files, confined
     "runner": "actors.factories",                   # run.*: project commands
-    "conversations": "actors.conversations_actor",  # agent.* in the core
-    "gate": "actors.gate_actor",                    # gate.* in the core
-    "agents": "actors.agents_actor",                # agents.*: installed ACP agents
-    "mcp": "actors.mcp_actor",                      # mcp.*: Rio's MCP tools for ACP agents
-    "agent_session": "actors.agent_session",        # one process per conversation
-    "fake_agent": "actors.faults",                  # the fault harness's stand-in agent
+    "conversations": "actors.agents.conversations",  # agent.* in the core
+    "gate": "actors.agents.gate",                    # gate.* in the core
+    "agents": "actors.agents.discovery",                # agents.*: installed ACP agents
+    "mcp": "actors.agents.mcp",                      # mcp.*: Rio's MCP tools for ACP agents
+    "agent_session": "actors.agents.session",        # one process per conversation
+    "fake_agent": "actors.faults.injection",                  # the fault harness's stand-in agent
 }
 #: Not started by a host: the desktop window is its own process (``python -m ui.tk``).
 OTHER_PROCESSES = ("ui",)

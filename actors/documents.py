@@ -4,7 +4,7 @@
 list, recover). Ops about one buffer go from the bus thread straight to that buffer's own actor
 (:class:`BufferRoutes`), so a keystroke costs one thread hop, edits to different documents never
 wait for each other, and edits to one document are applied in arrival order. Each
-:class:`DocumentActor` is a thin shell: the logic is :class:`rio.buffer_state.OpenBuffer`.
+:class:`DocumentActor` is a thin shell: the logic is :class:`rio.text.buffer_state.OpenBuffer`.
 
 Threads: only a buffer's own actor touches its :class:`OpenBuffer`; the registry asks it for its
 summary instead of reading it.
@@ -20,9 +20,9 @@ from typing import Any
 import pykka
 
 from actors.actor_registry import answer_ping
-from actors.bus_thread import BusThread, RequestContext
-from rio.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
-from rio.errors import DocumentError, RioError
+from actors.bus.service import BusThread, RequestContext
+from rio.protocol.errors import DocumentError, RioError
+from rio.text.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 
 log = logging.getLogger("rio.documents")
 

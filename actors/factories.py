@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from actors.actor_registry import ActorHost, Handler, actor_factory
-from rio.instance import journal_dir
+from rio.config.instance import journal_dir
 
 
 @actor_factory("documents")
@@ -19,7 +19,7 @@ def start_documents(host: ActorHost) -> dict[str, Handler]:
 
     file_port = journal_store = None
     if host.fault_injection:
-        from actors.faults import SwitchableFilePort, SwitchableJournalStore
+        from actors.faults.injection import SwitchableFilePort, SwitchableJournalStore
         file_port = SwitchableFilePort.install(host)
         journal_store = SwitchableJournalStore.install(host, journal_dir(host.root))
     routes = BufferRoutes()

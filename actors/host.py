@@ -21,8 +21,8 @@ from typing import Callable
 import pykka
 
 from actors.actor_registry import factory_for
-from actors.bus import Endpoints
-from actors.bus_thread import BusThread, RequestContext
+from actors.bus.client import Endpoints
+from actors.bus.service import BusThread, RequestContext
 
 log = logging.getLogger("rio.host")
 

@@ -2,7 +2,7 @@
 
 :class:`RunnerActor` starts a command through :mod:`actors.process_control` (a session and
 process group of its own, a cookie, death with the core), and one :class:`RunMonitor` thread per
-run reads its pipes, batches the output (:class:`rio.runner.OutputBatcher`), enforces the timeout
+run reads its pipes, batches the output (:class:`rio.runs.runner.OutputBatcher`), enforces the timeout
 and, when the command ends, is stopped or times out, ends the WHOLE group with the full stop
 sequence (TERM the group → grace → KILL → sweep by cookie), so a helper the command left in the
 background never outlives its run.
@@ -32,9 +32,10 @@ from typing import Any, Callable
 import pykka
 
 from actors import process_control
-from actors.bus_thread import BusThread, RequestContext
-from rio.errors import FileError, ProtocolError, RioError
-from rio.runner import (
+from actors.bus.service import BusThread, RequestContext
+from rio.files.workspace import Workspace
+from rio.protocol.errors import FileError, ProtocolError, RioError
+from rio.runs.runner import (
     DEFAULT_OUTPUT_CAP,
     ExitHow,
     OutputBatcher,
@@ -45,9 +46,8 @@ from rio.runner import (
     plan_run,
     scrub_environment,
 )
-from rio.workspace import Workspace
 
-log = logging.getLogger("rio.runner")
+log = logging.getLogger("rio.runs.runner")
 
 #: After the main process exits, wait this long for the pipes to reach EOF before ending the
 #: group (a background helper holding stdout open would otherwise keep the run alive forever).

@@ -27,13 +27,13 @@ from typing import Any
 import psutil
 
 from actors import process_control
-from actors.bus import Endpoints, connect
-from actors.hub import Hub
-from rio import ops
-from rio.errors import BusError, ConfigError, ProtocolError, RioError
-from rio.instance import InstanceInfo, InstancePaths, default_name, pid_alive, state_base
-from rio.protocol import Reply, Request
-from rio.supervisor_config import ProcessSpec, RestartBudget, SupervisorConfig, load_config
+from actors.bus.client import Endpoints, connect
+from actors.bus.hub import Hub
+from rio.config.instance import InstanceInfo, InstancePaths, default_name, pid_alive, state_base
+from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig, load_config
+from rio.protocol import ops
+from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
+from rio.protocol.frames import Reply, Request
 
 log = logging.getLogger("rio.supervisor")
 
@@ -104,7 +104,7 @@ class Supervisor:
 
     def start(self) -> None:
         if self.listen:  # no keys or a bad address: refuse before claiming anything
-            from actors.remote import check_listen
+            from actors.bus.remote import check_listen
             check_listen(self.listen)
         self.claim_instance()
         process_control.become_subreaper()
@@ -129,7 +129,7 @@ class Supervisor:
         self.conn = connect(endpoints, name="supervisor")
 
     def _start_remote_listener(self) -> None:
-        from actors.remote import start_curve_proxy
+        from actors.bus.remote import start_curve_proxy
         self.remote = start_curve_proxy(self, self.listen)
 
     def _argv_for(self, spec: ProcessSpec) -> list[str]:
@@ -303,7 +303,7 @@ class Supervisor:
             return self._system_op(req)
         except Exception as exc:  # noqa: BLE001 -- this runs on the hub thread: never kill it
             log.exception("%s failed", req.op)
-            from actors.bus import as_error
+            from actors.bus.client import as_error
             return Reply.failure(req.id, as_error(exc))
 
     def _system_op(self, req: Request) -> Reply:
@@ -435,7 +435,7 @@ class Supervisor:
             return Reply.failure(req.id, ProtocolError(
                 "fault_injection_off", "Fault injection is off on this instance.",
                 "Start it with `rio serve --fault-injection` (test deployments only)."))
-        from actors.faults import apply_fault
+        from actors.faults.injection import apply_fault
         try:
             return Reply.success(req.id, apply_fault(self, args))
         except RioError as err:
@@ -500,7 +500,7 @@ def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
               file=sys.stderr)
         return 3
     try:
-        from rio.instance import config_base
+        from rio.config.instance import config_base
         user = config_base() / "supervisor.toml"
         from actors.actor_registry import ON_DEMAND, known_actors
         config = load_config(None, user if user.exists() else None, placement=placement,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pykka
 
-from actors.bus_thread import RequestContext
-from rio.fs_ops import FsOps
+from actors.bus.service import RequestContext
+from rio.files.fs_ops import FsOps
 
 
 class WorkspaceActor(pykka.ThreadingActor):

@@ -1,6 +1,6 @@
 """A real :class:`ui.tk.editor.EditorTab` in the test process, against an in-process core.
 
-The core here is :class:`rio.document.Document` behind a connection with the editor's
+The core here is :class:`rio.text.document.Document` behind a connection with the editor's
 ``request(op, params, callback)`` face. Requests and events wait in one FIFO queue (the bus keeps
 order) until the test calls :meth:`FakeCore.pump`, so a test decides when the core answers and
 can land other writers' changes in between. Everything else is the desktop's own code: the Tk
@@ -15,10 +15,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from rio.buffer_state import change_event
-from rio.document import Change, Document
-from rio.errors import RioError
-from rio.protocol import Reply
+from rio.protocol.errors import RioError
+from rio.protocol.frames import Reply
+from rio.text.buffer_state import change_event
+from rio.text.document import Change, Document
 from ui.tk.editor import EditorTab, install_editor_bindings
 from ui.tk.theme import get_theme
 

@@ -1,6 +1,6 @@
 """Hypothesis strategies for hostile frames, shared by the decoder fuzz and the socket fuzz.
 
-The wrong-typed requests are generated from the op catalogue (``rio.ops.REGISTRY``), so an op
+The wrong-typed requests are generated from the op catalogue (``rio.protocol.ops.REGISTRY``), so an op
 added there is fuzzed without touching the tests. Every request these strategies build is
 invalid by construction (one argument of the wrong type, an unknown argument, nesting too deep,
 a non-string key ...), so sending one to a live instance never runs an op: it must come back as
@@ -15,8 +15,8 @@ from typing import Any
 import msgpack
 from hypothesis import strategies as st
 
-from rio import ops
-from rio.protocol import MAX_DEPTH, PROTOCOL_VERSION
+from rio.protocol import ops
+from rio.protocol.frames import MAX_DEPTH, PROTOCOL_VERSION
 
 _ids = itertools.count(1)
 

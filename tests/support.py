@@ -95,7 +95,7 @@ class RioServer:
         return json.loads((self.runtime / "instance.json").read_text())
 
     def connect(self, name: str = "test", subscribe: tuple[str, ...] = ()):
-        from actors.bus import Endpoints, connect
+        from actors.bus.client import Endpoints, connect
         info = self.info()
         return connect(Endpoints(info["requests"], info["events"]), name=name,
                        subscribe=subscribe)
@@ -116,8 +116,8 @@ class RioServer:
     def journaled(self, text: str) -> bool:
         """True once one of the instance's journals on disk recovers to ``text``: what a
         killed core would bring back (journals of small files keep their base text)."""
-        from rio.errors import RioError
-        from rio.journal import recover
+        from rio.protocol.errors import RioError
+        from rio.text.journal import recover
         for path in Path(self.env["RIO_STATE_DIR"]).glob("projects/*/journal/*"):
             try:
                 if recover(path.read_bytes()).text == text:

@@ -1,4 +1,4 @@
-"""`rio agents` and the core's `agents.list` (actors/agents_actor.py) on a real folder."""
+"""`rio agents` and the core's `agents.list` (actors/agents/discovery.py) on a real folder."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from actors.agents_actor import AgentsActor
-from rio import cli, ops, roles
-from rio.protocol import Request
+from actors.agents.discovery import AgentsActor
+from rio.cli import main as cli
+from rio.protocol import ops, roles
+from rio.protocol.frames import Request
 
 
 @pytest.fixture

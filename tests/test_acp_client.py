@@ -1,6 +1,6 @@
 """rio/acp/client.py against the fake ACP agent: a real subprocess on real stdio.
 
-Every test starts the fake agent through the real process port (actors/acp_process.py, i.e.
+Every test starts the fake agent through the real process port (actors/agents/acp_process.py, i.e.
 process_control) and ends it in a ``finally`` — and checks that nothing it started survives.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 import psutil
 import pytest
 
-from actors.acp_process import ProcessControlPort
+from actors.agents.acp_process import ProcessControlPort
 from rio.acp.client import AcpClient, AcpSettings
 from rio.acp.port import WriteOutcome, agent_environment
 from rio.acp.protocol_log import ProtocolLog
-from rio.errors import PathError
+from rio.protocol.errors import PathError
 
 FAKE = str(Path(__file__).parent / "fakes" / "acp_agent.py")
 pytestmark = pytest.mark.timeout(120)

@@ -23,7 +23,7 @@ from rio.acp.discovery import (
     search_dirs,
     spec_for,
 )
-from rio.errors import AgentError, ConfigError
+from rio.protocol.errors import AgentError, ConfigError
 
 
 class FakeHost:

@@ -154,7 +154,7 @@ def test_translator_opens_unknown_calls_and_ends_each_call_once():
 def test_settings_for_a_discovered_agent_use_its_program_for_sign_in(tmp_path):
     from rio.acp.client import settings_for
     from rio.acp.discovery import AgentInfo, AgentSpec
-    from rio.errors import AgentError
+    from rio.protocol.errors import AgentError
     info = AgentInfo("opencode", "OpenCode", True, "/bin/opencode", ("acp",))
     spec = AgentSpec("opencode", "OpenCode", "opencode", ("acp",), {"X": "1"})
     s = settings_for(info, spec, tmp_path, {"RIO_BUS": "b", "HOME": "/h"})

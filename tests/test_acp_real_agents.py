@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
-from actors.acp_process import ProcessControlPort
+from actors.agents.acp_process import ProcessControlPort
 from rio.acp.client import AcpClient, AcpSettings
 from tests.fakes.model_servers import (
     FakeModelServer,

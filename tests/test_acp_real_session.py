@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from rio.errors import RioError
-from rio.protocol import thaw
+from rio.protocol.errors import RioError
+from rio.protocol.frames import thaw
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
 from tests.support import RioServer, rio_env
 from tests.test_acp_real_agents import CLAUDE, NODE, need

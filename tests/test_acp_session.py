@@ -14,8 +14,8 @@ from typing import Any
 import psutil
 import pytest
 
-from rio.errors import BusError, RioError
-from rio.protocol import thaw
+from rio.protocol.errors import BusError, RioError
+from rio.protocol.frames import thaw
 from tests.support import REPO, RioServer, rio_env, wait_for, wait_gone
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]

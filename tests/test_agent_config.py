@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rio.agent_config import (
+from rio.agent.config import (
     DEFAULT_PROVIDERS,
     AgentConfig,
     apply_overrides,
@@ -14,7 +14,7 @@ from rio.agent_config import (
     load_agent_config,
     parse_agent_config,
 )
-from rio.errors import ConfigError
+from rio.protocol.errors import ConfigError
 
 
 def test_defaults_without_a_file(tmp_path: Path) -> None:
@@ -136,8 +136,8 @@ def test_config_dir_honours_rio_config_dir(tmp_path: Path) -> None:
 
 
 def test_idle_stop_s_defaults_to_minutes_and_refuses_negative_values() -> None:
-    from rio.agent_config import parse_agent_config
-    from rio.errors import ConfigError
+    from rio.agent.config import parse_agent_config
+    from rio.protocol.errors import ConfigError
     assert parse_agent_config("").idle_stop_s == 300.0
     assert parse_agent_config("[agent]\nidle_stop_s = 0\n").idle_stop_s == 0.0
     assert parse_agent_config("[agent]\nidle_stop_s = 2.5\n").idle_stop_s == 2.5

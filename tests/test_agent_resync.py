@@ -7,7 +7,7 @@ import asyncio
 from typing import Any, Mapping
 
 from rio.agent.tools import Proposal, Tools
-from rio.buffer_state import stale_base
+from rio.text.buffer_state import stale_base
 
 
 class RestartingPort:

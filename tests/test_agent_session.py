@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from rio.errors import BusError, RioError
-from rio.protocol import thaw
+from rio.protocol.errors import BusError, RioError
+from rio.protocol.frames import thaw
 from tests.fakes.model_servers import (
     FakeModelServer,
     Reply,

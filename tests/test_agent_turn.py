@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from rio.agent.gate import Gate, Limits
 from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import INTERRUPTED, STOPPED, Turn, TurnSpec, close_dangling, merge_interrupted
-from rio.errors import AgentError, DocumentError, PathError
-from rio.gate import Gate, Limits
+from rio.protocol.errors import AgentError, DocumentError, PathError
 from rio.providers.base import (
     Delta,
     Done,

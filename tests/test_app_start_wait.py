@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors.bus import Endpoints, connect
-from actors.bus_thread import BusThread
-from actors.hub import Hub
+from actors.bus.client import Endpoints, connect
+from actors.bus.hub import Hub
+from actors.bus.service import BusThread
 
 pytestmark = pytest.mark.timeout(60)
 

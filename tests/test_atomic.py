@@ -1,11 +1,11 @@
-"""rio.atomic: private JSON files replaced atomically."""
+"""rio.files.atomic: private JSON files replaced atomically."""
 
 import json
 import stat
 
 import pytest
 
-from rio.atomic import write_json
+from rio.files.atomic import write_json
 
 
 def test_writes_private_json_and_replaces_it(tmp_path):

@@ -6,11 +6,11 @@ A "crash" here is what a killed core leaves behind: the journal folder as it is,
 
 import pytest
 
-import rio.journal as journal_mod
-from rio.buffer_state import EPOCH_BITS, BufferFactory
-from rio.document import Change
-from rio.errors import DocumentError
-from rio.journal import JournalWriter, MemoryJournalStore, recover
+import rio.text.journal as journal_mod
+from rio.protocol.errors import DocumentError
+from rio.text.buffer_state import EPOCH_BITS, BufferFactory
+from rio.text.document import Change
+from rio.text.journal import JournalWriter, MemoryJournalStore, recover
 
 
 def args(**kw):

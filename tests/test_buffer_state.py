@@ -3,9 +3,9 @@
 
 import pytest
 
-import rio.buffer_state as bs
-from rio.buffer_state import BufferFactory
-from rio.errors import DocumentError, FileError, PathError
+import rio.text.buffer_state as bs
+from rio.protocol.errors import DocumentError, FileError, PathError
+from rio.text.buffer_state import BufferFactory
 
 
 def args(**kw):

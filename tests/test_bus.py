@@ -7,11 +7,11 @@ import msgpack
 import pytest
 import zmq
 
-from actors.bus import Endpoints, connect
-from actors.bus_thread import BusThread
-from actors.hub import Hub
-from rio.errors import BusError, ProtocolError
-from rio.protocol import Request, decode, encode
+from actors.bus.client import Endpoints, connect
+from actors.bus.hub import Hub
+from actors.bus.service import BusThread
+from rio.protocol.errors import BusError, ProtocolError
+from rio.protocol.frames import Request, decode, encode
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from actors.bus import Endpoints, connect
-from actors.bus_async import AsyncLink
-from actors.bus_thread import BusThread
-from actors.hub import Hub
-from rio.errors import BusError, PathError
-from rio.protocol import thaw
+from actors.bus.async_client import AsyncLink
+from actors.bus.client import Endpoints, connect
+from actors.bus.hub import Hub
+from actors.bus.service import BusThread
+from rio.protocol.errors import BusError, PathError
+from rio.protocol.frames import thaw
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from actors.bus_thread import RequestContext
+from actors.bus.service import RequestContext
 from tests.fakes.fake_session import FakeSession, assistant
 from tests.support import RioServer, rio_env, wait_for
 
@@ -614,12 +614,12 @@ class _Store:
         self.stored = stored
 
     def get(self, provider):
-        from rio.secrets import Secret
+        from rio.agent.secrets import Secret
         return (Secret("sk-stored-000000"), "keyring") if self.stored else (None, None)
 
 
 def test_the_prompt_says_when_no_key_is_set(tmp_path, monkeypatch):
-    from rio.cli_agent import key_notice
+    from rio.cli.agent import key_notice
     monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
     none = key_notice("anthropic", None, True, env={}, store=_Store(False))
     assert none and "No API key is set for anthropic" in none and "rio key set anthropic" in none

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from rio.errors import BusError
+from rio.protocol.errors import BusError
 from tests.test_chat_cli import ScriptedConn, scripted_client
 from ui.term.chat import TurnResult
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from actors.hub import Hub
-from rio import cli_agent
-from rio.errors import BusError
-from rio.instance import InstancePaths, default_name
-from rio.protocol import Reply
+from actors.bus.hub import Hub
+from rio.cli import agent as cli_agent
+from rio.config.instance import InstancePaths, default_name
+from rio.protocol.errors import BusError
+from rio.protocol.frames import Reply
 
 pytestmark = pytest.mark.timeout(60)
 

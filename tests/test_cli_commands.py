@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from rio import cli
-from rio.errors import BusError, ProtocolError
+from rio.cli import main as cli
+from rio.protocol.errors import BusError, ProtocolError
 from tests.support import REPO
 
 
@@ -54,7 +54,7 @@ def documented_codes() -> dict[int, str]:
 
 
 def test_one_exit_code_table_holds_every_module():
-    from rio import cli_agent
+    from rio.cli import agent as cli_agent
     from ui.term import chat
     codes = documented_codes()
     assert set(codes) == {0, 1, 2, 3, 4, 5, 130}
@@ -162,7 +162,7 @@ def test_client_keys_make_every_folder_they_create_private(tmp_path):
     import os
     import stat
 
-    from actors import curve_keys
+    from actors.bus import curve_keys
     base = tmp_path / "config" / "rio" / "curve"          # none of it exists yet
     os.umask(old := os.umask(0o022))
     try:
@@ -178,7 +178,7 @@ def test_keys_client_on_a_machine_without_a_server_says_how_to_authorise(tmp_pat
                                                                          monkeypatch):
     import stat
 
-    from actors import curve_keys
+    from actors.bus import curve_keys
     monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path / "config"))
     assert cli.main(["keys", "--client", "laptop"]) == 0
     out = capsys.readouterr().out

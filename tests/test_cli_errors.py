@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rio import cli
+from rio.cli import main as cli
 from tests.support import REPO, RioServer
 
 ONE_LINE = "rio: "
@@ -65,7 +65,7 @@ def test_rio_call_on_a_folder_with_a_non_utf8_name(tmp_path):
         f.write(b"y")
     srv = RioServer(root, tmp_path / "base").start()
     try:
-        base = [sys.executable.encode(), b"-m", b"rio.cli", b"call"]
+        base = [sys.executable.encode(), b"-m", b"rio.cli.main", b"call"]
         tail = [b"--instance", srv.name.encode()]
         listed = subprocess.run(base + [b"fs.list", b'{"path": "d"}'] + tail, env=srv.env,
                                 capture_output=True, cwd=str(REPO), timeout=30)
@@ -95,7 +95,7 @@ def test_main_called_in_process_keeps_pythons_sigpipe_handling(tmp_path, monkeyp
     killed pytest with no report (exit 141)."""
     import signal
 
-    from rio.cli import main
+    from rio.cli.main import main
     monkeypatch.setenv("RIO_RUNTIME_DIR", str(tmp_path / "run"))
     before = signal.getsignal(signal.SIGPIPE)
     code = main(["status", "--instance", "nosuchinstance"])

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from rio.conversations import (
+from rio.agent.conversations import (
     DEFAULT_TITLE,
     INTERRUPTED_RESULT,
     ConversationStore,
@@ -18,7 +18,7 @@ from rio.conversations import (
     dangling_tool_calls,
     undo_label,
 )
-from rio.errors import AgentError
+from rio.protocol.errors import AgentError
 from rio.providers.base import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 

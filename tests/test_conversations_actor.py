@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 import pytest
 
-from actors.bus_thread import RequestContext
-from rio.conversations import INTERRUPTED_RESULT
-from rio.errors import AgentError, BusError, ProtocolError
-from rio.protocol import thaw
+from actors.bus.service import RequestContext
+from rio.agent.conversations import INTERRUPTED_RESULT
+from rio.protocol.errors import AgentError, BusError, ProtocolError
+from rio.protocol.frames import thaw
 from tests.fakes.fake_session import FakeSession, assistant
 from tests.support import RioServer, wait_for
 
@@ -478,21 +478,21 @@ class FakeBus:
 
 
 def ask(actor, bus: FakeBus, op: str, args: dict) -> Any:
-    from rio import ops
-    from rio.protocol import Request
+    from rio.protocol import ops
+    from rio.protocol.frames import Request
     request = Request(f"r{len(bus.replies)}-{op}", op, args)
     actor.tell(RequestContext(bus, b"client", request, ops.validate(request)))
     reply = bus.wait(lambda: bus.replies.get(request.id))
     if not reply.ok:
-        from rio.errors import error_from_wire
+        from rio.protocol.errors import error_from_wire
         raise error_from_wire(reply.error)
     return reply.result
 
 
 @pytest.fixture
 def in_process(tmp_path):
-    from actors.conversations_actor import ConversationsActor
-    from rio.conversations import ConversationStore
+    from actors.agents.conversations import ConversationsActor
+    from rio.agent.conversations import ConversationStore
     made = []
 
     def start(handlers):
@@ -574,7 +574,7 @@ def test_no_session_process_at_all_ends_the_turn_as_unavailable(in_process):
 
 
 def test_worker_pool_reuses_idle_threads():
-    from actors.conversations_actor import WorkerPool
+    from actors.agents.conversations import WorkerPool
     pool = WorkerPool("t", 8)
     done = []
     for i in range(20):
@@ -615,7 +615,7 @@ def agent_state(server: RioServer, cid: str) -> tuple[str | None, int | None]:
 def test_e2e_an_idle_session_process_is_stopped_and_started_again(idle_server, model):
     import psutil
 
-    from rio.cli import render_status
+    from rio.cli.main import render_status
     from tests.fakes.model_servers import anthropic_text
     from tests.support import wait_for
     client = Client(idle_server)
@@ -645,7 +645,7 @@ def test_e2e_an_idle_session_process_is_stopped_and_started_again(idle_server, m
 
 
 def test_idle_timers_fire_once_and_a_new_turn_makes_the_old_one_stale():
-    from actors.turn_workers import IdleTimers
+    from actors.agents.turn_workers import IdleTimers
     fired: list[tuple[str, int]] = []
     event = threading.Event()
     timers = IdleTimers(0.01, lambda cid, gen: (fired.append((cid, gen)), event.set()))
@@ -666,7 +666,7 @@ def test_idle_timers_fire_once_and_a_new_turn_makes_the_old_one_stale():
 
 
 def test_process_events_wake_a_waiter_without_polling():
-    from actors.turn_workers import ProcessEvents
+    from actors.agents.turn_workers import ProcessEvents
     events = ProcessEvents()
     events.record({"name": "agent:x", "event": "ready"})
     events.forget("agent:x")                       # watching afresh: the old event is gone

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from actors.bus import Endpoints, connect
-from actors.bus_thread import BusThread
-from actors.hub import Hub
-from rio.protocol import Reply, Request, encode
+from actors.bus.client import Endpoints, connect
+from actors.bus.hub import Hub
+from actors.bus.service import BusThread
+from rio.protocol.frames import Reply, Request, encode
 from tests.support import RioServer, wait_for
 
 pytestmark = pytest.mark.timeout(90)

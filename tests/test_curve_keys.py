@@ -6,8 +6,8 @@ import pytest
 import zmq
 import zmq.auth
 
-from actors import curve_keys
-from rio.errors import BusError, ConfigError
+from actors.bus import curve_keys
+from rio.protocol.errors import BusError, ConfigError
 
 
 def mode(path):
@@ -122,7 +122,7 @@ def test_a_garbled_key_file_is_a_config_error(tmp_path):
 
 
 def test_rio_keys_gives_roles_and_lists_them(tmp_path, monkeypatch, capsys):
-    from rio import cli
+    from rio.cli import main as cli
     monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
     assert cli.main(["keys", "--client", "viewer", "--role", "observer"]) == 0
     assert cli.main(["keys", "--client", "dev"]) == 0                      # editor by default
@@ -142,7 +142,7 @@ def test_rio_keys_gives_roles_and_lists_them(tmp_path, monkeypatch, capsys):
 
 
 def test_rio_keys_add_is_client_or_authorize(tmp_path, monkeypatch, capsys):
-    from rio import cli
+    from rio.cli import main as cli
     monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
     assert cli.main(["keys", "add", "here"]) == 0                       # made here, editor
     pair, _ = curve_keys.create_client_keys("far", tmp_path / "other", authorise=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rio.danger import classify, classify_argv
+from rio.agent.danger import classify, classify_argv
 
 DANGEROUS = [
     ("rm -rf build", "rm_rf"),

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio.document import Change, Document
-from rio.errors import DocumentError
+from rio.protocol.errors import DocumentError
+from rio.text.document import Change, Document
 
 
 class FakeClock:
@@ -108,7 +108,7 @@ def test_a_pause_ends_the_typing_step(clock):
 
 
 def test_a_held_key_is_split_into_bounded_steps(clock):
-    from rio.document import TYPING_RUN_LIMIT
+    from rio.text.document import TYPING_RUN_LIMIT
     doc = Document(clock=clock)
     type_text(doc, 0, "a" * (TYPING_RUN_LIMIT + 5))
     doc.undo()
@@ -261,7 +261,7 @@ def test_batch_of_noops_makes_no_undo_step():
 
 
 def test_apply_takes_wire_lists_and_records():
-    from rio.transform import Edit
+    from rio.text.transform import Edit
     doc = Document("abc")
     doc.apply([[0, 1, "A"], Edit(2, 3, "C")])
     assert doc.text() == "AbC"

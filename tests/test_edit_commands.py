@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.edit_commands import (
+from rio.text.edit_commands import (
     IndentStyle,
     TextEdit,
     apply_edits,

@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
-from rio.buffer_state import BufferFactory
-from rio.document import UNDO_TEXT_LIMIT
-from rio.editor_config import MIB, undo_text_limit
+from rio.config.editor import MIB, undo_text_limit
+from rio.text.buffer_state import BufferFactory
+from rio.text.document import UNDO_TEXT_LIMIT
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -26,7 +26,7 @@ def test_undo_mb_sets_the_bound(tmp_path, text, expected):
                                   "[editor]\nundo_mb = true\n", "[editor\nbroken"])
 def test_a_bad_value_is_logged_and_the_default_used(tmp_path, caplog, text):
     (tmp_path / "config.toml").write_text(text)
-    with caplog.at_level(logging.WARNING, logger="rio.editor_config"):
+    with caplog.at_level(logging.WARNING, logger="rio.config.editor"):
         assert undo_text_limit(tmp_path) == UNDO_TEXT_LIMIT
     assert "config.toml" in caplog.text
 

@@ -3,10 +3,10 @@
 
 import pytest
 
-import actors.agent_session as agent_session
-from rio.agent_config import AgentConfig, apply_overrides, guard_endpoint, parse_agent_config
-from rio.errors import AgentError, ConfigError
-from rio.secrets import Secret
+import actors.agents.session as agent_session
+from rio.agent.config import AgentConfig, apply_overrides, guard_endpoint, parse_agent_config
+from rio.agent.secrets import Secret
+from rio.protocol.errors import AgentError, ConfigError
 
 
 class Keys:

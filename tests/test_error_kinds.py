@@ -1,7 +1,7 @@
 """Error kinds are matched by name all over Rio (``err.kind == "bus.timeout"``); a typo there
 would silently never match. This suite reads every comparison against a kind and every error
 built from a leaf, in the code and the tests, and checks each against the tree of
-:mod:`rio.errors` — the one list of kinds (:data:`rio.errors.KINDS`)."""
+:mod:`rio.protocol.errors` — the one list of kinds (:data:`rio.protocol.errors.KINDS`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rio import errors
-from rio.errors import KINDS, RioError, kind_of
+from rio.protocol import errors
+from rio.protocol.errors import KINDS, RioError, kind_of
 
 REPO = Path(__file__).resolve().parent.parent
 FOLDERS = ("rio", "actors", "ui", "tests", "tools")

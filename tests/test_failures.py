@@ -8,8 +8,7 @@ import datetime as dt
 import httpx
 import pytest
 
-from rio.errors import AgentError, error_from_wire
-from rio.failures import (
+from rio.agent.failures import (
     RetryPolicy,
     classify_exception,
     classify_failure,
@@ -19,6 +18,7 @@ from rio.failures import (
     not_configured,
     retry_after_seconds,
 )
+from rio.protocol.errors import AgentError, error_from_wire
 from rio.providers.base import Delta, Done, Event, ProviderFailure, stream_with_retries
 
 NOW = 1_800_000_000.0
@@ -260,12 +260,12 @@ def test_rate_limiting_names_a_key_only_when_one_was_sent() -> None:
 @pytest.mark.parametrize("endpoint", ["notaurl", "notaurl/v1/messages", "ftp://x/v1",
                                       "http:///v1", "api.anthropic.com/v1/messages"])
 def test_an_endpoint_that_is_not_a_url_is_said_so_not_plain_http(endpoint: str) -> None:
-    from rio.errors import AgentError
+    from rio.protocol.errors import AgentError
     from rio.providers.anthropic_auth import ApiKeyAuth
     from rio.providers.openai_compat import BearerKeyAuth
     for auth in (ApiKeyAuth.from_key("sk-test-123456"),
                  BearerKeyAuth(lambda: (None, None)),
-                 BearerKeyAuth(lambda: (__import__("rio.secrets").secrets.Secret("k"), "x"))):
+                 BearerKeyAuth(lambda: (__import__("rio.agent.secrets").secrets.Secret("k"), "x"))):
         with pytest.raises(AgentError) as caught:
             auth.headers(endpoint)
         assert caught.value.kind == "agent.not_configured", endpoint

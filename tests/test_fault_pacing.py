@@ -1,4 +1,4 @@
-"""Pacing `rio faults` inside each process's restart budget (rio/fault_pacing.py)."""
+"""Pacing `rio faults` inside each process's restart budget (rio/faults/pacing.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio.fault_pacing import Budget, Pacer, plan_line, refusal
+from rio.faults.pacing import Budget, Pacer, plan_line, refusal
 
 
 def test_the_default_budget_allows_four_quick_faults_then_waits_for_the_window():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rio.fault_report import (
+from rio.faults.report import (
     FaultResult,
     ProcInfo,
     Report,

@@ -1,6 +1,6 @@
 """`rio faults` stale_resend end to end: the core killed with an edit in flight, then the client
 resends that request and an acknowledged one under their ids with their stale bases
-(actors/fault_resend.py, ADR-0020)."""
+(actors/faults/resend.py, ADR-0020)."""
 
 from __future__ import annotations
 

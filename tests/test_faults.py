@@ -182,9 +182,9 @@ def test_kills_are_paced_inside_the_instances_restart_budget(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_an_aborted_run_prints_its_table_and_cleans_up(tmp_path: Path, monkeypatch,
                                                        capsys) -> None:
-    from actors import fault_harness
-    from rio.errors import BusError
-    from rio.fault_report import render_table
+    from actors.faults import harness as fault_harness
+    from rio.faults.report import render_table
+    from rio.protocol.errors import BusError
     srv = tight_budget_server(tmp_path)
     try:
         for key, value in srv.env.items():

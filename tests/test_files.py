@@ -1,4 +1,4 @@
-"""rio.files: format-keeping decode/encode, atomic save, conflicts, faults."""
+"""rio.files.files: format-keeping decode/encode, atomic save, conflicts, faults."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rio.errors import FileError, PathError, ProtocolError
-from rio.files import (
+from rio.files.files import (
     LATIN1_WARNING,
     FaultyFilePort,
     FileFormat,
@@ -27,6 +26,7 @@ from rio.files import (
     looks_binary,
     save_file,
 )
+from rio.protocol.errors import FileError, PathError, ProtocolError
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -524,7 +524,7 @@ def test_save_over_a_folder_is_refused(tmp_path: Path) -> None:
 
 
 def test_error_survives_the_wire(tmp_path: Path) -> None:
-    from rio.errors import error_from_wire
+    from rio.protocol.errors import error_from_wire
 
     path = tmp_path / "c.txt"
     path.write_text("x")

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from rio.errors import DocumentError
-from rio.find_in_files import (
+from rio.files.find_in_files import (
     MAX_LINE_TEXT,
     ProjectSearch,
     filter_paths,
     find_in_files,
     format_match,
 )
-from rio.search import SearchOptions
+from rio.files.search import SearchOptions
+from rio.protocol.errors import DocumentError
 
 FILES = {
     "a.py": "import os\nx = os.path\n\ndef Path():\n    return os\n",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.edit_commands import TextEdit, apply_edits
+from rio.text.edit_commands import TextEdit, apply_edits
 from ui.tk.find_model import (
     LineIndex,
     describe_replace_all,

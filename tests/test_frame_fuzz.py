@@ -19,12 +19,12 @@ import pytest
 import zmq
 from hypothesis import HealthCheck, given, settings
 
-from actors import curve_keys
-from actors.bus import Endpoints
-from actors.bus_thread import BusThread
-from actors.hub import WELCOME
-from rio import ops
-from rio.protocol import Reply, Request, decode, encode
+from actors.bus import curve_keys
+from actors.bus.client import Endpoints
+from actors.bus.hub import WELCOME
+from actors.bus.service import BusThread
+from rio.protocol import ops
+from rio.protocol.frames import Reply, Request, decode, encode
 from tests.frame_strategies import deep_request, hostile_frame, nest, request_bytes
 from tests.support import RioServer, rio_env
 from tests.test_remote import free_port_pair
@@ -144,7 +144,7 @@ def test_remote_bridge_answers_hostile_frames(instance):
 def test_an_oversize_frame_is_cut_by_the_socket_and_the_hub_lives_on(instance):
     """ZMQ_MAXMSGSIZE: libzmq drops the frame from its length header and disconnects the sender;
     nothing of it is allocated, and everyone else is served as before."""
-    from rio.protocol import MAX_SOCKET_MESSAGE_BYTES
+    from rio.protocol.frames import MAX_SOCKET_MESSAGE_BYTES
     before = _health(instance)
     sock = _dealer(instance.info()["requests"])
     try:
@@ -262,7 +262,7 @@ def test_rio_call_with_deeply_nested_args_prints_one_error_line(instance):
 
 @pytest.fixture
 def local_hub(tmp_path):
-    from actors.hub import Hub
+    from actors.bus.hub import Hub
     endpoints = Endpoints(f"ipc://{tmp_path}/r", f"ipc://{tmp_path}/e")
     hub = Hub(endpoints.requests, endpoints.events).start()
     yield endpoints
@@ -273,9 +273,9 @@ def local_hub(tmp_path):
 def test_a_result_too_big_to_send_is_answered_as_oversize_and_the_service_stays(local_hub):
     """Before: the core sent it, the client's decode dropped it and the call timed out (and with
     the socket limit the hub would cut the core's connection). Now the service sends the error."""
-    from actors.bus import connect
-    from rio.errors import ProtocolError
-    from rio.protocol import MAX_FRAME_BYTES
+    from actors.bus.client import connect
+    from rio.protocol.errors import ProtocolError
+    from rio.protocol.frames import MAX_FRAME_BYTES
 
     def handle(ctx):
         size = MAX_FRAME_BYTES + 1 if ctx.args["path"] == "big" else 1
@@ -295,7 +295,7 @@ def test_a_result_too_big_to_send_is_answered_as_oversize_and_the_service_stays(
 
 @pytest.mark.timeout(60)
 def test_a_failing_event_handler_or_reply_callback_does_not_stop_the_reading(local_hub):
-    from actors.bus import connect
+    from actors.bus.client import connect
     seen = []
 
     def handle(ctx):
@@ -325,8 +325,8 @@ def test_a_failing_event_handler_or_reply_callback_does_not_stop_the_reading(loc
 
 @pytest.mark.timeout(30)
 def test_ops_the_hub_routes_by_an_argument_check_it_first(local_hub):
-    from actors.bus import connect
-    from rio.errors import ProtocolError
+    from actors.bus.client import connect
+    from rio.protocol.errors import ProtocolError
     conn = connect(local_hub, name="asker")
     try:
         for op, args in (("host.ping", {"process": 5}), ("session.status", {"conversation": []}),
@@ -339,9 +339,10 @@ def test_ops_the_hub_routes_by_an_argument_check_it_first(local_hub):
 
 
 def test_every_rio_socket_refuses_messages_over_the_socket_limit(local_hub, monkeypatch):
-    """Both sockets of a client are made by actors.bus_socket, which sets the limit."""
-    from actors import bus, bus_socket
-    from rio.protocol import MAX_SOCKET_MESSAGE_BYTES
+    """Both sockets of a client are made by actors.bus.sockets, which sets the limit."""
+    from actors.bus import client as bus
+    from actors.bus import sockets as bus_socket
+    from rio.protocol.frames import MAX_SOCKET_MESSAGE_BYTES
     made: list[zmq.Socket] = []
 
     def spy(make):
@@ -365,8 +366,8 @@ def test_every_rio_socket_refuses_messages_over_the_socket_limit(local_hub, monk
 def test_a_request_too_big_to_send_is_answered_through_its_callback(local_hub):
     """The desktop sends edits with callbacks from Tk: an oversize paste must come back as an
     error reply (so the editor resyncs), not as an exception out of ``request``."""
-    from actors.bus import connect
-    from rio.protocol import MAX_FRAME_BYTES
+    from actors.bus.client import connect
+    from rio.protocol.frames import MAX_FRAME_BYTES
     conn = connect(local_hub, name="desktop")
     try:
         got = []

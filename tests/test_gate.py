@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rio.errors import AgentError, ProtocolError
-from rio.gate import Gate, JsonFileStore, Limits, MemoryStore, outside_project
+from rio.agent.gate import Gate, JsonFileStore, Limits, MemoryStore, outside_project
+from rio.protocol.errors import AgentError, ProtocolError
 
 C, T, P = "c1", "t1", "anthropic"
 

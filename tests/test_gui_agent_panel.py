@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rio.errors import RioError
+from rio.protocol.errors import RioError
 from tests.desktop_support import RioDesktop
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
 from tests.support import REPO, wait_for

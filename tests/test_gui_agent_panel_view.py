@@ -302,7 +302,7 @@ def test_a_key_typed_in_the_dialog_is_stored_and_never_shown(tk_root, tmp_path):
     import json
     import tkinter as tk
 
-    from rio.secrets import SecretStore
+    from rio.agent.secrets import SecretStore
     from ui.tk.agent_keys import KeyDialog
     from ui.tk.theme import apply_theme
     theme = apply_theme(tk_root, "classic")

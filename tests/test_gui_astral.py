@@ -39,7 +39,7 @@ def _settled(ed, core) -> str:
     return core.doc.text()
 
 
-# --- what Tk 8.6 does (the facts rio/utf16_columns.py is built on) ------------------------------
+# --- what Tk 8.6 does (the facts rio/text/utf16_columns.py is built on) ------------------------------
 
 def test_tk_counts_an_emoji_as_two_columns_and_steps_over_it(tk_root):
     import tkinter as tk

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from rio.instance import project_state_dir
-from rio.runner import ProjectCommands, save_project_commands
+from rio.config.instance import project_state_dir
+from rio.runs.runner import ProjectCommands, save_project_commands
 from tests.support import RioServer
 from ui.tk import find_dialog
 

@@ -8,8 +8,8 @@ import re
 import psutil
 import pytest
 
-from rio.instance import project_state_dir
-from rio.runner import ProjectCommands, load_project_commands, save_project_commands
+from rio.config.instance import project_state_dir
+from rio.runs.runner import ProjectCommands, load_project_commands, save_project_commands
 from tests.support import RioServer, wait_for
 from tests.tk_stub_app import StubApp
 from ui.tk import output_pane, project_commands

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rio.instance import InstanceInfo, InstancePaths
+from rio.config.instance import InstanceInfo, InstancePaths
 from tests.support import REPO, RUNTIME_DIRS
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(60)]

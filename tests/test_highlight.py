@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio import highlight
-from rio.highlight import (
+from rio.text import highlight
+from rio.text.highlight import (
     TAGS,
     Highlighter,
     choose_lexer,

@@ -1,10 +1,10 @@
-"""rio.ignore: the always-ignored folders and git's ignore rules, without touching a disk."""
+"""rio.files.ignore: the always-ignored folders and git's ignore rules, without touching a disk."""
 
 from __future__ import annotations
 
 import pytest
 
-from rio.ignore import IgnoreRules, parse_gitignore
+from rio.files.ignore import IgnoreRules, parse_gitignore
 
 
 def rules(files: dict[str, str], venvs: frozenset[str] = frozenset(), *,

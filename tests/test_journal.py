@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio.document import Document
-from rio.errors import FileError
-from rio.journal import (
+from rio.protocol.errors import FileError
+from rio.text.document import Document
+from rio.text.journal import (
     MAGIC,
     JournalWriter,
     MemoryJournalStore,
@@ -135,7 +135,7 @@ def test_compaction_rewrites_a_snapshot():
 
 
 def test_should_compact_once_changes_outgrow_the_text(monkeypatch):
-    import rio.journal as journal
+    import rio.text.journal as journal
     monkeypatch.setattr(journal, "COMPACT_FLOOR", 100)
     store = MemoryJournalStore()
     doc, writer = edit_session(store, base="x")
@@ -323,7 +323,7 @@ def test_journaled_document_recovers_exactly(ops):
 def test_the_disk_that_fills_halfway_cuts_the_record_back():
     """ENOSPC after part of a record was written: the journal ends at the last intact record,
     and records appended once space returns follow it directly (no torn record between)."""
-    from rio.journal import FaultyJournalStore
+    from rio.text.journal import FaultyJournalStore
     store = FaultyJournalStore(MemoryJournalStore())
     doc, writer = edit_session(store)
     do(doc, writer, 5, 5, " one")
@@ -342,7 +342,7 @@ def test_the_disk_that_fills_halfway_cuts_the_record_back():
 
 
 def test_a_failed_cut_back_is_retried_before_the_next_append():
-    from rio.journal import FaultyJournalStore
+    from rio.text.journal import FaultyJournalStore
 
     class NoTruncate(FaultyJournalStore):
         refuse = True

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rio.buffer_state import BufferFactory
-from rio.errors import FileError
-from rio.journal import FaultyJournalStore, MemoryJournalStore, OsJournalStore
+from rio.protocol.errors import FileError
+from rio.text.buffer_state import BufferFactory
+from rio.text.journal import FaultyJournalStore, MemoryJournalStore, OsJournalStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -244,8 +244,8 @@ def test_a_crash_between_any_two_steps_of_recovery_loses_nothing(project, tmp_pa
 KILLER = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from rio.buffer_state import BufferFactory
-    from rio.journal import OsJournalStore
+    from rio.text.buffer_state import BufferFactory
+    from rio.text.journal import OsJournalStore
 
     root, journal, kill_at = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     steps = 0
@@ -305,7 +305,7 @@ def test_kill_9_at_every_step_of_recovery_loses_nothing(project, tmp_path):
 
 
 def test_a_failed_rewrite_is_retried_after_a_pause_not_every_tick(project, tmp_path):
-    import rio.buffer_state as bs
+    import rio.text.buffer_state as bs
     now = [1000.0]
     store = FaultyJournalStore(MemoryJournalStore())
     buf = BufferFactory(project, tmp_path / "j", journal_store=store).new("draft")

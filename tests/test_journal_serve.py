@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from rio.errors import RioError
+from rio.protocol.errors import RioError
 from tests.support import RioServer, wait_for
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.slow]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rio.mcp_entry import end_conversation, mcp_server_entry
+from rio.mcp.entry import end_conversation, mcp_server_entry
 from tests.support import REPO, RioServer, rio_env
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
@@ -113,7 +113,7 @@ class Approver:
         assert self.ready.wait(10)
 
     def _run(self) -> None:
-        from rio.protocol import thaw
+        from rio.protocol.frames import thaw
         conn = self.server.connect("approver", subscribe=("agent.propose",))
         pending: list[dict[str, Any]] = []
         conn.subscribe("agent.propose", lambda e: pending.append(thaw(e.data)))
@@ -247,7 +247,7 @@ def test_a_token_is_dead_once_its_conversation_ended(server, entry):
     with turn(server, entry["conversation"]):
         reply = server.connect("replay")
         try:
-            from rio.errors import AuthError
+            from rio.protocol.errors import AuthError
             with pytest.raises(AuthError):
                 reply.call("mcp.call", {"conversation": entry["conversation"], "token": token,
                                         "tool": "list_buffers", "args": {}})

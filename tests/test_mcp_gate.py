@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rio.errors import AuthError
-from rio.gate import Gate, Limits
-from rio.mcp_entry import (
+from rio.agent.gate import Gate, Limits
+from rio.files.workspace import Workspace
+from rio.mcp.entry import (
     check_token,
     end_conversation,
     is_rio_tool,
@@ -26,8 +26,8 @@ from rio.mcp_entry import (
     read_token,
     token_path,
 )
-from rio.mcp_tools import QUESTION_TIMEOUT_S, TOOLS, McpCall, confine, slice_lines
-from rio.workspace import Workspace
+from rio.mcp.tools import QUESTION_TIMEOUT_S, TOOLS, McpCall, confine, slice_lines
+from rio.protocol.errors import AuthError
 
 
 @pytest.fixture
@@ -231,7 +231,7 @@ def test_an_unanswered_proposal_is_declined_and_never_applied(tmp_path):
 def test_the_end_of_a_turn_declines_its_open_question_at_once(tmp_path):
     from types import SimpleNamespace
 
-    from actors.mcp_actor import McpService
+    from actors.agents.mcp import McpService
     service = McpService(SimpleNamespace(), tmp_path, question_timeout_s=60)
     answers: list[Any] = []
     asker = threading.Thread(target=lambda: answers.append(
@@ -246,7 +246,7 @@ def test_the_end_of_a_turn_declines_its_open_question_at_once(tmp_path):
 
 
 def test_the_default_question_timeout_is_four_minutes(monkeypatch):
-    from actors.mcp_actor import TIMEOUT_ENV, question_timeout
+    from actors.agents.mcp import TIMEOUT_ENV, question_timeout
     monkeypatch.delenv(TIMEOUT_ENV, raising=False)
     assert question_timeout() == QUESTION_TIMEOUT_S == 240.0
     monkeypatch.setenv(TIMEOUT_ENV, "2.5")
@@ -259,7 +259,7 @@ _SEGMENTS = st.sampled_from(["..", ".", "a", "sub", "out", "a.py", "", "x"])
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_SEGMENTS, min_size=1, max_size=6), st.booleans())
 def test_confine_never_names_a_file_outside_the_project(tree, segments, absolute):
-    from rio.errors import RioError
+    from rio.protocol.errors import RioError
     root, outside = tree
     path = "/".join(segments)
     if absolute:
@@ -287,7 +287,7 @@ def tree(tmp_path_factory):
 
 
 def test_a_session_end_removes_only_a_token_written_before_it(state):
-    from rio.mcp_entry import end_if_older
+    from rio.mcp.entry import end_if_older
     path = issue_token(state, "c5")
     assert end_if_older("c5", state, time.time() - 3600) is False   # newer: kept
     assert path.exists()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rio.mcp_entry import end_conversation, is_rio_tool, mcp_server_entry
+from rio.mcp.entry import end_conversation, is_rio_tool, mcp_server_entry
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
 from tests.support import RioServer, rio_env
 from tests.test_acp_client import Owner

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from rio.errors import RioError
-from rio.mcp_entry import token_path
-from rio.protocol import thaw
+from rio.mcp.entry import token_path
+from rio.protocol.errors import RioError
+from rio.protocol.frames import thaw
 from tests.support import REPO, RioServer, rio_env
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio import ops
-from rio.errors import ProtocolError
-from rio.protocol import Request
+from rio.protocol import ops
+from rio.protocol.errors import ProtocolError
+from rio.protocol.frames import Request
 from tests.frame_strategies import any_value, wrong_typed_args
 
 

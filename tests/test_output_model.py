@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rio.errors import DocumentError, PathError
-from rio.search import SearchOptions
+from rio.files.search import SearchOptions
+from rio.protocol.errors import DocumentError, PathError
 from ui.tk.output_model import SearchJob, TerminalLines, glob_filter, parse_globs, resolve_ref
 
 
@@ -140,7 +140,7 @@ def test_files_over_8_mb_are_searched_streamed(tmp_path):
 
 
 def test_streamed_pieces_give_the_same_matches_as_a_whole_read(tmp_path, monkeypatch):
-    from rio.find_in_files import ProjectSearch
+    from rio.files.find_in_files import ProjectSearch
     from ui.tk import output_model
     text = "".join(f"row {i} {'needle' if i % 3 else ''} \U0001F600\r\n" for i in range(500))
     path = tmp_path / "x.txt"

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio.errors import PathError, ProtocolError
-from rio.protocol import (
+from rio.protocol.errors import PathError, ProtocolError
+from rio.protocol.frames import (
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
     Event,
@@ -115,7 +115,7 @@ def test_fuzz_structured_maps_never_crash(wire):
 
 # --- frame limits: depth, map keys, size (issue 8) ----------------------------------------------
 
-from rio.protocol import MAX_DEPTH, MAX_SOCKET_MESSAGE_BYTES, encode_checked  # noqa: E402
+from rio.protocol.frames import MAX_DEPTH, MAX_SOCKET_MESSAGE_BYTES, encode_checked  # noqa: E402
 from tests.frame_strategies import deep_request, nest  # noqa: E402
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rio.agent_config import ProviderSettings
-from rio.failures import RetryPolicy
+from rio.agent.config import ProviderSettings
+from rio.agent.failures import RetryPolicy
+from rio.agent.secrets import Secret, SecretStore
 from rio.providers.anthropic import AnthropicProvider, AnthropicStreamParser, build_body
 from rio.providers.anthropic_auth import ApiKeyAuth
 from rio.providers.base import (
@@ -30,7 +31,6 @@ from rio.providers.base import (
     Usage,
 )
 from rio.providers.sse import SseEvent
-from rio.secrets import Secret, SecretStore
 from tests.fakes.model_servers import (
     FakeModelServer,
     Reply,

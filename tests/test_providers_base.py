@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.agent_config import ProviderSettings
+from rio.agent.config import ProviderSettings
+from rio.agent.secrets import SecretStore
 from rio.providers import base
 from rio.providers.anthropic import AnthropicProvider
 from rio.providers.anthropic_auth import ApiKeyAuth
@@ -29,7 +30,6 @@ from rio.providers.base import (
     key_may_travel_to,
 )
 from rio.providers.openai_compat import OpenAICompatProvider
-from rio.secrets import SecretStore
 
 _json = st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=8),
                      lambda inner: st.lists(inner, max_size=3)

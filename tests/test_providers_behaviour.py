@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from rio.agent_config import ProviderSettings
-from rio.failures import RetryPolicy
+from rio.agent.config import ProviderSettings
+from rio.agent.failures import RetryPolicy
+from rio.agent.secrets import Secret
 from rio.providers.anthropic import AnthropicProvider
 from rio.providers.anthropic_auth import ApiKeyAuth
 from rio.providers.base import (
@@ -35,7 +36,6 @@ from rio.providers.base import (
     discover_providers,
 )
 from rio.providers.openai_compat import BearerKeyAuth, OpenAICompatProvider
-from rio.secrets import Secret
 from tests.fakes.model_servers import (
     FakeModelServer,
     Reply,

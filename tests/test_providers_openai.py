@@ -11,9 +11,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from rio.agent_config import ProviderSettings
-from rio.errors import AgentError
-from rio.failures import RetryPolicy
+from rio.agent.config import ProviderSettings
+from rio.agent.failures import RetryPolicy
+from rio.agent.secrets import Secret
+from rio.protocol.errors import AgentError
 from rio.providers.base import (
     Delta,
     Done,
@@ -34,7 +35,6 @@ from rio.providers.openai_compat import (
     messages_to_wire,
 )
 from rio.providers.sse import SseEvent
-from rio.secrets import Secret
 from tests.fakes.model_servers import (
     FakeModelServer,
     openai_chunks,

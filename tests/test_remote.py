@@ -8,13 +8,13 @@ import sys
 import pytest
 import zmq
 
-from actors import curve_keys
-from actors.bus import BusConnection, Endpoints, connect
-from actors.bus_thread import BusThread
-from actors.hub import Hub
-from actors.remote import RemoteListener, parse_listen
-from rio.errors import BusError
-from rio.protocol import Request, decode, encode
+from actors.bus import curve_keys
+from actors.bus.client import BusConnection, Endpoints, connect
+from actors.bus.hub import Hub
+from actors.bus.remote import RemoteListener, parse_listen
+from actors.bus.service import BusThread
+from rio.protocol.errors import BusError
+from rio.protocol.frames import Request, decode, encode
 from tests.support import REPO, RioServer, rio_env, wait_for
 
 pytestmark = pytest.mark.timeout(60)

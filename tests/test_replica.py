@@ -9,10 +9,10 @@ import pytest
 from hypothesis import event, given, settings, target
 from hypothesis import strategies as st
 
-from rio.document import Change, Document
-from rio.errors import DocumentError
-from rio.replica import Replica, Request
-from rio.transform import Edit, apply_to_str
+from rio.protocol.errors import DocumentError
+from rio.text.document import Change, Document
+from rio.text.replica import Replica, Request
+from rio.text.transform import Edit, apply_to_str
 
 # --- unit behaviour -------------------------------------------------------------------------
 
@@ -250,8 +250,8 @@ class CrashWorld:
     rebase on the recovered text."""
 
     def __init__(self, text: str, root) -> None:
-        from rio.buffer_state import BufferFactory
-        from rio.journal import MemoryJournalStore
+        from rio.text.buffer_state import BufferFactory
+        from rio.text.journal import MemoryJournalStore
         self.factory = BufferFactory(root, root / "journal")
         self.store = self.factory.journal_store = MemoryJournalStore()
         self.core = self.factory.new("")

@@ -6,14 +6,14 @@ import msgpack
 import pytest
 import zmq
 
-from actors import curve_keys
-from actors.bus import Endpoints, connect
-from actors.bus_thread import BusThread
-from actors.hub import Hub
-from actors.remote import RemoteListener, hub_identity
-from rio import ops, roles
-from rio.errors import AuthError, RioError
-from rio.protocol import Reply, decode
+from actors.bus import curve_keys
+from actors.bus.client import Endpoints, connect
+from actors.bus.hub import Hub
+from actors.bus.remote import RemoteListener, hub_identity
+from actors.bus.service import BusThread
+from rio.protocol import ops, roles
+from rio.protocol.errors import AuthError, RioError
+from rio.protocol.frames import Reply, decode
 from tests.support import wait_for
 from tests.test_remote import free_port_pair
 
@@ -30,7 +30,7 @@ SPAWN = ("system.spawn", {"kind": "agent", "key": "k1"})
 
 def test_every_op_of_the_catalogue_has_a_role():
     missing = sorted(op for op in ops.REGISTRY if op not in roles.OP_ROLES)
-    assert missing == [], f"add these to rio/roles.py OP_ROLES: {missing}"
+    assert missing == [], f"add these to rio/protocol/roles.py OP_ROLES: {missing}"
     stale = sorted(op for op in roles.OP_ROLES if op not in ops.REGISTRY)
     assert stale == [], f"no longer in the catalogue: {stale}"
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.run_output import FileRef, find_file_refs, may_hold_file_refs
+from rio.runs.output import FileRef, find_file_refs, may_hold_file_refs
 
 
 def refs(line: str) -> list[tuple[str, int, int | None]]:

@@ -1,4 +1,4 @@
-"""rio/runner.py: run plans, environment scrubbing, output batching and capping, project
+"""rio/runs/runner.py: run plans, environment scrubbing, output batching and capping, project
 commands -- all without a process."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio.errors import ConfigError, ProtocolError
-from rio.runner import (
+from rio.protocol.errors import ConfigError, ProtocolError
+from rio.runs.runner import (
     OutputBatcher,
     OutputChunk,
     ProjectCommands,

@@ -9,8 +9,8 @@ import sys
 import psutil
 import pytest
 
-from rio.errors import FileError, PathError, ProtocolError
-from rio.protocol import thaw
+from rio.protocol.errors import FileError, PathError, ProtocolError
+from rio.protocol.frames import thaw
 from tests.support import RioServer, rio_env, wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from rio.buffer_state import BufferFactory
-from rio.errors import PathError, RioError
+from rio.protocol.errors import PathError, RioError
+from rio.text.buffer_state import BufferFactory
 from tests.support import RioServer
 
 

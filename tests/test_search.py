@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.edit_commands import TextEdit, apply_edits
-from rio.errors import DocumentError, RioError
-from rio.search import SearchEngine, SearchOptions, compile_pattern
+from rio.files.search import SearchEngine, SearchOptions, compile_pattern
+from rio.protocol.errors import DocumentError, RioError
+from rio.text.edit_commands import TextEdit, apply_edits
 
 TEXT = "foo bar Foo\nfood foo_x foo\n"
 

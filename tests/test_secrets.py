@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from keyring.backend import KeyringBackend
 
-from rio.errors import ConfigError
-from rio.secrets import Secret, SecretStore, _recommended_backend
+from rio.agent.secrets import Secret, SecretStore, _recommended_backend
+from rio.protocol.errors import ConfigError
 
 
 class MemoryKeyring(KeyringBackend):

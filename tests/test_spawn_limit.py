@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rio.errors import ConfigError, RioError
-from rio.supervisor_config import load_config
+from rio.config.supervisor import load_config
+from rio.protocol.errors import ConfigError, RioError
 from tests.support import RioServer, rio_env, wait_for
 
 

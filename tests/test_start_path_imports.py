@@ -12,8 +12,8 @@ import pytest
 from tests.support import REPO
 
 CORE_MODULES = ("actors.host", "actors.factories", "actors.documents", "actors.workspace_actor",
-                "actors.runner_actor", "actors.conversations_actor", "actors.gate_actor",
-                "actors.agents_actor", "actors.mcp_actor")
+                "actors.runner_actor", "actors.agents.conversations", "actors.agents.gate",
+                "actors.agents.discovery", "actors.agents.mcp")
 LATER = ("httpx", "mcp", "pygments", "importlib.metadata")
 
 

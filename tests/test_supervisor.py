@@ -1,5 +1,5 @@
 """The supervisor with real processes: independent restarts, give-up, hung detection, and the
-stop sequence against fake agents (actors/faults.py) — zero survivors every time."""
+stop sequence against fake agents (actors/faults/injection.py) — zero survivors every time."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rio.errors import RioError
+from rio.protocol.errors import RioError
 from tests.support import RioServer, rio_env, wait_for, wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -65,7 +65,7 @@ def helper_pids(srv: RioServer) -> set[int]:
     for p in srv.tree():
         try:
             cmd = p.cmdline()
-            if "actors.faults" in cmd and "helper" in cmd and p.status() != psutil.STATUS_ZOMBIE:
+            if "actors.faults.injection" in cmd and "helper" in cmd and p.status() != psutil.STATUS_ZOMBIE:
                 found.add(p.pid)
         except psutil.Error:
             pass
@@ -271,8 +271,8 @@ def test_a_sigkilled_supervisor_leaves_no_survivor(server: RioServer) -> None:
 
 def test_a_failing_system_op_is_an_error_reply_not_a_dead_hub(tmp_path: Path) -> None:
     from actors.supervisor import Supervisor
-    from rio.protocol import Request
-    from rio.supervisor_config import load_config
+    from rio.config.supervisor import load_config
+    from rio.protocol.frames import Request
 
     sup = Supervisor(root=tmp_path, instance="hub-guard", desktop=False, config=load_config())
 

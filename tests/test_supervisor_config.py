@@ -1,4 +1,4 @@
-"""rio/supervisor_config.py: loading, overriding, validating supervisor.toml; the restart rule."""
+"""rio/config/supervisor.py: loading, overriding, validating supervisor.toml; the restart rule."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.actor_registry import ON_DEMAND, known_actors
-from rio.errors import ConfigError
-from rio.supervisor_config import (
+from rio.config.supervisor import (
     RestartBudget,
     backoff_delay,
     find_key_line,
     load_config,
     packaged_path,
 )
+from rio.protocol.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 

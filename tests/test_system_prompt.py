@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rio.agent.system_prompt import build_system_prompt
 from rio.agent.tools import TOOL_SPECS
-from rio.system_prompt import build_system_prompt
 
 
 def test_prompt_says_where_the_model_is_and_what_it_may_do() -> None:

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from rio import text as text_module
-from rio.errors import DocumentError
-from rio.text import ChunkedText
+from rio.protocol.errors import DocumentError
+from rio.text import text as text_module
+from rio.text.text import ChunkedText
 
 # Few distinct characters, many newlines, and wide ones: BMP accents, CJK and astral emoji.
 ALPHABET = st.sampled_from(["a", "b", " ", "\n", "\n", "é", "中", "😀", "\U0001F9EA"])

@@ -11,7 +11,7 @@ from tkinter import ttk
 
 import pytest
 
-from rio.highlight import STYLE_CLASSES, TAGS, Highlighter, retag_plan
+from rio.text.highlight import STYLE_CLASSES, TAGS, Highlighter, retag_plan
 from ui.tk import fonts, icons, theme
 from ui.tk.theme import THEMES, apply_theme, get_theme, syntax_tag_options
 

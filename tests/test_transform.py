@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio.transform import Edit, apply_to_str, transform_edit, transform_through
+from rio.text.transform import Edit, apply_to_str, transform_edit, transform_through
 
 
 @st.composite

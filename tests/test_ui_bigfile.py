@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rio.text import ChunkedText
+from rio.text.text import ChunkedText
 from ui.tk.bigfile import LineWindow, needs_window, split_line
 
 

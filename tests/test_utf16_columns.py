@@ -1,11 +1,11 @@
-"""Code-point ↔ UTF-16 columns (rio/utf16_columns.py), without Tk."""
+"""Code-point ↔ UTF-16 columns (rio/text/utf16_columns.py), without Tk."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rio.utf16_columns import IDENTITY, columns, utf16_length
+from rio.text.utf16_columns import IDENTITY, columns, utf16_length
 
 EMOJI = "\U0001F600"
 

@@ -1,4 +1,4 @@
-"""rio.workspace: the confinement gate, listings and walks on real temporary trees."""
+"""rio.files.workspace: the confinement gate, listings and walks on real temporary trees."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rio.errors import PathError
-from rio.workspace import Workspace
+from rio.files.workspace import Workspace
+from rio.protocol.errors import PathError
 
 
 def make_tree(base: Path) -> tuple[Path, Path]:
@@ -335,8 +335,8 @@ def test_walk_skips_unreadable_folder(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_a_name_that_is_not_utf8_is_listed_flagged_and_encodable(tmp_path: Path) -> None:
-    from rio.fs_ops import FsOps
-    from rio.protocol import Reply, encode
+    from rio.files.fs_ops import FsOps
+    from rio.protocol.frames import Reply, encode
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "ok.txt").write_text("x")
     with open(os.path.join(os.fsencode(tmp_path), b"d", b"bad\xff.txt"), "wb") as f:
@@ -355,7 +355,7 @@ def test_a_name_that_is_not_utf8_is_listed_flagged_and_encodable(tmp_path: Path)
 @given(st.binary(min_size=1, max_size=12).filter(lambda b: b"/" not in b and b"\0" not in b))
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_every_file_name_lists_as_utf8_text(tmp_path: Path, raw: bytes) -> None:
-    from rio.workspace import displayable
+    from rio.files.workspace import displayable
     folder = os.path.join(os.fsencode(tmp_path), b"h")
     os.makedirs(folder, exist_ok=True)
     raw = b"n_" + raw + b".txt"   # no dot-file, nothing an ignore rule would hide

@@ -2,7 +2,7 @@
 
 It exposes the seams ui/tk/app.py offers (``open_path``, ``active_editor``, ``output_pane_slot``,
 ``tree_slot``, ``conn``, ``register_command``, ``settings``/``apply_settings``) with a minimal
-editor: a Tk Text fed by a :class:`rio.replica.Replica`, applying every ``buffer.changed`` event
+editor: a Tk Text fed by a :class:`rio.text.replica.Replica`, applying every ``buffer.changed`` event
 the way the real editor does. Tests drive real widgets and assert the CORE's state.
 """
 
@@ -14,9 +14,9 @@ import tkinter as tk
 from pathlib import Path
 from typing import Any, Callable
 
-from rio.document import Change
-from rio.protocol import thaw
-from rio.replica import Replica
+from rio.protocol.frames import thaw
+from rio.text.document import Change
+from rio.text.replica import Replica
 
 
 class StubEditor:

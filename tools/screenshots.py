@@ -109,13 +109,13 @@ class Desktop:
         self.wait(lambda: self.try_call("ui.state") is not None, 40, "the window")
 
     def _endpoints(self):
-        from actors.bus import Endpoints
+        from actors.bus.client import Endpoints
         info = json.loads((Path(self.env["RIO_RUNTIME_DIR"]) / self.name /
                            "instance.json").read_text())
         return Endpoints(info["requests"], info["events"])
 
     def call(self, op: str, args: dict | None = None, timeout: float = 30) -> object:
-        from actors.bus import connect
+        from actors.bus.client import connect
         old = {k: os.environ.get(k) for k in ("RIO_RUNTIME_DIR",)}
         conn = connect(self._endpoints(), name="shots")
         try:

@@ -15,7 +15,7 @@ around it (ADR-0023):
   ``fs/read_text_file`` (confined to the project root, symlinks resolved) reads the editor's
   text, ``fs/write_text_file`` is a proposal, ``session/request_permission`` is answered by
   option *kind*; the five ``terminal/*`` methods answer "method not found" (ADR-0023);
-* every failure ends as a classified :class:`~rio.errors.AgentError` leaf.
+* every failure ends as a classified :class:`~rio.protocol.errors.AgentError` leaf.
 
 The agent's requests are answered in :mod:`rio.acp.handlers`; its stdio is read in
 :mod:`rio.acp.wire`.
@@ -45,7 +45,7 @@ from rio.acp.port import AcpTurnPort, AgentProcess, ProcessPort, StopResult
 from rio.acp.protocol_log import ProtocolLog, StderrTail
 from rio.acp.updates import UpdateTranslator
 from rio.acp.wire import LINE_LIMIT, AgentWire
-from rio.errors import AgentError, RioError
+from rio.protocol.errors import AgentError, RioError
 
 State = Literal["new", "starting", "ready", "sign_in_needed", "prompting", "exited", "stopped"]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from rio.errors import AgentError, ConfigError
+from rio.protocol.errors import AgentError, ConfigError
 
 #: The version probe's timeout (seconds). Agents that are node scripts start in ~0.3–1 s.
 VERSION_TIMEOUT_S = 3.0

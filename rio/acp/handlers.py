@@ -28,7 +28,7 @@ from acp.schema import (
 
 from rio.acp.port import PermissionOption, PermissionQuestion
 from rio.agent.turn import shown_input
-from rio.errors import RioError
+from rio.protocol.errors import RioError
 
 if TYPE_CHECKING:
     from rio.acp.port import AcpTurnPort

@@ -28,7 +28,7 @@ _SECRET_KEY = re.compile(r"(api[-_]?key|token|secret|password|authorization|x-ap
 def log_path(root: Path, conversation: str) -> Path:
     """Where a conversation's protocol log lives: beside its messages, in the project's state
     folder (``~/.local/state/rio/projects/<hash>/conversations/<id>.acp.log``)."""
-    from rio.instance import project_state_dir
+    from rio.config.instance import project_state_dir
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", conversation) or conversation.startswith("."):
         raise ValueError(f"not a conversation id: {conversation!r}")
     return project_state_dir(root) / "conversations" / f"{conversation}.acp.log"

@@ -1,6 +1,6 @@
 """The turn owner's second brain: a turn driven by an ACP agent instead of a model API.
 
-The session process (``actors/agent_session.py``) owns every turn of its conversation — busy,
+The session process (``actors/agents/session.py``) owns every turn of its conversation — busy,
 Stop, interrupt, pending proposals and approvals — whichever brain answers it. An
 :class:`AcpTurn` has the surface the session drives a :class:`rio.agent.turn.Turn` through
 (``spec.turn``, :meth:`run`, :meth:`result`, :meth:`answer`, :meth:`interrupt`,
@@ -45,7 +45,7 @@ from rio.agent.turn import (
     TurnPort,
     TurnResult,
 )
-from rio.errors import AgentError, RioError
+from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import Message, ToolCall
 
 log = logging.getLogger("rio.agent.acp")

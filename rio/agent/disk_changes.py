@@ -5,7 +5,7 @@ proposal, but ``sed -i`` in the agent's shell does not. So the turn owner takes 
 :class:`Snapshot` of the project when the turn starts and compares at its end:
 
 * the fingerprint is cheap — ``stat`` size and ``mtime_ns`` of the files
-  :meth:`rio.workspace.Workspace.walk_files` yields (``.gitignore`` and Rio's ignore rules
+  :meth:`rio.files.workspace.Workspace.walk_files` yields (``.gitignore`` and Rio's ignore rules
   respected, symlinks never followed, capped at ``max_files``);
 * for the diff, the text of small files is kept too (each up to ``max_file_bytes``, all
   together up to ``max_total_bytes``); a changed file beyond those caps is listed without a
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rio.agent.proposals import unified_diff
-from rio.workspace import Workspace
+from rio.files.workspace import Workspace
 
 MAX_FILES = 20_000
 MAX_FILE_BYTES = 256 * 1024

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from rio.agent.danger import classify
 from rio.agent.proposals import Located, ProposalKind, Refusal, edit_diff, locate, unified_diff
-from rio.danger import classify
-from rio.errors import AgentError, RioError
-from rio.fs_ops import READ_LIMIT_BYTES, truncation_marker
+from rio.files.fs_ops import READ_LIMIT_BYTES, truncation_marker
+from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import ToolSpec
 
 #: What one tool result may hand the model (characters); more is cut with a marker.

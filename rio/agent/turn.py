@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from rio.agent.tools import READ_TOOLS, TOOL_NAMES, Proposal, ToolOutcome, Tools, missing_args
-from rio.errors import AgentError, RioError
+from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import (
     Delta,
     Done,

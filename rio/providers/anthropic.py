@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
-from rio.failures import (
+from rio.agent.config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
+from rio.agent.failures import (
     RetryPolicy,
     classify_stream_error,
     output_truncated,
@@ -56,7 +56,7 @@ from rio.providers.base import (
 from rio.providers.sse import SseEvent, post_event_stream
 
 if TYPE_CHECKING:
-    from rio.secrets import SecretStore
+    from rio.agent.secrets import SecretStore
 
 NAME = "anthropic"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rio.failures import insecure_endpoint, not_configured, unusable_endpoint
+from rio.agent.failures import insecure_endpoint, not_configured, unusable_endpoint
+from rio.agent.secrets import Secret, SecretStore
 from rio.providers.base import key_may_travel_to, usable_url
-from rio.secrets import Secret, SecretStore
 
 KeySource = Callable[[], tuple[Secret | None, str | None]]
 

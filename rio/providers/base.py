@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from rio.errors import AgentError
-from rio.failures import RetryPolicy, mark_partial, provider_crashed
+from rio.agent.failures import RetryPolicy, mark_partial, provider_crashed
+from rio.protocol.errors import AgentError
 
 log = logging.getLogger(__name__)
 
@@ -219,8 +219,8 @@ class Provider(Protocol):
     async def stream(self, request: ProviderRequest, post: Post) -> None: ...
 
 
-#: ``factory(settings: rio.agent_config.ProviderSettings | None = None, *,
-#: secrets: rio.secrets.SecretStore | None = None, **ports) -> Provider``. Built-in providers also
+#: ``factory(settings: rio.agent.config.ProviderSettings | None = None, *,
+#: secrets: rio.agent.secrets.SecretStore | None = None, **ports) -> Provider``. Built-in providers also
 #: take ``auth``, ``transport``, ``sleep`` and ``retry`` ports; a plug-in must accept the first two.
 ProviderFactory: TypeAlias = Callable[..., Provider]
 

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rio.agent_config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
-from rio.failures import (
+from rio.agent.config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
+from rio.agent.failures import (
     RetryPolicy,
     classify_stream_error,
     insecure_endpoint,
@@ -34,6 +34,7 @@ from rio.failures import (
     unexpected_response,
     unusable_endpoint,
 )
+from rio.agent.secrets import Secret, SecretStore
 from rio.providers.base import (
     AuthFace,
     Delta,
@@ -53,7 +54,6 @@ from rio.providers.base import (
     usable_url,
 )
 from rio.providers.sse import SseEvent, post_event_stream
-from rio.secrets import Secret, SecretStore
 
 NAME = "openai"
 

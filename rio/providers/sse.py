@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rio.errors import AgentError
-from rio.failures import classify_exception, classify_status, unexpected_response
+from rio.agent.failures import classify_exception, classify_status, unexpected_response
+from rio.protocol.errors import AgentError
 
 #: An error body is only read for its message; a server must not make us read megabytes.
 ERROR_BODY_CAP = 64 * 1024

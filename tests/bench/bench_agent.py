@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from rio.protocol import thaw
+from rio.protocol.frames import thaw
 from tests.bench.common import Row
 from tests.fakes.model_servers import FakeModelServer, Reply, anthropic_text
 from tests.support import RioServer, rio_env, wait_for

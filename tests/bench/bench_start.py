@@ -25,7 +25,7 @@ from tests.support import RioServer, rio_env
 def _connect(info_path: Path):
     import json
 
-    from actors.bus import Endpoints, connect
+    from actors.bus.client import Endpoints, connect
     info = json.loads(info_path.read_text())
     return connect(Endpoints(info["requests"], info["events"]), name="bench-start")
 

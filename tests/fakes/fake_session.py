@@ -1,7 +1,7 @@
 """A fake agent session for tests: plays the process "agent:<conversation>" on the bus.
 
 The core's conversations actor sends it ``session.*`` like the real session
-(actors/agent_session.py); each test decides how a turn goes with ``on_turn(fake, ctx)``, so the
+(actors/agents/session.py); each test decides how a turn goes with ``on_turn(fake, ctx)``, so the
 core and the terminal client are tested without the agent loop or a model.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from actors.bus import Endpoints
-from actors.bus_thread import BusThread, RequestContext
-from rio import ops
+from actors.bus.client import Endpoints
+from actors.bus.service import BusThread, RequestContext
+from rio.protocol import ops
 
-# The session.* specs belong to the session's block of rio/ops.py; the fake validates its
+# The session.* specs belong to the session's block of rio/protocol/ops.py; the fake validates its
 # requests with them, so make sure the ones it serves exist in this process.
 if "session.turn" not in ops.REGISTRY:  # pragma: no cover -- before that block landed
     _C = ops.Arg("conversation", str)

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, TextIO
 
-from rio.errors import RioError, error_from_wire
-from rio.protocol import Reply, thaw
+from rio.protocol.errors import RioError, error_from_wire
+from rio.protocol.frames import Reply, thaw
 
 EXIT_DONE, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_STOPPED, EXIT_REJECTED = range(6)
 
@@ -132,7 +132,7 @@ class ChatClient:
         self.err = err
         self.ask = ask or input
         self.approve = approve
-        #: --allow-dangerous: --approve yes may run what rio.danger flags (never a default).
+        #: --allow-dangerous: --approve yes may run what rio.agent.danger flags (never a default).
         self.allow_dangerous = allow_dangerous
         #: A person at a terminal who can answer (None: stdin is a terminal).
         self.can_ask = sys.stdin.isatty() if can_ask is None else can_ask

@@ -39,7 +39,7 @@ def dangerous(data: Mapping[str, Any]) -> str | None:
     command = _command_of(data)
     if not command:
         return None
-    from rio.danger import classify
+    from rio.agent.danger import classify
     found = classify(command)
     return None if found is None else (found.reason or found.rule)
 

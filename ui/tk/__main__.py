@@ -21,9 +21,9 @@ import sys
 import tkinter as tk
 from pathlib import Path
 
-from actors.bus import connect, end_with_supervisor
-from rio.errors import RioError
-from rio.instance import find_instance, project_state_dir
+from actors.bus.client import connect, end_with_supervisor
+from rio.config.instance import find_instance, project_state_dir
+from rio.protocol.errors import RioError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from rio.errors import ProtocolError, RioError
+from rio.protocol.errors import ProtocolError, RioError
 from ui.tk.agent_model import Block, Conversation
 
 Respond = Callable[[Any], None]

@@ -3,7 +3,7 @@ of the project from the list (Up/Down, Tab or Enter), and ``@path`` goes into th
 A message that starts with ``/`` completes the agent's own slash commands (``agent.commands``,
 sent by ACP agents) the same way.
 
-The project's files come from :meth:`rio.workspace.Workspace.walk_files` (ignored folders and
+The project's files come from :meth:`rio.files.workspace.Workspace.walk_files` (ignored folders and
 binary files left out, at most :data:`MAX_FILES`), read once per panel and again after
 :data:`STALE_S`. The list is a small '90s drop-down (a Listbox in a borderless window) under
 the cursor; Escape closes it.
@@ -41,8 +41,8 @@ class PathCompleter:
     # --- the project's files -------------------------------------------------------------------
     def project_files(self) -> list[str]:
         if not self.files or time.monotonic() - self.read_at > STALE_S:
-            from rio.errors import RioError
-            from rio.workspace import Workspace
+            from rio.files.workspace import Workspace
+            from rio.protocol.errors import RioError
             try:
                 self.files = list(Workspace(self.panel.app.project_root).walk_files(
                     max_files=MAX_FILES))

@@ -1,5 +1,5 @@
 """Agent → Set API Key…: store an API provider's key from the desktop, the way `rio key set`
-does (rio/secrets.py: the system keyring, else the private file ``credentials.json``), so a
+does (rio/agent/secrets.py: the system keyring, else the private file ``credentials.json``), so a
 conversation that failed with ``agent.not_configured`` or ``agent.auth_rejected`` can go on —
 the running instance reads stored keys at every turn (docs/agent.md §1).
 
@@ -22,7 +22,7 @@ from ui.tk.dialog_bridge import bridge, caption, centre_over
 
 def key_state(store: Any, provider: str) -> str:
     """"set (from …)" or "not set" — never the key, not even its last characters."""
-    from rio.errors import RioError
+    from rio.protocol.errors import RioError
     try:
         key, source = store.get(provider)
     except RioError as err:
@@ -102,8 +102,8 @@ class KeyDialog:
         self.state.set(f"{self.provider.get()}: {key_state(self.store, self.provider.get())}")
 
     def save(self) -> None:
-        from rio.errors import RioError
-        from rio.secrets import Secret
+        from rio.agent.secrets import Secret
+        from rio.protocol.errors import RioError
         provider = self.provider.get()
         secret = Secret(self.key.get())
         self.key.set("")               # out of the widget at once, stored or not
@@ -123,7 +123,7 @@ class KeyDialog:
 
 
 def show_key_dialog(panel: Any, provider: str | None = None, store: Any = None) -> KeyDialog:
-    from rio.secrets import SecretStore
+    from rio.agent.secrets import SecretStore
     app = panel.app
     existing = getattr(panel, "key_dialog", None)
     if existing is not None:

@@ -12,7 +12,7 @@ import time
 import tkinter as tk
 from typing import Any
 
-from rio.protocol import thaw
+from rio.protocol.frames import thaw
 from ui.tk.icons import icon
 
 #: A mark set this recently is not cleared by a tab switch (adding the first tab selects it).

@@ -25,8 +25,8 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
-from rio.errors import RioError, error_from_wire
-from rio.protocol import Reply, thaw
+from rio.protocol.errors import RioError, error_from_wire
+from rio.protocol.frames import Reply, thaw
 from ui.tk import agent_actions as actions
 from ui.tk import agent_layout as layout
 from ui.tk.agent_marks import TabMarks

@@ -57,7 +57,7 @@ def load_panel_prefs(path: Path) -> PanelPrefs:
 
 def save_panel_prefs(path: Path, prefs: PanelPrefs) -> None:
     """Merge the ``agent_*`` keys into the preferences file (other keys kept), atomically."""
-    from rio.atomic import write_json
+    from rio.files.atomic import write_json
     try:
         existing = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(existing, dict):
@@ -82,7 +82,7 @@ def load_last_shown(path: Path | None) -> str | None:
 def save_last_shown(path: Path | None, cid: str) -> None:
     if path is None or load_last_shown(path) == cid:
         return
-    from rio.atomic import write_json
+    from rio.files.atomic import write_json
     try:
         write_json(path, {"conversation": cid})
     except OSError as exc:
@@ -94,8 +94,8 @@ def provider_names() -> tuple[str, list[str]]:
     ones and the installed plug-ins (entry point names only; nothing is imported)."""
     import importlib.metadata
 
-    from rio.agent_config import load_agent_config
-    from rio.errors import RioError
+    from rio.agent.config import load_agent_config
+    from rio.protocol.errors import RioError
     default, names = "anthropic", ["anthropic", "openai"]
     try:
         cfg = load_agent_config()

@@ -23,8 +23,8 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
-from rio.errors import BusError, RioError, error_from_wire
-from rio.protocol import Reply, thaw
+from rio.protocol.errors import BusError, RioError, error_from_wire
+from rio.protocol.frames import Reply, thaw
 from ui.tk import session as session_mod
 from ui.tk.commands import MENUS, Command, CommandTable, default_table, tk_sequences
 from ui.tk.dialogs import Dialog

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rio.text import ChunkedText
+from rio.text.text import ChunkedText
 
 BIG_CHARS = 8 * 1024 * 1024     # above this the window is used (also highlighting's limit)
 LONG_LINE = 20_000              # a line longer than this forces the window too

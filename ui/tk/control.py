@@ -4,7 +4,7 @@ The UI registers the ``ui`` prefix with the hub (``bus.register``); requests arr
 ``conn.drain()`` on Tk's thread, so handlers touch widgets directly. Each op does what a user
 would: ``ui.type`` goes through the same typing path as keys, ``ui.menu`` invokes the same
 command a click would, ``ui.dialog_answer`` presses a real button. Ops that finish later (open a
-file, take a screenshot) answer when done. The catalogue is in rio/ops.py; docs/protocol.md
+file, take a screenshot) answer when done. The catalogue is in rio/protocol/ops.py; docs/protocol.md
 describes it.
 """
 
@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from rio import ops
-from rio.errors import DocumentError, FileError, ProtocolError, RioError
-from rio.protocol import Reply, Request
+from rio.protocol import ops
+from rio.protocol.errors import DocumentError, FileError, ProtocolError, RioError
+from rio.protocol.frames import Reply, Request
 
 if TYPE_CHECKING:
     from ui.tk.app import App

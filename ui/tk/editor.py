@@ -17,7 +17,7 @@ Big documents use a window of rows (ui/tk/bigfile.py): offsets then map through
 :class:`LineWindow` instead of the replica's line index, and highlighting is off.
 
 Tk 8.6 columns count UTF-16 units (an emoji is two), the core's offsets count code points:
-:meth:`EditorTab.offset` and :meth:`EditorTab.index` convert with rio/utf16_columns.py, and
+:meth:`EditorTab.offset` and :meth:`EditorTab.index` convert with rio/text/utf16_columns.py, and
 nothing else may turn a Tk index into an offset (ADR-0022).
 """
 
@@ -30,12 +30,12 @@ from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
 
-from rio import edit_commands as ec
-from rio.errors import RioError, error_from_wire
-from rio.highlight import Highlighter
-from rio.protocol import Reply, thaw
-from rio.replica import Replica
-from rio.utf16_columns import IDENTITY, LineColumns, columns, utf16_length
+from rio.protocol.errors import RioError, error_from_wire
+from rio.protocol.frames import Reply, thaw
+from rio.text import edit_commands as ec
+from rio.text.highlight import Highlighter
+from rio.text.replica import Replica
+from rio.text.utf16_columns import IDENTITY, LineColumns, columns, utf16_length
 from ui.tk import bigfile
 from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
@@ -186,7 +186,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
 
     def _locate(self, index: str, round_up: bool = False) -> tuple[int, str]:
         """Document offset of a Tk index, and the Tk index it stands for. Tk columns count
-        UTF-16 units (rio/utf16_columns.py); one inside an emoji's pair is moved before the
+        UTF-16 units (rio/text/utf16_columns.py); one inside an emoji's pair is moved before the
         pair, or after it with ``round_up``, so an edit never splits a pair."""
         idx = str(self._norm(index))
         line, col = map(int, idx.split("."))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rio import edit_commands as ec
-from rio.highlight import TAGS, retag_plan
+from rio.text import edit_commands as ec
+from rio.text.highlight import TAGS, retag_plan
 
 HIGHLIGHT_DEBOUNCE_MS = 40
 
@@ -135,7 +135,7 @@ class EditorDecorations:
 
     def _snap_insert(self) -> None:
         """Never leave the cursor between the halves of an emoji (Tk 8.6 counts two columns
-        for it, rio/utf16_columns.py): typing there would split it, and a mark inside a pair
+        for it, rio/text/utf16_columns.py): typing there would split it, and a mark inside a pair
         throws off Tk's own ``+Nc`` counting."""
         if not self.ready or self.replica is None:
             return

@@ -1,6 +1,6 @@
 """How an editor keeps its text when the core goes away or it misses changes (ADR-0020).
 
-A mixin of :class:`ui.tk.editor.EditorTab`. The logic is :class:`rio.replica.Replica`'s
+A mixin of :class:`ui.tk.editor.EditorTab`. The logic is :class:`rio.text.replica.Replica`'s
 (``go_offline``, ``sent``, ``rebase``); this only wires it to the bus and the widget:
 
 1. An edit's reply is a bus error (the core died: ``bus.actor_dead``, ``bus.no_route`` while it
@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rio.errors import error_from_wire
-from rio.protocol import Reply, thaw
+from rio.protocol.errors import error_from_wire
+from rio.protocol.frames import Reply, thaw
 
 log = logging.getLogger("rio.ui.editor")
 

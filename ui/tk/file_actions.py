@@ -17,8 +17,8 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
-from rio.errors import RioError, error_from_wire
-from rio.protocol import Reply, thaw
+from rio.protocol.errors import RioError, error_from_wire
+from rio.protocol.frames import Reply, thaw
 from ui.tk.dialogs import Dialog, Field, text_window
 from ui.tk.seams import SavableEditor
 

@@ -1,4 +1,4 @@
-"""Find / Replace and Go to line: thin Tk dialogs over :mod:`rio.search` and
+"""Find / Replace and Go to line: thin Tk dialogs over :mod:`rio.files.search` and
 :mod:`ui.tk.find_model`.
 
 Searching reads the active editor's text; replacing never edits the Tk widget. A replace is a
@@ -21,10 +21,10 @@ from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
 
-from rio.edit_commands import TextEdit
-from rio.errors import RioError, error_from_wire
-from rio.protocol import thaw
-from rio.search import SearchEngine, SearchOptions
+from rio.files.search import SearchEngine, SearchOptions
+from rio.protocol.errors import RioError, error_from_wire
+from rio.protocol.frames import thaw
+from rio.text.edit_commands import TextEdit
 from ui.tk.dialog_bridge import bridge, caption, centre_over
 from ui.tk.find_model import (
     LineIndex,

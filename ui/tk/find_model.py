@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rio.edit_commands import TextEdit
-from rio.utf16_columns import LineColumns, columns
+from rio.text.edit_commands import TextEdit
+from rio.text.utf16_columns import LineColumns, columns
 
 HISTORY_SIZE = 20
 

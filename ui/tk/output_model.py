@@ -1,7 +1,7 @@
 """The display-free half of the output pane: a time-sliced Find in Files job, where a file
 reference in run output points, and how terminal output becomes lines.
 
-:class:`SearchJob` wraps :class:`rio.find_in_files.ProjectSearch` over the workspace walk and
+:class:`SearchJob` wraps :class:`rio.files.find_in_files.ProjectSearch` over the workspace walk and
 hands out results in slices of a few milliseconds, so the pane can run it from Tk's ``after()``
 on the main thread without ever freezing the window (Tk owns its thread; no worker
 threads needed, and cancelling is just not scheduling the next slice).
@@ -17,15 +17,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rio.errors import RioError
-from rio.files import load_file
-from rio.find_in_files import Match, ProjectSearch
-from rio.search import SearchOptions
-from rio.workspace import Workspace
+from rio.files.files import load_file
+from rio.files.find_in_files import Match, ProjectSearch
+from rio.files.search import SearchOptions
+from rio.files.workspace import Workspace
+from rio.protocol.errors import RioError
 
 #: One slice of searching on the Tk thread: well inside a 16 ms frame.
 SLICE_S = 0.008
-#: Files up to this size are read whole (as rio.files loads them); larger ones are streamed.
+#: Files up to this size are read whole (as rio.files.files loads them); larger ones are streamed.
 SEARCH_MAX_FILE_BYTES = 8 * 1024 * 1024
 #: Files larger than this are not searched at all (the walk skips them silently).
 SEARCH_STREAM_MAX_BYTES = 4 * 1024 * 1024 * 1024
@@ -55,7 +55,7 @@ def workspace_reader(workspace: Workspace,
                      overrides: Callable[[str], str | None] | None = None
                      ) -> Callable[[str], str | None]:
     """``read_text(rel) -> str | None`` for ProjectSearch: the unsaved text of an open buffer
-    when ``overrides`` knows it, else the file as loaded by rio.files (None when binary,
+    when ``overrides`` knows it, else the file as loaded by rio.files.files (None when binary,
     undecodable or unreadable)."""
     def read(rel: str) -> str | None:
         if overrides is not None:

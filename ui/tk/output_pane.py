@@ -5,7 +5,7 @@
   scheduling slices. A click on a result calls ``app.open_path(path, line, col)``.
 * Output shows ``run.output`` events as they arrive (stderr in the error colour, terminal
   escapes stripped, ``\\r`` progress lines rewritten in place) and makes every ``file:line[:col]``
-  reference (rio/run_output.py) that names a file of the project clickable.
+  reference (rio/runs/output.py) that names a file of the project clickable.
 
 Runs are started and stopped by :mod:`ui.tk.project_commands`; this pane only shows them. Events
 for a run can arrive before the reply to ``run.start`` (they travel on another socket), so
@@ -21,13 +21,13 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any
 
-from rio.errors import RioError
-from rio.find_in_files import MAX_LINE_TEXT, Match
-from rio.protocol import thaw
-from rio.run_output import find_file_refs, may_hold_file_refs
-from rio.runner import strip_ansi
-from rio.search import SearchOptions
-from rio.utf16_columns import columns
+from rio.files.find_in_files import MAX_LINE_TEXT, Match
+from rio.files.search import SearchOptions
+from rio.protocol.errors import RioError
+from rio.protocol.frames import thaw
+from rio.runs.output import find_file_refs, may_hold_file_refs
+from rio.runs.runner import strip_ansi
+from rio.text.utf16_columns import columns
 from ui.tk.output_model import SearchJob, TerminalLines, parse_globs, resolve_ref
 
 #: The Output tab keeps at most this many lines (Tk slows down on huge texts).
@@ -261,7 +261,7 @@ class OutputTab:
         self.text.bind("<Key>", lambda e: "break" if e.char and e.char.isprintable() else None)
         self.text.bind("<Button-3>", self._context_menu)
         # One "link" tag for every reference, and only on the lines in view (re-done when the
-        # view moves): parsing references costs ~60 µs a line (rio/run_output.py), too much for
+        # view moves): parsing references costs ~60 µs a line (rio/runs/output.py), too much for
         # a build that prints 100 000 lines. A click or F4 re-reads the reference from its line.
         self._resolved: dict[tuple[str, str], str | None] = {}
         self.current_cwd = "."
@@ -354,7 +354,7 @@ class OutputTab:
     def _refs(self, line: str, cwd: str) -> list[tuple[int, int, tuple[str, int, int | None]]]:
         out = []
         if may_hold_file_refs(line):
-            cols = columns(line)   # Tk counts an emoji as two columns (rio/utf16_columns.py)
+            cols = columns(line)   # Tk counts an emoji as two columns (rio/text/utf16_columns.py)
             for ref in find_file_refs(line):
                 rel = self._resolve(ref.path, cwd)
                 if rel is not None:

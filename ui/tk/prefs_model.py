@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rio.atomic import write_json
-from rio.instance import config_base
+from rio.config.instance import config_base
+from rio.files.atomic import write_json
 
 PREFS_FILE = "ui.json"
 SIZE_RANGE = (6, 40)

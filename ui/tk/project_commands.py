@@ -1,6 +1,6 @@
 """The Project menu: Run (F5), Build, Stop, and Set Run/Build Command….
 
-The commands are the project's settings (:class:`rio.runner.ProjectCommands`, kept in
+The commands are the project's settings (:class:`rio.runs.runner.ProjectCommands`, kept in
 ``project_state_dir(root)/project.json``); starting and stopping are ``run.start`` /
 ``run.stop`` requests to the core, which owns the processes (actors/runner_actor.py). The output
 lands in the output pane's Output tab.
@@ -13,10 +13,10 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable, Literal
 
-from rio.errors import RioError, error_from_wire
-from rio.instance import project_state_dir
-from rio.protocol import thaw
-from rio.runner import ProjectCommands, load_project_commands, save_project_commands
+from rio.config.instance import project_state_dir
+from rio.protocol.errors import RioError, error_from_wire
+from rio.protocol.frames import thaw
+from rio.runs.runner import ProjectCommands, load_project_commands, save_project_commands
 from ui.tk.dialog_bridge import bridge, caption, centre_over
 
 Which = Literal["run", "build"]

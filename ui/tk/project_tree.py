@@ -13,8 +13,8 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any, Callable
 
-from rio.errors import error_from_wire
-from rio.protocol import thaw
+from rio.protocol.errors import error_from_wire
+from rio.protocol.frames import thaw
 
 _PLACEHOLDER = "<loading>/"
 _NOTE = "<note>/"

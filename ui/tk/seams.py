@@ -12,8 +12,8 @@ from __future__ import annotations
 import tkinter.font as tkfont
 from typing import Any, Callable, Protocol
 
-from rio.errors import RioError
-from rio.replica import Replica
+from rio.protocol.errors import RioError
+from rio.text.replica import Replica
 from ui.tk.theme import Theme
 
 

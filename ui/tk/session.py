@@ -1,6 +1,6 @@
 """What the desktop remembers between runs: layout, open documents, cursors, recent files.
 
-Kept as ``ui-session.json`` in the project's state folder (``rio.instance.project_state_dir``),
+Kept as ``ui-session.json`` in the project's state folder (``rio.config.instance.project_state_dir``),
 so each project reopens as it was left. Display-free: the app turns widgets into a
 :class:`Session` and back; this module only holds, merges and stores the records.
 
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from rio.atomic import write_json
+from rio.files.atomic import write_json
 
 FILE_NAME = "ui-session.json"
 MAX_RECENT = 10

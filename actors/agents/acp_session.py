@@ -1,0 +1,117 @@
+"""The session process's ACP brain: how ``actors/agents/session.py`` drives an ACP agent.
+
+:class:`AcpOwner` is mixed into :class:`actors.agents.session.AgentSession`: it keeps the
+conversation's one :class:`rio.agent.acp_turn.AcpBrain` (the agent process, across turns),
+builds an :class:`rio.agent.acp_turn.AcpTurn` for ``session.turn {agent}`` and hands it to the
+session's one turn owner (``_own``), and ends the agent — stop sequence, MCP token removed —
+on ``session.close``, on a switch of agent and when the process stops (ADR-0027).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+from actors.bus.service import RequestContext
+from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
+from rio.agent.tools import Tools
+
+log = logging.getLogger("rio.agent.session")
+
+
+def _import_acp() -> None:
+    import actors.agents.acp_process  # noqa: F401 -- the import is the point
+    import rio.acp.client  # noqa: F401
+
+
+def make_acp_client_factory(session: Any, agent: str) -> Callable[[Any], Any]:
+    """How this session builds its ACP client for ``agent`` (a discovery name): found the way
+    ``rio agents`` finds it, at the moment the agent is (re)started, so a config.toml edit or
+    an install applies to the next start; a missing agent fails that turn with
+    ``agent.agent_not_found``/``agent.not_configured`` and its next action."""
+    def make(port: Any) -> Any:
+        import os
+
+        from actors.agents.acp_process import ProcessControlPort
+        from rio.acp import discovery
+        from rio.acp.client import AcpClient, settings_for
+        from rio.acp.protocol_log import ProtocolLog, log_path
+        from rio.agent.config import config_dir
+        config = discovery.load_agents_config(config_dir())
+        spec = discovery.spec_for(agent, config)
+        info = discovery.locate(spec, os.environ, discovery.RealHost())
+        settings = settings_for(info, spec, session.root, os.environ)
+        return AcpClient(settings, port, ProcessControlPort(),
+                         ProtocolLog(log_path(session.root, session.conversation)))
+    return make
+
+
+
+class AcpOwner:
+    """The ACP half of the session (see the module docstring)."""
+
+    brain: AcpBrain | None
+    acp_client_factory: Callable[..., Any]
+    conversation: str
+    root: Path
+    loop: asyncio.AbstractEventLoop
+    port: Any
+
+    async def _own(self, ctx: RequestContext, turn: Any) -> None:
+        raise NotImplementedError
+
+    def _turn_port(self, turn_id: str, provider: str) -> Any:
+        raise NotImplementedError
+
+    async def _acp_turn(self, ctx: RequestContext) -> None:
+        """``session.turn`` for a conversation that drives an ACP agent (ADR-0023)."""
+        args = ctx.args
+        agent = str(args["agent"])
+        if self.brain is not None and self.brain.agent != agent:
+            await self.brain.close()        # the conversation switched agent: the old one ends
+            self.brain = None
+        if self.brain is None:
+            # The SDK's import builds ~200 pydantic models (seconds on a loaded machine): off
+            # the loop, which must keep answering the supervisor's liveness pings.
+            await self.loop.run_in_executor(self.port.pool, _import_acp)
+            self.brain = AcpBrain(agent, self.acp_client_factory(self, agent),
+                                  mcp_servers=self._mcp_servers)
+        turn_id = str(args["turn"])
+        spec = AcpTurnSpec(self.conversation, turn_id, agent, str(args["text"]),
+                           args.get("acp_session"))
+        port = self._turn_port(turn_id, f"acp:{agent}")
+        turn = AcpTurn(spec, self.brain, Tools(self.port, self.conversation, self.root), port,
+                       self.root)
+        await self._own(ctx, turn)
+
+    def _mcp_servers(self) -> list[dict[str, Any]]:
+        """Rio's MCP endpoint for the agent's session/new, when this Rio has one."""
+        try:
+            from rio.mcp.entry import mcp_server_entry
+        except ImportError:
+            return []
+        try:
+            return [mcp_server_entry(self.conversation, self.root)]
+        except Exception:  # noqa: BLE001 -- the agent works without Rio's tools
+            log.exception("no MCP entry for %s", self.conversation)
+            return []
+
+    async def _close_agent(self, ctx: RequestContext) -> None:
+        closed = self.brain is not None
+        result = await self._end_agent()
+        ctx.reply({"closed": closed, "how": getattr(result, "how", None)})
+
+    async def _end_agent(self) -> Any:
+        """End the agent (the stop sequence) and its MCP token; the StopResult, if any."""
+        brain, self.brain = self.brain, None
+        result = await brain.close() if brain is not None else None
+        try:
+            from rio.mcp.entry import end_conversation
+            end_conversation(self.root, self.conversation)
+        except ImportError:
+            pass
+        except OSError as exc:
+            log.info("MCP token of %s not removed: %s", self.conversation, exc)
+        return result

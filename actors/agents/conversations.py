@@ -1,0 +1,636 @@
+"""``agent.*``: conversations with the agent, served by the core.
+
+:class:`ConversationsActor` owns the :class:`~rio.agent.conversations.ConversationStore` and is the
+public face of the agent (the ``agent.*`` ops of docs/protocol.md): it records the user's message,
+makes sure the conversation's session process runs (``system.spawn kind=agent``), hands the
+turn to it as ``session.turn`` and, when that returns, records the turn's messages, merges the
+buffers the turn changed into ONE undo step each ("Agent: <message>"), and publishes
+``agent.message`` / ``agent.error`` / ``agent.turn``. ``agent.approve``/``agent.stop`` are
+forwarded to the session, ``agent.mode`` to the gate.
+
+Threading, and why: ``session.turn`` is a request that lasts as long as the turn (minutes), and
+the actor's mailbox must keep serving ``agent.stop`` and ``agent.approve`` meanwhile. So each
+turn's request runs on a worker thread, and the worker hands the outcome back to the actor as a
+message; the store is only ever touched from the actor's thread. Workers come from a small pool
+of long-lived *daemon* threads: every thread that talks to the bus gets a socket of its own
+(actors/bus/service.py), so a thread per turn would leak one socket per turn, and a
+non-daemon pool (concurrent.futures) would hold the process open at exit for a turn's length.
+
+A new message while a turn runs: the session owns the turn's pending proposals and questions
+(ADR-0027), so the core asks it (``session.interrupt``). When one waits, the session closes it
+as "interrupted" and the new message goes to it at once as the next turn, which the core
+records only after the old turn's messages (the store keeps the order the model saw); else the
+message is ``agent.busy``.
+
+Before a turn goes to a session process that is starting or being restarted, the core waits
+until the supervisor reports it ready — its ``system.process`` "ready" event, or one
+``system.status`` (answered by the supervisor, never by the starting process) — without
+polling: a request that reaches a process in the middle of its bus.register
+arrives before its bus thread is ready, and killed it (SIGABRT; actors/bus/service.py).
+
+A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
+turn ends as a classified error, the conversation stays as recorded, and the next message finds
+the restarted process (or spawns it again).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pykka
+
+from actors.actor_registry import ActorHost, actor_factory
+from actors.agents.turn_workers import IdleTimers, ProcessEvents, WorkerPool
+from actors.bus.service import BusThread, RequestContext
+from rio.agent.conversations import (
+    Conversation,
+    ConversationStore,
+    check_conversation_id,
+    conversation_of_turn,
+    conversations_dir,
+    turn_id,
+    undo_label,
+)
+from rio.config.instance import project_state_dir
+from rio.protocol.errors import AgentError, BusError, ProtocolError, RioError
+from rio.protocol.frames import thaw
+from rio.providers.base import Message
+
+log = logging.getLogger("rio.agent.conversations")
+
+#: The longest a turn may run before the core gives up on it (the session's own limits —
+#: model requests and tool calls per turn — normally end it long before).
+TURN_TIMEOUT_S = 30 * 60.0
+#: How long a new session process gets to register on the bus before the turn fails.
+SPAWN_WAIT_S = 20.0
+#: Quick forwards (stop, mode): a healthy session answers in milliseconds.
+FORWARD_TIMEOUT_S = 5.0
+#: An approval applies the edit (buffer.open, buffer.replace) before it answers.
+APPROVE_TIMEOUT_S = 30.0
+
+#: Ends the streamed text of a turn whose session process died before answering.
+INTERRUPTED_MARK = "[interrupted: the agent process stopped here]"
+
+SESSION_DIED = ("The agent process stopped unexpectedly; it was restarted — send your "
+                "message again.")
+
+
+@dataclass
+class RunningTurn:
+    conversation: str
+    turn: str
+    text: str
+    stop_requested: threading.Event = field(default_factory=threading.Event)
+    #: Why the core ended (or will end) the turn itself; None while the session owns the end.
+    end_reason: str | None = None
+    #: The turn of a message that interrupted this one: already sent to the session (which
+    #: closes the waiting proposal as "interrupted"), recorded once this one has ended.
+    successor: "RunningTurn | None" = None
+    successor_outcome: "TurnOutcome | None" = None
+    #: The text streamed so far (agent.delta): kept if the session dies before it answers.
+    partial: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What a worker learned about a turn: the session's answer, or the core's verdict."""
+    status: str                          # done | stopped | error
+    messages: tuple[Mapping[str, Any], ...] = ()
+    error: Mapping[str, Any] | None = None
+    from_core: bool = False              # the core classified it: publish agent.error itself
+    buffers: tuple[str, ...] = ()        # buffers the turn changed (unsaved: the user saves)
+    #: an ACP agent's session id (stored to resume it) and the files it changed on disk
+    acp_session: str | None = None
+    changed_files: tuple[Mapping[str, Any], ...] = ()
+
+
+def _busy(turn: str) -> AgentError:
+    return AgentError("busy", "The agent is still working on the last message.",
+                      "Wait, or Stop the turn.", turn=turn)
+
+
+def classify_bus_failure(err: RioError) -> dict[str, Any]:
+    """The agent.error for a session.turn that failed on the bus instead of answering."""
+    if err.kind in ("bus.actor_dead", "bus.closed", "bus.unreachable"):
+        return AgentError("session_died", SESSION_DIED,
+                          "Send your message again; `rio status` shows the restarts.").to_wire()
+    if err.kind == "bus.timeout":
+        return AgentError("session_timeout", "The agent did not finish the turn in time; it "
+                          "was ended.", "Send your message again, or ask for a smaller step."
+                          ).to_wire()
+    if err.kind == "bus.no_route":
+        return AgentError("session_unavailable", "The agent process did not start.",
+                          "Check `rio status` and the agent's log; then send the message "
+                          "again.").to_wire()
+    wire = err.to_wire()
+    wire.pop("details", None)
+    return wire
+
+
+class ConversationsActor(pykka.ThreadingActor):
+    """Serves ``agent.*``; see the module docstring."""
+
+    def __init__(self, store: ConversationStore, bus: BusThread, *,
+                 turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
+                 default_provider: Callable[[], str | None] | None = None,
+                 known_providers: Callable[[], set[str]] | None = None,
+                 idle_stop_s: float | None = None,
+                 process_events: ProcessEvents | None = None):
+        super().__init__()
+        self.store = store
+        self.bus = bus
+        self.turn_timeout_s = turn_timeout_s
+        self.spawn_wait_s = spawn_wait_s
+        self.default_provider = default_provider or _configured_provider
+        self.known_providers = known_providers or _installed_providers
+        self.running: dict[str, RunningTurn] = {}        # conversation → its running turn
+        #: Conversations whose session answered its last turn: no readiness check before the
+        #: next one (it costs a system.status round trip). Touched by turn workers.
+        self.healthy: set[str] = set()
+        #: the supervisor's system.process events (a session process became ready …)
+        self.process_events = process_events or ProcessEvents()
+        self.turns = WorkerPool("turn", 64)
+        self.forwards = WorkerPool("forward", 4)
+        #: A session process with no turn this long is stopped (system.restart again=false,
+        #: reason idle); the next message spawns it again. 0: never (config idle_stop_s).
+        self.idle_stop_s = _configured_idle_stop() if idle_stop_s is None else idle_stop_s
+        self.idle = IdleTimers(self.idle_stop_s, lambda cid, generation: self._tell(
+            ("idle", cid, generation)))
+
+    def on_stop(self) -> None:
+        self.idle.close()
+        self.turns.close()
+        self.forwards.close()
+
+    # --- the mailbox -----------------------------------------------------------------------
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, tuple):
+            kind = message[0]
+            if kind == "event":
+                self._on_event(message[1], message[2])
+            elif kind == "finished":
+                self._finished(message[1], message[2])
+            elif kind == "interrupt":
+                self._interrupt_answered(*message[1:])
+            elif kind == "idle":
+                self._idle(message[1], message[2])
+            return None
+        ctx: RequestContext = message
+        try:
+            handler = getattr(self, "op_" + ctx.op.split(".", 1)[1], None)
+            if handler is None:
+                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
+            handler(ctx)
+        except RioError as err:
+            ctx.fail(err)
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            log.exception("%s failed", ctx.op)
+            ctx.fail(exc)
+        return None
+
+    # --- ops ---------------------------------------------------------------------------------
+    def op_new(self, ctx: RequestContext) -> None:
+        agent = ctx.args.get("agent")
+        if agent:
+            # An ACP agent (discovery name): refused now if there is no such name; a known
+            # agent that is not installed fails its first turn with how to install it.
+            from rio.acp.discovery import load_agents_config, spec_for
+            from rio.agent.config import config_dir
+            spec_for(agent, load_agents_config(config_dir()))
+            conv = self.store.create(title=ctx.args.get("title"), agent=agent)
+            ctx.reply({"conversation": conv.conversation, "title": conv.title,
+                       "provider": None, "agent": agent})
+            return
+        provider = ctx.args.get("provider") or self.default_provider()
+        if ctx.args.get("provider"):
+            installed = self.known_providers()
+            if installed and provider not in installed:
+                raise AgentError("not_configured", f"No provider named {provider!r} is "
+                                 f"installed (installed: {', '.join(sorted(installed))}).",
+                                 "Pick one of those with --provider, or install the plug-in.")
+        endpoint = ctx.args.get("endpoint")
+        if endpoint:
+            from rio.agent.failures import unusable_endpoint
+            from rio.providers.base import usable_url
+            if not usable_url(endpoint):   # said now, not as a failed turn later
+                raise unusable_endpoint(provider or "the provider", endpoint)
+        conv = self.store.create(title=ctx.args.get("title"), provider=provider,
+                                 endpoint=ctx.args.get("endpoint"), model=ctx.args.get("model"))
+        ctx.reply({"conversation": conv.conversation, "title": conv.title,
+                   "provider": conv.provider})
+
+    def op_list(self, ctx: RequestContext) -> None:
+        ctx.reply([c.summary() for c in self.store.list()])
+
+    def op_history(self, ctx: RequestContext) -> None:
+        ctx.reply(self.store.get(ctx.args["conversation"]).history())
+
+    def op_send(self, ctx: RequestContext) -> None:
+        cid = check_conversation_id(ctx.args["conversation"])
+        self.store.get(cid)  # unknown conversations fail here, before anything is recorded
+        running = self.running.get(cid)
+        if running is None:
+            self._start_turn(ctx, cid, ctx.args["text"])
+        elif running.successor is None:
+            self._ask_interrupt(ctx, running, ctx.args["text"])
+        else:
+            raise _busy(running.turn)
+
+    def _ask_interrupt(self, ctx: RequestContext, running: RunningTurn, text: str) -> None:
+        """A message while a turn runs: the session, which owns the turn's proposals and
+        questions, says whether one waits (then it is interrupted and the new turn follows)
+        or the agent is busy. Asking it, instead of tracking ``agent.propose`` events here,
+        leaves no race between the event and the message."""
+        args = {"conversation": running.conversation, "turn": running.turn}
+
+        def forward() -> None:
+            try:
+                got = self.bus.call("session.interrupt", args, timeout=FORWARD_TIMEOUT_S)
+                ok = bool(got.get("interrupted"))
+            except RioError as err:
+                log.info("turn %s: session.interrupt failed (%s)", running.turn, err.kind)
+                ok = False
+            self._tell(("interrupt", ctx, running.turn, text, ok))
+        self.forwards.submit(forward)
+
+    def _interrupt_answered(self, ctx: RequestContext, turn: str, text: str, ok: bool) -> None:
+        cid = conversation_of_turn(turn)
+        running = self.running.get(cid)
+        try:
+            if running is None:
+                self._start_turn(ctx, cid, text)      # the turn ended meanwhile
+            elif ok and running.turn == turn and running.successor is None:
+                self._interrupt(ctx, running, text)
+            else:
+                raise _busy(running.turn)
+        except RioError as err:
+            ctx.fail(err)
+
+    def op_approve(self, ctx: RequestContext) -> None:
+        turn = ctx.args["turn"]
+        if str(ctx.args["proposal"]).startswith("mcp-"):
+            # A proposal of Rio's MCP tools (an ACP agent's): the mcp actor holds it.
+            mcp_args = {k: ctx.args[k] for k in ("turn", "proposal", "decision")}
+
+            def forward_mcp() -> None:
+                try:
+                    ctx.reply(self.bus.call("mcp.approve", mcp_args,
+                                            timeout=APPROVE_TIMEOUT_S + 60))
+                except RioError as err:
+                    ctx.fail(err)
+            self.forwards.submit(forward_mcp)
+            return
+        cid = conversation_of_turn(turn)
+        running = self._running_turn(cid, turn)
+        if running is None:
+            raise AgentError("unknown_turn", f"Turn {turn!r} is not running any more.",
+                             "Only a running turn's proposals can be answered.")
+        proposal = ctx.args["proposal"]
+        args = {"conversation": cid, "turn": turn, "proposal": proposal,
+                "decision": ctx.args["decision"]}
+
+        def forward() -> None:
+            try:
+                result = self.bus.call("session.approve", args, timeout=APPROVE_TIMEOUT_S)
+            except RioError as err:
+                ctx.fail(err)
+                return
+            ctx.reply(result)
+        self.forwards.submit(forward)
+
+    def op_stop(self, ctx: RequestContext) -> None:
+        cid = check_conversation_id(ctx.args["conversation"])
+        self.store.get(cid)
+        running = self.running.get(cid)
+        if running is None:
+            # Nothing runs here; a session left running by a core that restarted mid-turn
+            # still gets the word (best effort: it may not exist at all).
+            self.forwards.submit(lambda: self._stop_orphan(cid))
+            ctx.reply({"stopped": False})
+            return
+        running = running.successor or running   # the newest message's turn is the one shown
+        running.end_reason = running.end_reason or "stopped"
+        self._forward_stop(running)
+        ctx.reply({"stopped": True, "turn": running.turn})
+
+    def op_permission_answer(self, ctx: RequestContext) -> None:
+        """An ACP agent's permission question, answered by option kind: straight to the
+        conversation's session, which owns the question."""
+        cid = check_conversation_id(ctx.args["conversation"])
+        args = {"conversation": cid, "turn": ctx.args["turn"],
+                "request": ctx.args["request"], "kind": ctx.args.get("kind")}
+
+        def forward() -> None:
+            try:
+                ctx.reply(self.bus.call("session.permission_answer", args,
+                                        timeout=FORWARD_TIMEOUT_S))
+            except RioError as err:
+                ctx.fail(err)
+        self.forwards.submit(forward)
+
+    def op_mode(self, ctx: RequestContext) -> None:
+        args = {"mode": ctx.args["mode"]} if ctx.args.get("mode") else {}
+
+        def forward() -> None:
+            try:
+                ctx.reply(self.bus.call("gate.mode", args, timeout=FORWARD_TIMEOUT_S))
+            except RioError as err:
+                ctx.fail(err)
+        self.forwards.submit(forward)
+
+    # --- turns -------------------------------------------------------------------------------
+    def _start_turn(self, ctx: RequestContext, cid: str, text: str) -> None:
+        self.idle.disarm(cid)
+        conv, record = self.store.begin_turn(cid, text)
+        running = RunningTurn(cid, record.turn, text)
+        self.running[cid] = running
+        self._launch(ctx, conv, running, [m.to_dict() for m in conv.messages])
+
+    def _interrupt(self, ctx: RequestContext, running: RunningTurn, text: str) -> None:
+        """A new message while a proposal waits. The new turn goes to the session at once: it
+        closes the proposal's tool call as "interrupted", ends the old turn and puts the old
+        turn's messages before the new one (session side). The core records the new message
+        only after the old turn's messages, so the stored history has the same order."""
+        conv = self.store.get(running.conversation)
+        successor = RunningTurn(running.conversation,
+                                turn_id(running.conversation, len(conv.turns) + 1), text)
+        running.end_reason = "interrupted"
+        running.successor = successor
+        history = [m.to_dict() for m in conv.messages] + [Message.user(text).to_dict()]
+        self._launch(ctx, conv, successor, history)
+
+    def _launch(self, ctx: RequestContext, conv: Conversation, running: RunningTurn,
+                messages: list[dict[str, Any]]) -> None:
+        cid, text = running.conversation, running.text
+        ctx.reply({"turn": running.turn, "conversation": cid})
+        self.bus.publish("agent.turn", {"conversation": cid, "turn": running.turn,
+                                        "state": "started", "text": text})
+        args: dict[str, Any] = {"conversation": cid, "turn": running.turn, "text": text,
+                                "messages": messages}
+        if conv.agent:
+            args["agent"] = conv.agent
+            if conv.acp_session:
+                args["acp_session"] = conv.acp_session
+        elif conv.provider:
+            args["provider"] = conv.provider
+        # Only sent when set, so a session that predates these keys still takes the turn.
+        for key in ("endpoint", "model"):
+            if getattr(conv, key):
+                args[key] = getattr(conv, key)
+        self.turns.submit(lambda: self._run_turn(running, args))
+
+    def _run_turn(self, running: RunningTurn, args: dict[str, Any]) -> None:
+        """On a worker thread: the whole session.turn, then the undo merge; never the store."""
+        outcome = self._call_session(running, args)
+        self._tell(("finished", running.turn, outcome))
+
+    def _call_session(self, running: RunningTurn, args: dict[str, Any]) -> TurnOutcome:
+        deadline = time.monotonic() + self.spawn_wait_s
+        spawned = False
+        delay = 0.02
+        if running.conversation not in self.healthy:
+            self._wait_ready(running, deadline)   # a session starting, or being restarted
+        while True:
+            if running.stop_requested.is_set():
+                return TurnOutcome("stopped")
+            try:
+                result = self.bus.call("session.turn", args, timeout=self.turn_timeout_s)
+                self.healthy.add(running.conversation)
+                break
+            except BusError as err:
+                self.healthy.discard(running.conversation)
+                if err.kind != "bus.no_route" or time.monotonic() >= deadline:
+                    return TurnOutcome("error", error=classify_bus_failure(err), from_core=True)
+                if not spawned:
+                    try:
+                        got = self.bus.call("system.spawn", {"kind": "agent",
+                                                             "key": running.conversation},
+                                            timeout=FORWARD_TIMEOUT_S)
+                    except RioError as spawn_err:
+                        wire = spawn_err.to_wire()
+                        wire.pop("details", None)
+                        return TurnOutcome("error", error=wire, from_core=True)
+                    # An idle stop still under way: wait for it to end, then spawn again.
+                    spawned = not (isinstance(got, Mapping) and got.get("state") == "stopping")
+                    self._wait_ready(running, deadline)
+                    continue
+                running.stop_requested.wait(delay)
+                delay = min(delay * 2, 0.2)
+            except RioError as err:
+                wire = err.to_wire()
+                wire.pop("details", None)
+                return TurnOutcome("error", error=wire, from_core=True)
+        result = result if isinstance(result, Mapping) else {}
+        status = result.get("status")
+        messages = tuple(m for m in result.get("messages") or () if isinstance(m, Mapping))
+        if status not in ("done", "stopped", "error"):
+            return TurnOutcome("error", messages, AgentError(
+                "unexpected_response", f"The agent session ended the turn as {status!r}.",
+                "Report this as a bug with the agent log.").to_wire(), from_core=True)
+        changed = result.get("buffers") or ()
+        self._merge_undo(running, changed)
+        error = result.get("error") if isinstance(result.get("error"), Mapping) else None
+        buffers = tuple(str(b["buffer"]) for b in changed
+                        if isinstance(b, Mapping) and b.get("buffer") is not None)
+        acp_session = result.get("acp_session")
+        on_disk = tuple(f for f in result.get("changed_files") or () if isinstance(f, Mapping))
+        return TurnOutcome(status, messages, error, buffers=buffers,
+                           acp_session=acp_session if isinstance(acp_session, str) else None,
+                           changed_files=on_disk)
+
+    def _wait_ready(self, running: RunningTurn, deadline: float) -> None:
+        """Wait until the supervisor reports the new session process ready: its ``system.process``
+        "ready" event, or a ``system.status`` already saying so (asked once, after the watch
+        began, so the event cannot slip between the two). Keeping ``session.turn`` back until
+        then keeps requests away from a process that is still registering on the bus."""
+        name = f"agent:{running.conversation}"
+        self.process_events.forget(name)
+        try:
+            status = self.bus.call("system.status", {}, timeout=FORWARD_TIMEOUT_S)
+        except RioError:
+            return
+        proc = next((p for p in status.get("processes", ()) if p.get("name") == name), None)
+        if proc is None or proc.get("state") in ("failed", "stopped", "idle-stopped"):
+            return
+        if proc.get("ready") and proc.get("state") == "running":
+            return  # ("ready" stays set while a dead one waits for its restart)
+        while time.monotonic() < deadline and not running.stop_requested.is_set():
+            # Woken by the process's next event; the short slice only notices a Stop.
+            event = self.process_events.wait(name, min(0.1, deadline - time.monotonic()))
+            if event is not None and event != "started":
+                return        # ready — or exited/failed: session.turn says which
+            if event == "started":
+                self.process_events.forget(name)
+
+    def _merge_undo(self, running: RunningTurn, buffers: Any) -> None:
+        label = undo_label(running.text)
+        for item in buffers:
+            try:
+                self.bus.call("buffer.merge_undo", {
+                    "buffer": str(item["buffer"]), "since_version": int(item["since_version"]),
+                    "label": label}, timeout=FORWARD_TIMEOUT_S)
+            except (RioError, KeyError, TypeError, ValueError) as err:
+                # A buffer closed during the turn has no undo to merge: nothing is lost.
+                log.info("turn %s: no undo merge for %r (%s)", running.turn, item, err)
+
+    def _finished(self, turn: str, outcome: TurnOutcome) -> None:
+        cid = conversation_of_turn(turn)
+        running = self.running.get(cid)
+        if running is None:
+            return  # the core already ended it (a stop the session never answered)
+        if running.turn != turn:
+            if running.successor is not None and running.successor.turn == turn:
+                running.successor_outcome = outcome  # recorded after the interrupted turn
+            return
+        del self.running[cid]
+        status, error, from_core = outcome.status, outcome.error, outcome.from_core
+        messages = outcome.messages
+        streamed = "".join(running.partial).strip()
+        if status == "error" and from_core and not messages and streamed:
+            # The session died mid-turn (kill -9): its messages died with it, but the text it
+            # streamed was seen. Keep it, marked, so the history does not read as two user
+            # messages in a row and the model knows where it was cut.
+            messages = (Message.assistant(f"{streamed}\n\n{INTERRUPTED_MARK}").to_dict(),)
+        text = ""
+        try:
+            conv = self.store.add_messages(turn, messages)
+            count = len(messages)
+            text = "\n\n".join(m.text for m in conv.messages[len(conv.messages) - count:]
+                               if m.role == "assistant" and m.text) if count else ""
+        except AgentError as err:
+            status, error, from_core = "error", err.to_wire(), True
+        if running.end_reason == "interrupted" and status != "error":
+            status = "stopped"
+            error = AgentError("interrupted", "A new message interrupted this turn.",
+                               "The agent carries on with the new message.").to_wire()
+        self.store.end_turn(turn, status, error)  # type: ignore[arg-type]
+        if outcome.acp_session:
+            self.store.set_acp_session(cid, outcome.acp_session)
+        base = {"conversation": cid, "turn": turn}
+        if text:
+            self.bus.publish("agent.message", {**base, "role": "assistant", "text": text})
+        if status == "error" and from_core and error is not None:
+            self.bus.publish("agent.error", {**base, "kind": error.get("kind"),
+                                             "message": error.get("message"),
+                                             "next": error.get("next"), "partial": bool(text)})
+        ended: dict[str, Any] = {**base, "state": status}
+        if outcome.buffers:
+            # What the turn left unsaved: `rio chat` offers /save, /undo and /diff on them.
+            ended["buffers"] = list(outcome.buffers)
+        if outcome.changed_files:
+            # An ACP agent's writes behind Rio's back (its own shell): path, change, diff.
+            ended["changed_files"] = [dict(f) for f in outcome.changed_files]
+        if error is not None:
+            ended["error"] = {k: error.get(k) for k in ("kind", "message", "next")}
+        self.bus.publish("agent.turn", ended)
+        successor = running.successor
+        if successor is not None:
+            _, record = self.store.begin_turn(cid, successor.text)
+            if record.turn != successor.turn:  # cannot happen while one actor owns the store
+                log.error("turn %s was recorded as %s", successor.turn, record.turn)
+            self.running[cid] = successor
+            if running.successor_outcome is not None:
+                self._finished(successor.turn, running.successor_outcome)
+        elif cid not in self.running:
+            self.idle.arm(cid)      # no turn for idle_stop_s: the session process is stopped
+
+    # --- idle session processes --------------------------------------------------------------
+    def _idle(self, cid: str, generation: int) -> None:
+        if not self.idle.due(cid, generation) or cid in self.running:
+            return      # a turn started meanwhile: the timer is stale
+        self.healthy.discard(cid)      # the next turn checks readiness (and spawns)
+        args = {"process": f"agent:{cid}", "again": False, "reason": "idle"}
+
+        def forward() -> None:
+            try:
+                self.bus.call("system.restart", args, timeout=FORWARD_TIMEOUT_S)
+            except RioError as err:       # no such process (never spawned, or not ours)
+                log.info("idle stop of agent:%s: %s", cid, err.kind)
+        self.forwards.submit(forward)
+
+    def _stop_orphan(self, cid: str) -> None:
+        try:
+            self.bus.call("session.stop", {"conversation": cid}, timeout=FORWARD_TIMEOUT_S)
+        except RioError:
+            pass  # no session process: nothing to stop
+
+    def _forward_stop(self, running: RunningTurn) -> None:
+        running.stop_requested.set()
+        args = {"conversation": running.conversation, "turn": running.turn}
+
+        def forward() -> None:
+            try:
+                self.bus.call("session.stop", args, timeout=FORWARD_TIMEOUT_S)
+            except RioError as err:
+                # Nobody there to stop (not started yet, died, or hung): the core ends the turn.
+                log.info("turn %s: session.stop failed (%s); ending it here", running.turn,
+                         err.kind)
+                self._tell(("finished", running.turn, TurnOutcome("stopped")))
+        self.forwards.submit(forward)
+
+    # --- events --------------------------------------------------------------------------------
+    def _running_turn(self, cid: Any, turn: Any) -> RunningTurn | None:
+        """The running turn ``turn`` (or the one that interrupted it), if it runs."""
+        running = self.running.get(cid) if isinstance(cid, str) else None
+        for candidate in (running, running.successor if running else None):
+            if candidate is not None and candidate.turn == turn:
+                return candidate
+        return None
+
+    def _on_event(self, topic: str, data: Mapping[str, Any]) -> None:
+        running = self._running_turn(data.get("conversation"), data.get("turn"))
+        if running is None:
+            return
+        if topic == "agent.delta":
+            running.partial.append(str(data.get("text", "")))
+
+    def _tell(self, message: Any) -> None:
+        try:
+            self.actor_ref.tell(message)
+        except pykka.ActorDeadError:
+            pass  # the core is stopping; the turn is closed as interrupted at the next start
+
+
+def _configured_provider() -> str | None:
+    from rio.agent.config import load_agent_config
+    try:
+        return load_agent_config().provider
+    except RioError:
+        return None  # the session reports the broken config with the turn
+
+
+def _configured_idle_stop() -> float:
+    from rio.agent.config import AgentConfig, load_agent_config
+    try:
+        return load_agent_config().idle_stop_s
+    except RioError:
+        return AgentConfig().idle_stop_s
+
+
+def _installed_providers() -> set[str]:
+    try:
+        from rio.providers import discover_providers
+        return set(discover_providers())
+    except Exception:  # noqa: BLE001 -- a broken plug-in must not stop conversations
+        return set()
+
+
+@actor_factory("conversations")
+def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
+    store = ConversationStore(conversations_dir(project_state_dir(host.root)))
+    events = ProcessEvents()
+    ref = ConversationsActor.start(store, host.bus, process_events=events)
+    host.refs.append(ref)
+
+    def on_event(event: Any) -> None:
+        ref.tell(("event", event.topic, thaw(event.data)))
+    # A session process coming up: the turns waiting for it are woken (no status polling).
+    host.bus.subscribe("system.process", lambda event: events.record(thaw(event.data)))
+    # The streamed text, kept for a turn whose session dies before it answers.
+    host.bus.subscribe("agent.delta", on_event)
+    return {"agent": ref.tell}
+

@@ -1,0 +1,61 @@
+"""``agents.*`` in the core: which ACP agents this machine has (logic in rio/acp/discovery.py).
+
+Discovery looks at the core's environment — the one Rio was started with, as for the agents
+it will start — and asks the found agents their version, all at once under one timeout, in
+this actor's thread (never the bus thread). Versions are kept for :data:`CACHE_S` so a UI
+that lists agents often does not start probes each time; ``refresh`` asks again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pykka
+
+from actors.actor_registry import ActorHost, actor_factory
+from actors.bus.service import RequestContext
+from rio.acp import discovery
+from rio.agent.config import config_dir
+
+CACHE_S = 60.0
+
+
+class AgentsActor(pykka.ThreadingActor):
+    def __init__(self) -> None:
+        super().__init__()
+        self._cached: tuple[float, Any, list[dict[str, Any]]] | None = None
+
+    def on_receive(self, message: Any) -> Any:
+        ctx: RequestContext = message
+        try:
+            if ctx.op != "agents.list":
+                from rio.protocol.errors import ProtocolError
+                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
+            ctx.reply({"agents": self.list(bool(ctx.args.get("refresh")))})
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            ctx.fail(exc)
+        return None
+
+    def list(self, refresh: bool) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        # config.toml is read every time (cheap): an agent added there shows at once
+        config = discovery.load_agents_config(config_dir())
+        cached = self._cached
+        if not refresh and cached is not None and now - cached[0] < CACHE_S \
+                and cached[1] == config:
+            return cached[2]
+        infos = discovery.discover(os.environ, discovery.RealHost(),
+                                   discovery.run_version_probes, config)
+        rows = [i.to_dict() for i in infos]
+        self._cached = (now, config, rows)
+        return rows
+
+
+@actor_factory("agents")
+def start_agents(host: ActorHost) -> dict[str, Any]:
+    """agents.*: the installed ACP agents, their versions and sign-in hints."""
+    ref = AgentsActor.start()
+    host.refs.append(ref)
+    return {"agents": ref.tell}

@@ -1,0 +1,92 @@
+"""``gate.*`` in the core: the approval gate (policy in :mod:`rio.agent.gate`) as an actor.
+
+Every agent session asks this one gate, so the mode and the "always allow" memory are the
+same for every conversation, and the per-turn counters live outside the session processes —
+a session killed mid-turn cannot reset its own limits by coming back.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import pykka
+
+from actors.actor_registry import ActorHost, actor_factory
+from actors.bus.service import RequestContext
+from rio.agent.gate import Gate, JsonFileStore, Limits
+from rio.protocol.errors import ConfigError, ProtocolError
+
+log = logging.getLogger("rio.agent.gate")
+
+GATE_FILE = "agent-gate.json"
+
+
+class GateActor(pykka.ThreadingActor):
+    def __init__(self, gate: Gate):
+        super().__init__()
+        self.gate = gate
+
+    def on_receive(self, message: Any) -> Any:
+        ctx: RequestContext = message
+        try:
+            ctx.reply(self.handle(ctx.op, ctx.args))
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            ctx.fail(exc)
+        return None
+
+    def handle(self, op: str, args: dict[str, Any]) -> Any:
+        gate = self.gate
+        if op == "gate.check":
+            return gate.check(args["conversation"], args["turn"], args["provider"],
+                              args["tool"], args["args"] or {}).to_dict()
+        if op == "gate.agent_check":
+            decision, turn = gate.check_agent(args["conversation"], args["agent"], args["tool"],
+                                              args["args"] or {})
+            return {**decision.to_dict(), "turn": turn}
+        if op == "gate.turn":
+            count = gate.turn_event(args["conversation"], args["turn"], args["event"])
+            # The mode comes with the answer so a session learns it without another round trip.
+            return {"ok": True, "requests": count.requests, "tool_calls": count.tool_calls,
+                    "mode": gate.mode}
+        if op == "gate.remember":
+            gate.remember(args["provider"], args["tool"])
+            return {"ok": True}
+        if op == "gate.forget":
+            gate.forget(args["provider"], args["tool"])
+            return {"ok": True}
+        if op == "gate.mode":
+            if args["mode"] is not None:
+                gate.set_mode(args["mode"])
+            return {"mode": gate.mode}
+        if op == "gate.status":
+            return {"mode": gate.mode, "always": [list(p) for p in gate.always_allowed()],
+                    "limits": {"max_requests": gate.limits.max_requests,
+                               "max_tool_calls": gate.limits.max_tool_calls,
+                               "max_agent_changes": gate.limits.max_agent_changes,
+                               "max_agent_requests": gate.limits.max_agent_requests}}
+        raise ProtocolError("unknown_op", f"Unknown op {op!r}.")
+
+
+def build_gate(root: Path) -> Gate:
+    """The gate for ``root``: defaults from config.toml's [agent], memory from the state folder."""
+    from rio.agent.config import AgentConfig, load_agent_config
+    from rio.config.instance import project_state_dir
+    try:
+        config = load_agent_config()
+    except ConfigError as err:  # a bad config must not leave the core without a gate
+        log.warning("agent config unreadable, gate uses defaults: %s", err)
+        config = AgentConfig()
+    return Gate(mode=config.mode,
+                limits=Limits(config.max_requests_per_turn, config.max_tool_calls_per_turn,
+                              config.max_agent_changes_per_turn,
+                              config.max_agent_requests_per_turn),
+                store=JsonFileStore(project_state_dir(root) / GATE_FILE), root=root)
+
+
+@actor_factory("gate")
+def start_gate(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
+    ref = GateActor.start(build_gate(host.root))
+    host.refs.append(ref)
+    return {"gate": ref.tell}

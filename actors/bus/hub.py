@@ -1,0 +1,373 @@
+"""The hub: the one place every request and event of an instance passes through.
+
+It binds a ROUTER for requests and an XPUB for events (ADR-0009). Services — the
+processes that host actors — connect like any client and register the op prefixes they serve
+(``bus.register {prefixes}``); the hub routes each request by its prefix and sends the reply back
+to whoever asked. Events reach the hub from services and leave on the XPUB with a per-topic ``seq``
+the hub assigns, so a subscriber sees a gap instead of drifting.
+
+Frames on the ROUTER (after the identity the ROUTER adds):
+  * ``[payload]``              — from any client: a request, or (services) an event
+  * ``[client_id, payload]``   — from a service: the reply to ``client_id``'s request
+Frames the hub sends to a service: ``[service_id, client_id, payload]`` (a request to serve).
+
+Every request gets an answer: no route, a departed service and a malformed frame are all error
+replies; when a service goes away its outstanding requests are failed with ``bus.actor_dead``.
+No frame can end the hub thread: anything unexpected while handling one is logged and answered
+with ``internal.unexpected`` (docs/protocol.md "Frame limits"). Every socket refuses messages
+over ``MAX_SOCKET_MESSAGE_BYTES`` in libzmq itself (:func:`actors.bus.sockets.configure`).
+Before routing, every request is checked against the sender's role (:mod:`rio.protocol.roles`): a
+remote client's role is in the identity the CURVE bridge gave it, and ops above it are refused
+with ``auth.forbidden``; local clients are owners.
+The hub owns its sockets from one thread (ZeroMQ sockets are not thread-safe).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import msgpack
+import zmq
+
+from actors.bus.sockets import HWM, WELCOME, configure  # noqa: F401 -- HWM, WELCOME re-exported
+from rio.protocol import ops, roles
+from rio.protocol.errors import BusError, InternalError, ProtocolError
+from rio.protocol.frames import Event, Reply, Request, decode, encode, peek_id
+
+log = logging.getLogger("rio.hub")
+
+
+
+@dataclass
+class Service:
+    identity: bytes
+    name: str
+    prefixes: tuple[str, ...]
+    pid: int
+    #: requests routed to it and not answered yet → how many copies (each gets one reply)
+    pending: dict[tuple[bytes, str], int] = field(default_factory=dict)
+
+
+class Hub:
+    """Run with :meth:`start` (a thread) or :meth:`serve_forever`; stop with :meth:`stop`."""
+
+    def __init__(self, requests_endpoint: str, events_endpoint: str, *,
+                 context: zmq.Context | None = None,
+                 curve_secret: bytes | None = None,
+                 local_handler: Callable[[bytes, Request], Reply | None] | None = None):
+        self.requests_endpoint = requests_endpoint
+        self.events_endpoint = events_endpoint
+        self.ctx = context or zmq.Context.instance()
+        self._curve_secret = curve_secret
+        self._local_handler = local_handler
+        self._services: dict[bytes, Service] = {}
+        self._routes: dict[str, bytes] = {}
+        self._seq: dict[str, int] = {}
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop_endpoint = f"inproc://hub-stop-{id(self)}"
+        self._bind_error: BaseException | None = None
+        self._injected: list[tuple[str, dict]] = []
+        self._inject_lock = threading.Lock()
+        self._inject_endpoint = f"inproc://hub-inject-{id(self)}"
+        self.stats = {"requests": 0, "replies": 0, "events": 0, "errors": 0}
+        self._crash_next = False
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> "Hub":
+        self._thread = threading.Thread(target=self.serve_forever, name="rio-hub", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._bind_error is not None:
+            raise self._bind_error
+        return self
+
+    def alive(self) -> bool:
+        """Is the hub's thread running? (False once stopped, or if it died.)"""
+        return self._thread is not None and self._thread.is_alive()
+
+    def restart(self) -> "Hub":
+        """Start the hub's thread again after it died: it binds the same endpoints anew and
+        keeps its routing table, so services and clients reconnect on their own (ZeroMQ
+        reconnects) and are routed as before; requests that were in flight time out."""
+        if self._thread is not None:
+            self._thread.join(1)
+        self._ready.clear()
+        self._bind_error = None
+        self._crash_next = False
+        return self.start()
+
+    def crash_on_next_frame(self) -> None:
+        """Fault injection (``system.fault hub_crash``): the hub's thread dies of the next
+        frame it reads, as a bug outside every per-frame guard would kill it."""
+        self._crash_next = True
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        sock = self.ctx.socket(zmq.PAIR)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self._stop_endpoint)
+        sock.send(b"stop")
+        sock.close()
+        self._thread.join(5)
+        self._thread = None
+
+    def publish(self, topic: str, data: dict) -> None:
+        """Publish an event from another thread of the hub's process (the supervisor)."""
+        with self._inject_lock:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(self._inject_endpoint)
+            sock.send(msgpack.packb([topic, data], use_bin_type=True))
+            sock.close()
+
+    def drop_service(self, name: str) -> None:
+        """Called (via publish-like injection) when the supervisor sees a process die."""
+        with self._inject_lock:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(self._inject_endpoint)
+            sock.send(msgpack.packb(["__drop__", {"name": name}], use_bin_type=True))
+            sock.close()
+
+    # --- the loop -------------------------------------------------------------------------------
+    def serve_forever(self) -> None:
+        try:
+            router = self.ctx.socket(zmq.ROUTER)
+            configure(router)
+            router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+            xpub = self.ctx.socket(zmq.XPUB)
+            configure(xpub)
+            xpub.setsockopt(zmq.XPUB_WELCOME_MSG, WELCOME)
+            if self._curve_secret is not None:
+                for sock in (router, xpub):
+                    sock.curve_server = True
+                    sock.curve_secretkey = self._curve_secret
+            router.bind(self.requests_endpoint)
+            xpub.bind(self.events_endpoint)
+            ctl = self.ctx.socket(zmq.PAIR)
+            ctl.bind(self._stop_endpoint)
+            inject = self.ctx.socket(zmq.PULL)
+            inject.setsockopt(zmq.LINGER, 0)
+            inject.bind(self._inject_endpoint)
+        except BaseException as exc:  # noqa: BLE001 -- handed to start()'s caller
+            self._bind_error = exc
+            self._ready.set()
+            return
+        self._router, self._xpub = router, xpub
+        self._ready.set()
+        poller = zmq.Poller()
+        for sock in (router, xpub, ctl, inject):
+            poller.register(sock, zmq.POLLIN)
+        try:
+            while True:
+                events = dict(poller.poll())
+                if ctl in events:
+                    break
+                if xpub in events:
+                    while xpub.poll(0):
+                        xpub.recv()  # subscriptions: serviced so the welcome message is sent
+                if inject in events:
+                    while inject.poll(0):
+                        self._on_injected(inject.recv())
+                if router in events:
+                    for _ in range(1000):  # bounded batch, then service the other sockets
+                        try:
+                            frames = router.recv_multipart(zmq.NOBLOCK)
+                        except zmq.Again:
+                            break
+                        if self._crash_next:
+                            raise SystemExit("hub_crash fault injected")
+                        self._on_frames_safely(frames)
+        finally:
+            for sock in (router, xpub, ctl, inject):
+                sock.close(linger=0)
+
+    # --- routing --------------------------------------------------------------------------------
+    def _service_of(self, sender: bytes) -> Service | None:
+        """The service a connection belongs to: its bus thread's, or an actor thread's own
+        DEALER (identity ``<service identity>/<n>``), which sends replies and events directly."""
+        service = self._services.get(sender)
+        if service is None and b"/" in sender:
+            service = self._services.get(sender.split(b"/", 1)[0])
+        return service
+
+    def _on_injected(self, raw: bytes) -> None:
+        try:
+            topic, data = msgpack.unpackb(raw, raw=False)
+            if topic == "__drop__":
+                self._drop_by_name(data["name"])
+            else:
+                self._publish(topic, data)
+        except Exception:  # noqa: BLE001 -- the hub thread never dies of one message
+            log.exception("hub: an injected event could not be handled (dropped)")
+
+    def _on_frames_safely(self, frames: list[bytes]) -> None:
+        """:meth:`_on_frames`, and whatever goes wrong with one frame stays with that frame:
+        logged, answered with ``internal.unexpected`` when it was a request, and the hub goes
+        on (a frame that killed this thread once left the instance unstoppable)."""
+        try:
+            self._on_frames(frames)
+        except Exception as exc:  # noqa: BLE001 -- every thread that reads the network
+            self.stats["errors"] += 1
+            log.exception("hub: a %d-part frame from %r failed", len(frames), frames[0][:64])
+            if len(frames) == 2:
+                self._reply(frames[0], Reply.failure(peek_id(frames[1]) or "?", InternalError(
+                    "internal.unexpected", f"The hub could not handle this frame "
+                    f"({type(exc).__name__}).")))
+
+    def _on_frames(self, frames: list[bytes]) -> None:
+        sender = frames[0]
+        if len(frames) == 2:
+            self._on_payload(sender, frames[1])
+        elif len(frames) == 3 and self._service_of(sender) is not None:
+            client, payload = frames[1], frames[2]
+            service = self._service_of(sender)
+            key = (client, peek_id(payload))
+            copies = service.pending.pop(key, 0)
+            if copies > 1:
+                service.pending[key] = copies - 1
+            self.stats["replies"] += 1
+            self._send(client, payload)
+        else:
+            log.warning("dropping a frame with %d parts from %r", len(frames), sender)
+
+    def _on_payload(self, sender: bytes, payload: bytes) -> None:
+        try:
+            frame = decode(payload)
+        except ProtocolError as err:
+            self.stats["errors"] += 1
+            self._reply(sender, Reply.failure(peek_id(payload) or "?", err))
+            return
+        if isinstance(frame, Event):
+            if self._service_of(sender) is not None:
+                self._publish(frame.topic, dict(frame.data))
+            return
+        if isinstance(frame, Reply):
+            return  # a reply without a destination: nothing to do with it
+        self.stats["requests"] += 1
+        denied = roles.refusal(sender, frame.op)   # a remote key's role (ADR-0019)
+        if denied is not None:
+            self._reply(sender, Reply.failure(frame.id, denied))
+            return
+        if frame.op.startswith("bus."):
+            self._reply(sender, self._bus_op(sender, frame))
+            return
+        if self._local_handler is not None:
+            local = self._local_handler(sender, frame)
+            if local is not None:
+                self._reply(sender, local)
+                return
+        prefix = frame.op.split(".", 1)[0]
+        if prefix in ("host", "session"):
+            try:   # routed by an argument: a wrong one is bad_args, not "nothing serves it"
+                ops.validate(frame)
+            except ProtocolError as err:
+                self._reply(sender, Reply.failure(frame.id, err))
+                return
+        if prefix == "host":
+            # host.* ops go to one process by name (the supervisor's liveness pings)
+            wanted = frame.args.get("process")
+            target = next((i for i, s in self._services.items() if s.name == wanted), None)
+        elif prefix == "session":
+            # session.* ops go to the conversation's own agent process, "agent:<conversation>"
+            wanted = f"agent:{frame.args.get('conversation')}"
+            target = next((i for i, s in self._services.items() if s.name == wanted), None)
+        else:
+            target = self._routes.get(prefix)
+        if target is None:
+            self._reply(sender, Reply.failure(frame.id, BusError(
+                "no_route", f"Nothing serves {prefix}.* ops right now.",
+                "Check `rio status`: the process that serves them may be restarting or "
+                "not configured.", op=frame.op)))
+            return
+        service = self._services[target]
+        try:
+            self._router.send_multipart([target, sender, payload])
+        except zmq.ZMQError:
+            self._forget(target, "it stopped answering")
+            self._reply(sender, Reply.failure(frame.id, BusError(
+                "unreachable", f"The {service.name} process is not reachable.",
+                "It is being restarted; try again in a moment.")))
+            return
+        key = (sender, frame.id)
+        service.pending[key] = service.pending.get(key, 0) + 1
+
+    def _bus_op(self, sender: bytes, req: Request) -> Reply:
+        try:
+            args = ops.validate(req)   # typed like every op (bus.* in rio/protocol/ops.py)
+        except ProtocolError as err:
+            return Reply.failure(req.id, err)
+        if req.op == "bus.register":
+            # host.* and session.* are routed by process name, never by prefix (many serve them)
+            prefixes = tuple(p for p in args["prefixes"] if p not in ("host", "session"))
+            name = args["name"] or sender.decode(errors="replace")
+            taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
+                     and self._routes[p] in self._services
+                     and self._services[self._routes[p]].name != name]
+            if taken:
+                return Reply.failure(req.id, BusError(
+                    "prefix_taken", f"Prefix {taken[0]!r} is already served by "
+                    f"{self._services[self._routes[taken[0]]].name}.",
+                    "Check supervisor.toml: each actor lives in one process."))
+            # A restarted service re-registers under a new identity: drop the old one.
+            for ident, svc in list(self._services.items()):
+                if svc.name == name and ident != sender:
+                    self._forget(ident, "it was restarted")
+            self._services[sender] = Service(sender, name, prefixes, args["pid"])
+            for p in prefixes:
+                self._routes[p] = sender
+            return Reply.success(req.id, {"registered": list(prefixes)})
+        if req.op == "bus.unregister":
+            if sender in self._services:
+                self._forget(sender, "it unregistered")
+            return Reply.success(req.id, {})
+        if req.op == "bus.services":
+            return Reply.success(req.id, [{"name": s.name, "prefixes": list(s.prefixes),
+                                           "pid": s.pid, "pending": sum(s.pending.values())}
+                                          for s in self._services.values()])
+        if req.op == "bus.stats":
+            return Reply.success(req.id, dict(self.stats, topics=dict(self._seq)))
+        return Reply.failure(req.id, ProtocolError(
+            "unknown_op", f"Unknown op {req.op!r}.", "Run `rio call system.ops`."))
+
+    def _drop_by_name(self, name: str) -> None:
+        for ident, svc in list(self._services.items()):
+            if svc.name == name:
+                self._forget(ident, "its process ended")
+
+    def _forget(self, ident: bytes, why: str) -> None:
+        service = self._services.pop(ident, None)
+        if service is None:
+            return
+        for prefix in service.prefixes:
+            if self._routes.get(prefix) == ident:
+                del self._routes[prefix]
+        for (client, rid), copies in service.pending.items():
+            payload = encode(Reply.failure(rid, BusError(
+                "actor_dead", f"The {service.name} process ended before answering ({why}).",
+                "Try again: Rio restarts it. `rio status` shows restarts.")))
+            for _ in range(copies):   # every copy sent gets its answer
+                self._send(client, payload)
+
+    # --- sending --------------------------------------------------------------------------------
+    def _reply(self, client: bytes, reply: Reply) -> None:
+        self._send(client, encode(reply))
+
+    def _send(self, client: bytes, payload: bytes) -> None:
+        try:
+            self._router.send_multipart([client, payload])
+        except zmq.ZMQError:
+            if client in self._services:
+                self._forget(client, "it stopped answering")
+            # otherwise a client left before its reply: nothing to tell anyone
+
+    def _publish(self, topic: str, data: dict) -> None:
+        seq = self._seq.get(topic, 0) + 1
+        self._seq[topic] = seq
+        self.stats["events"] += 1
+        self._xpub.send_multipart([topic.encode(), encode(Event(topic, data, seq))])

@@ -1,0 +1,293 @@
+"""The bus thread of a process that hosts actors, and the service side of requests.
+
+One thread owns the process's :class:`~actors.bus.client.BusConnection`. Actors (pykka threads) never
+touch it: each actor thread answers, publishes and calls through a DEALER of its own to the hub
+(created on first use by :func:`actors.bus.sockets.make_dealer`, named under the bus thread's
+identity so the hub takes it for this service, ADR-0009), so a reply costs no hop through the bus
+thread and no socket is shared between threads.
+An inproc PUSH to the bus thread carries only the stop signal.
+
+Requests routed to this process are validated here (:func:`rio.protocol.ops.validate`), so actors only ever
+see checked arguments, and de-duplicated by ``(client, id)``: a duplicated frame is never run twice;
+if its reply was already sent, the same reply is sent again, and copies that arrive while the
+first is still running each get the reply when it comes (ADR-0009, ADR-0020).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import msgpack
+import zmq
+
+from actors.bus.client import BusConnection, Endpoints, as_error, encode_reply, result_of
+from actors.bus.sockets import make_dealer
+from rio.protocol import ops
+from rio.protocol.errors import BusError, RioError
+from rio.protocol.frames import Event, Reply, Request, decode, encode_checked, peek_id
+
+log = logging.getLogger("rio.bus")
+
+_DEDUP_KEEP = 4096
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """One request being served: answer it exactly once with :meth:`reply` or :meth:`fail`."""
+    bus: "BusThread"
+    client: bytes
+    request: Request
+    args: Mapping[str, Any]
+
+    @property
+    def op(self) -> str:
+        return self.request.op
+
+    def reply(self, result: Any = None) -> None:
+        self.bus.send_reply(self.client, Reply.success(self.request.id, result))
+
+    def fail(self, error: BaseException) -> None:
+        self.bus.send_reply(self.client, Reply.failure(self.request.id, as_error(error)))
+
+
+Handler = Callable[[RequestContext], None]
+
+
+class BusThread:
+    def __init__(self, endpoints: Endpoints, *, name: str,
+                 handlers: Mapping[str, Handler] | None = None,
+                 context: zmq.Context | None = None,
+                 fault_filter: Callable[[bytes], list[bytes]] | None = None):
+        self.endpoints = endpoints
+        self.name = name
+        self.ctx = context or zmq.Context.instance()
+        self.handlers: dict[str, Handler] = dict(handlers or {})
+        self._out_endpoint = f"inproc://bus-out-{uuid.uuid4().hex}"
+        self._local = threading.local()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._links = 0
+        self._early: list[tuple[str, dict]] = []
+        self._registered = False
+        #: requests being served → how many more copies of each arrived meanwhile
+        self._inflight: dict[tuple[bytes, str], int] = {}
+        self._done: collections.OrderedDict[tuple[bytes, str], bytes] = collections.OrderedDict()
+        self._subscriptions: list[tuple[str, Callable]] = []
+        #: Fault injection at the client layer: maps an outgoing payload to the payloads
+        #: actually sent (drop = [], duplicate = [p, p]). None in normal runs.
+        self.fault_filter = fault_filter
+        self.conn: BusConnection | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self, timeout: float = 10.0) -> "BusThread":
+        self._thread = threading.Thread(target=self._run, name=f"rio-bus-{self.name}", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise BusError("unreachable", f"{self.name}: the bus did not come up in {timeout:g} s.",
+                           "Check that the hub is running (`rio status`).")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stopping = True
+        try:
+            self._post(["stop"])
+        except zmq.ZMQError:
+            pass
+        self._thread.join(5)
+        self._thread = None
+
+    def subscribe(self, prefix: str, handler: Callable) -> None:
+        """Event handler run on the bus thread; register before :meth:`start`."""
+        self._subscriptions.append((prefix, handler))
+
+    # --- any thread -----------------------------------------------------------------------------
+    def send_reply(self, client: bytes, reply: Reply) -> None:
+        payload = encode_reply(reply)   # a result too big to travel becomes that error
+        copies = self._remember(client, payload)
+        on_bus_thread = threading.current_thread() is self._thread
+        for _ in range(copies):   # every copy of the request gets the reply
+            for p in self._faulted(payload):
+                if on_bus_thread:
+                    self.conn.send_routed(client, p)
+                else:
+                    self._link().send_multipart([client, p])
+
+    def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        with self._lock:
+            if not self._registered:   # before start (an actor's on_start): sent once registered
+                self._early.append((topic, dict(data)))
+                return
+        if threading.current_thread() is self._thread:
+            self.conn.publish(topic, data)
+        else:
+            self._link().send(encode_checked(Event(topic, dict(data))))
+
+    def call(self, op: str, args: Mapping[str, Any] | None = None, *,
+             timeout: float = 10.0) -> Any:
+        """Blocking request from any thread (an actor's own link waits for its reply)."""
+        if threading.current_thread() is self._thread:
+            assert self.conn is not None
+            return self.conn.call(op, args, timeout=timeout)
+        sock = self._link()
+        rid = f"{self.name}-{uuid.uuid4().hex[:12]}"
+        sock.send(encode_checked(Request(rid, op, dict(args or {}))))
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sock.poll(int(remaining * 1000) + 1):
+                raise BusError("timeout", f"No reply to {op} after {timeout:g} s.",
+                               "Check `rio status` and try again.", op=op)
+            frames = sock.recv_multipart()
+            try:
+                frame = decode(frames[-1])
+            except RioError:
+                continue
+            if isinstance(frame, Reply) and frame.id == rid:
+                return result_of(frame)
+
+    def _link(self) -> zmq.Socket:
+        """This thread's own DEALER to the hub, named under the bus thread's identity so the
+        hub accepts its replies and events as this service's (ADR-0009): an actor answers
+        without a hop through the bus thread."""
+        sock = getattr(self._local, "link", None)
+        if sock is None:
+            assert self.conn is not None, "the bus thread is not running"
+            with self._lock:
+                self._links += 1
+                identity = self.conn.identity + b"/%d" % self._links
+            sock = make_dealer(self.ctx, self.endpoints, identity)
+            self._local.link = sock
+        return sock
+
+    # --- the bus thread -------------------------------------------------------------------------
+    def _post(self, item: list) -> None:
+        sock = getattr(self._local, "push", None)
+        if sock is None:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.setsockopt(zmq.SNDHWM, 100_000)
+            sock.connect(self._out_endpoint)
+            self._local.push = sock
+        sock.send(msgpack.packb(item, use_bin_type=True))
+
+    def _run(self) -> None:
+        try:
+            pull = self.ctx.socket(zmq.PULL)
+            pull.setsockopt(zmq.LINGER, 0)
+            pull.setsockopt(zmq.RCVHWM, 100_000)
+            pull.bind(self._out_endpoint)
+            conn = BusConnection(self.endpoints, name=self.name, context=self.ctx)
+            conn.on_request = self._on_request
+            for prefix, handler in self._subscriptions:
+                conn.subscribe(prefix, handler)
+            if not conn.wait_live(10):
+                raise BusError("unreachable", f"{self.name}: no answer from the hub.",
+                               "Check that the hub is running (`rio status`).")
+            # The connection is usable (replies, links) before registration: conn.call drains,
+            # and a request routed to us meanwhile (a ping) is answered through self.conn.
+            self.conn = conn
+            prefixes = sorted(self.handlers)
+            if prefixes:
+                conn.call("bus.register", {"prefixes": prefixes, "name": self.name,
+                                           "pid": os.getpid()})
+            # Events are accepted from registered services only: flush the early ones now.
+            with self._lock:
+                self._registered = True
+                early, self._early = self._early, []
+            for topic, data in early:
+                conn.publish(topic, data)
+        except BaseException as exc:  # noqa: BLE001 -- handed to start()'s caller
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        poller = zmq.Poller()
+        conn.register(poller)
+        poller.register(pull, zmq.POLLIN)
+        try:
+            while True:
+                events = dict(poller.poll(200))
+                if pull in events and self._drain_outbox(pull):
+                    break
+                try:
+                    conn.drain()
+                except Exception:  # noqa: BLE001 -- the bus thread never dies of one frame
+                    log.exception("%s: bus thread: handling a frame failed (continuing)",
+                                  self.name)
+        finally:
+            try:
+                if self.handlers:
+                    conn.request("bus.unregister", {})
+            except RioError:
+                pass
+            pull.close(linger=0)
+            conn.close()
+
+    def _drain_outbox(self, pull: zmq.Socket) -> bool:
+        """The control channel: only ``stop`` travels here."""
+        while True:
+            try:
+                item = msgpack.unpackb(pull.recv(zmq.NOBLOCK), raw=False)
+            except zmq.Again:
+                return False
+            if item[0] == "stop":
+                return True
+
+    def _faulted(self, payload: bytes) -> list[bytes]:
+        return [payload] if self.fault_filter is None else self.fault_filter(payload)
+
+    def _remember(self, client: bytes, payload: bytes) -> int:
+        """Keep the reply for later copies; returns how many copies it answers now."""
+        key = (client, peek_id(payload))
+        with self._lock:
+            extra = self._inflight.pop(key, 0)
+            self._done[key] = payload
+            while len(self._done) > _DEDUP_KEEP:
+                self._done.popitem(last=False)
+        return 1 + extra
+
+    def _on_request(self, client: bytes, request: Request) -> None:
+        assert self.conn is not None
+        key = (client, request.id)
+        with self._lock:
+            running = key in self._inflight
+            if running:   # a copy of a request still running: answered when it is
+                self._inflight[key] += 1
+            done = self._done.get(key)
+        if running:
+            return
+        if done is not None:
+            self.conn.send_routed(client, done)
+            return
+        try:
+            args = ops.validate(request)
+            handler = self.handlers.get(request.op.split(".", 1)[0])
+            if handler is None:
+                raise BusError("no_route", f"{self.name} does not serve {request.op}.",
+                               "Check `rio status`.")
+        except Exception as err:  # noqa: BLE001 -- a RioError, or a bug: answered either way
+            if not isinstance(err, RioError):
+                log.exception("%s: checking %s failed", self.name, request.op)
+            self.conn.reply(client, Reply.failure(request.id, as_error(err)))
+            return
+        with self._lock:
+            self._inflight[key] = 0
+        try:
+            handler(RequestContext(self, client, request, args))
+        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+            log.exception("handler for %s failed", request.op)
+            self.send_reply(client, Reply.failure(request.id, as_error(exc)))

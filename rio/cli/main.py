@@ -1,0 +1,489 @@
+"""The ``rio`` command: the one place that wires rio/, actors/ and ui/ together.
+
+Exit codes for client commands: 0 success, 1 the instance answered with an error (printed),
+2 no instance could be reached (with the reason), 3 bad usage.
+
+Every error is one line on stderr, ``rio: <kind>: <message> — <next>``, never a traceback: a
+:class:`RioError` is printed as it is, bad usage (argparse included) as ``usage``, and anything
+unexpected as ``internal.unexpected`` (``RIO_DEBUG=1`` shows the traceback as well).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
+
+from rio import __version__
+from rio.protocol.errors import BusError, RioError
+
+if TYPE_CHECKING:
+    from actors.bus.client import BusConnection
+    from rio.config.instance import InstanceInfo
+
+EXIT_OK, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE = 0, 1, 2, 3
+
+DESCRIPTION = """\
+Rio: a lightweight '90s-style text editor and development environment that drives coding agents.
+
+Start here:
+  rio [PATH...]                 open the desktop editor on a folder (default: the current one)
+  rio serve [--root DIR]        run Rio headless in the foreground (Ctrl+C or `rio stop` ends it)
+  rio call OP [JSON_ARGS]       send one request to a running Rio, print the reply as JSON
+  rio events [--topic PREFIX]   print the event stream as JSON lines
+  rio status / rio stop         what is running / stop it
+
+Examples:
+  rio serve --root ~/project &
+  rio call buffer.open '{"path": "README.md"}'
+  rio call system.ops           # every op with its arguments
+"""
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def error_line(kind: str, message: str, next_action: str = "") -> str:
+    """The one line every ``rio`` error is printed as: ``rio: <kind>: <message> — <next>``."""
+    def flat(text: str) -> str:
+        return " ".join(str(text).split()).rstrip(".")
+    line = f"rio: {kind}: {flat(message)}"
+    return f"{line} — {flat(next_action)}" if next_action else line
+
+
+def print_error(kind: str, message: str, next_action: str = "") -> None:
+    print(error_line(kind, message, next_action), file=sys.stderr, flush=True)
+
+
+def _fail(err: RioError) -> int:
+    print_error(err.kind, err.message, err.next)
+    return EXIT_UNREACHABLE if err.kind in ("bus.unreachable", "bus.ambiguous_instance",
+                                             "bus.timeout") else EXIT_ERROR
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exits 3 (argparse's own 2 means
+    "unreachable" for rio)."""
+
+    def error(self, message: str) -> Any:
+        usage = " ".join(self.format_usage().split())   # "usage: rio chat [-h] …", one line
+        print_error("usage", f"{self.prog}: {message}", f"{usage}; see `{self.prog} --help`")
+        sys.exit(EXIT_USAGE)
+
+
+def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()) -> BusConnection:
+    from actors.bus.client import Endpoints, connect
+    from rio.config.instance import find_instance
+    if getattr(args, "connect", None):
+        key = args.server_key or os.environ.get("RIO_SERVER_KEY")
+        if not key:
+            raise BusError("no_server_key", "A tcp:// connection needs the server's public key.",
+                           "Pass --server-key KEY or set RIO_SERVER_KEY (the key is printed by "
+                           "`rio keys` on the server).")
+        from actors.bus.curve_keys import check_public_key, load_client_keys
+        from actors.bus.remote import parse_listen
+        requests, events = parse_listen(args.connect)   # events on PORT+1, as the server binds
+        mine = load_client_keys()   # RIO_CLIENT_KEY_DIR or config/curve/clients/
+        return connect(Endpoints(requests, events, check_public_key(key), mine.public,
+                                 mine.secret), name="cli", timeout=args.timeout,
+                       subscribe=subscribe)
+    info = find_instance(args.instance)
+    return connect(info, name="cli", timeout=args.timeout, subscribe=subscribe)
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from actors.supervisor import run_supervisor
+    return run_supervisor(root=Path(args.root or ".").resolve(), instance=args.instance,
+                          desktop=False, listen=args.listen, placement=args.placement,
+                          fault_injection=args.fault_injection)
+
+
+def check_desktop_paths(paths: Sequence[str], commands: Sequence[str]) -> int | None:
+    """Catch what `rio PATH...` would get wrong before a window opens on it: a mistyped
+    command (``rio sevre``) and a folder that does not exist (``rio /no/such/dir/``)."""
+    import difflib
+    for raw in paths:
+        path = Path(raw)
+        if path.exists():
+            continue
+        close = difflib.get_close_matches(raw, commands, n=1, cutoff=0.6)
+        if close and "/" not in raw and "." not in raw:
+            print_error("usage", f"unknown command {raw!r}, did you mean {close[0]}?",
+                        f"run `rio {close[0]} …`, or `rio ./{raw}` to open a new file of that "
+                        "name")
+            return EXIT_USAGE
+        if raw.endswith(("/", os.sep)):
+            print_error("path.not_found", f"there is no folder {raw}",
+                        "check the path, or create the folder first")
+            return EXIT_USAGE
+        if not path.absolute().parent.is_dir():
+            print_error("path.not_found", f"there is no folder {path.parent} (for {raw})",
+                        "check the path, or create the folder first")
+            return EXIT_USAGE
+    return None
+
+
+def cmd_desktop(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths]
+    folders = [p for p in paths if p.is_dir()]
+    root = (folders[0] if folders else Path(".")).resolve()
+    files = [str(p.resolve()) for p in paths if not p.is_dir()]
+    if not os.environ.get("DISPLAY"):
+        print("rio: there is no display to open the window on (DISPLAY is not set).\n"
+              "  Run Rio headless with `rio serve`, or start it from a desktop session.",
+              file=sys.stderr)
+        return EXIT_USAGE
+    running = _instance_for_root(root, args.instance)
+    if running is not None:
+        # Rio already serves this folder: its window is raised (one window per instance),
+        # or, on a headless instance (`rio serve`), a window is attached to it.
+        print(f"Rio is already running on this folder (instance {running.name}).", flush=True)
+        argv = [sys.executable, "-m", "ui.tk", "--instance", running.name]
+        for path in files:
+            argv += ["--open", path]
+        return subprocess.call(argv)
+    from actors.supervisor import run_supervisor
+    return run_supervisor(root=root, instance=args.instance, desktop=True, open_files=files)
+
+
+def _instance_for_root(root: Path, name: str | None) -> InstanceInfo | None:
+    from rio.config.instance import running_instances
+    for info in running_instances():
+        if (name and info.name == name) or (not name and Path(info.root) == root):
+            return info
+    return None
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        call_args = json.loads(args.json_args) if args.json_args else {}
+    except json.JSONDecodeError as exc:
+        print_error("usage", f"JSON_ARGS is not valid JSON: {exc}",
+                    "example: rio call buffer.open '{\"path\": \"README.md\"}'")
+        return EXIT_USAGE
+    if not isinstance(call_args, dict):
+        print_error("usage", "JSON_ARGS must be a JSON object",
+                    "example: rio call buffer.open '{\"path\": \"a.txt\"}'")
+        return EXIT_USAGE
+    try:
+        json.dumps(call_args, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        print_error("usage", "JSON_ARGS holds text that is not valid UTF-8 (a file name from "
+                    "the shell?)", "pass names as UTF-8, or rename the file")
+        return EXIT_USAGE
+    try:
+        conn = _connect(args)
+    except RioError as err:
+        _fail(err)
+        return EXIT_UNREACHABLE
+    try:
+        result = conn.call(args.op, call_args, timeout=args.timeout)
+    except RioError as err:
+        if err.kind == "bus.timeout":
+            _fail(err)
+            return EXIT_UNREACHABLE
+        err = explain_call_error(args.op, err)
+        _print_json({"ok": False, "error": err.to_wire()})   # the reply, for scripts
+        print_error(err.kind, err.message, err.next)
+        return EXIT_ERROR
+    finally:
+        conn.close()
+    _print_json(result)
+    return EXIT_OK
+
+
+def explain_call_error(op: str, err: RioError) -> RioError:
+    """Say what "nothing serves it" means for the op asked: an op that does not exist is a
+    typo (not a restarting process), and ``ui.*`` needs a window the instance may not have."""
+    from rio.protocol.errors import ProtocolError
+    from rio.protocol.ops import REGISTRY
+    if err.kind not in ("bus.no_route", "protocol.unknown_op"):
+        return err
+    if op not in REGISTRY:
+        return ProtocolError("unknown_op", f"There is no op {op!r}.",
+                             "`rio call system.ops` lists them.", op=op)
+    if op.startswith("ui.") and err.kind == "bus.no_route":
+        return BusError("no_window", f"{op} needs the desktop window, and this instance has "
+                        "none (it runs headless, or its window was closed).",
+                        "Open the window on the project with `rio` (it attaches to the "
+                        "running instance), then try again.", op=op)
+    return err
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    topics = tuple(args.topic or [""])
+    try:
+        conn = _connect(args, subscribe=())
+    except RioError as err:
+        _fail(err)
+        return EXIT_UNREACHABLE
+    count = 0
+
+    def show(event: Any) -> None:
+        nonlocal count
+        from rio.protocol.frames import thaw
+        print(json.dumps({"topic": event.topic, "seq": event.seq, "data": thaw(event.data)},
+                         ensure_ascii=False, default=str), flush=True)
+        count += 1
+
+    stream = conn.events(topics, timeout=args.duration or None)
+    try:
+        for event in stream if args.count is None or args.count > 0 else ():
+            show(event)
+            if args.count is not None and count >= args.count:
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # events() is a generator function (actors.bus.client annotates it as a plain Iterator).
+        stream.close()  # type: ignore[attr-defined]
+        conn.close()
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from rio.config.instance import running_instances
+    if args.all:
+        live = running_instances()
+        if args.json:
+            _print_json([vars(i) for i in live])
+        elif not live:
+            print("No Rio instance is running. Start one with `rio serve` or `rio`.")
+        for info in live:
+            print(f"{info.name}  pid {info.pid}  root {info.root}")
+        return EXIT_OK
+    try:
+        conn = _connect(args)
+    except RioError as err:
+        return _fail(err)
+    try:
+        status = conn.call("system.status", timeout=args.timeout)
+    except RioError as err:
+        return _fail(err)
+    finally:
+        conn.close()
+    if args.json:
+        _print_json(status)
+        return EXIT_OK
+    print("\n".join(render_status(status)))
+    return EXIT_OK
+
+
+def render_status(status: dict[str, Any]) -> list[str]:
+    """``rio status`` as text: a header, the process table (columns as wide as their longest
+    cell, so ``agent:<id>`` names keep it aligned) and where the logs are."""
+    rows = [("PROCESS", "PID", "STATE", "RESTARTS", "RSS", "ACTORS", "LAST EXIT")]
+    for proc in status.get("processes", ()):
+        rss = f"{proc['rss'] / 1048576:.1f} MB" if proc.get("rss") else "-"
+        rows.append((str(proc["name"]), str(proc.get("pid") or "-"), str(proc["state"]),
+                     str(proc.get("restarts", 0)), rss, ",".join(proc.get("actors") or ()) or "-",
+                     str(proc.get("last_exit") or "-")))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    right = {1, 3, 4}
+    lines = [f"instance {status['instance']}  root {status['root']}  supervisor pid "
+             f"{status['pid']}  up {status['uptime_s']:.0f} s"]
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+                 for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join(cells + [row[-1]]))
+    logs = sorted({str(Path(p["log"]).parent) for p in status.get("processes", ())
+                   if p.get("log")})
+    if logs:
+        lines.append(f"logs: {', '.join(logs)}  (one file per process: <instance>.<process>.log)")
+    return lines
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from rio.config.instance import find_instance, pid_alive
+    try:
+        info = None if args.connect else find_instance(args.instance)
+        conn = _connect(args)
+    except RioError as err:
+        return _fail(err)
+    try:
+        conn.call("system.stop", timeout=args.timeout)
+    except RioError as err:
+        if err.kind != "bus.timeout":
+            return _fail(err)
+    finally:
+        conn.close()
+    if info is None:        # remote: we cannot watch its pid
+        print("Asked the remote instance to stop.")
+        return EXIT_OK
+    deadline = time.monotonic() + 15
+    while pid_alive(info.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid_alive(info.pid):
+        print(f"rio: instance {info.name} (pid {info.pid}) is still stopping.", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"Stopped {info.name}.")
+    return EXIT_OK
+
+
+# --- the parser ---------------------------------------------------------------------------------
+
+def _client_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--instance", help="the instance to talk to (default: the one for this folder)")
+    p.add_argument("--connect", metavar="tcp://HOST:PORT",
+                   help="a remote instance over CURVE-encrypted TCP")
+    p.add_argument("--server-key", help="the remote server's public key (from `rio keys`)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (default 10)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Typed as the base class so the subcommand modules' register() take plain parsers.
+    parser: argparse.ArgumentParser = _Parser(
+        prog="rio", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"rio {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("serve", help="run Rio headless in the foreground")
+    p.add_argument("--root", help="the project folder (default: the current folder)")
+    p.add_argument("--instance", help="a name for this instance (default: from the folder)")
+    p.add_argument("--listen", metavar="tcp://HOST:PORT",
+                   help="also accept remote clients over TCP with CURVE (needs `rio keys`)")
+    p.add_argument("--placement", help="a placement from supervisor.toml (e.g. isolated)")
+    p.add_argument("--fault-injection", action="store_true",
+                   help="enable the fault-injection ops used by `rio faults`")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("call", help="send one request and print the reply as JSON")
+    p.add_argument("op", help="e.g. buffer.open (see `rio call system.ops`)")
+    p.add_argument("json_args", nargs="?", help="arguments as a JSON object")
+    _client_options(p)
+    p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("events", help="print events as JSON lines")
+    p.add_argument("--topic", action="append", help="only topics starting with this (repeatable)")
+    p.add_argument("--count", type=int, help="stop after this many events")
+    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    _client_options(p)
+    p.set_defaults(func=cmd_events)
+
+    p = sub.add_parser("status", help="the processes of a running instance")
+    p.add_argument("--all", action="store_true", help="list every running instance")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _client_options(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("stop", help="stop a running instance")
+    _client_options(p)
+    p.set_defaults(func=cmd_stop)
+
+    for extra in _extra_commands():
+        extra(sub)
+    return parser
+
+
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    """Commands that live in their own modules (agent chat, keys, faults ...)."""
+    found = []
+    for module in ("rio.cli.agent", "rio.cli.agents", "rio.cli.faults", "rio.cli.keys",
+                   "rio.cli.mcp"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ImportError:
+            continue
+        found.append(mod.register)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``rio`` command; whatever goes wrong ends as one line and a documented code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print_error("interrupted", "stopped by Ctrl+C")
+        return 130
+    except RioError as err:
+        return _fail(err)
+    except Exception as exc:  # noqa: BLE001 -- the last line of defence: one line, not a trace
+        if os.environ.get("RIO_DEBUG"):
+            import traceback
+            traceback.print_exc()
+        print_error("internal.unexpected", f"{type(exc).__name__}: {exc}",
+                    "this is a bug in Rio: run it again with RIO_DEBUG=1 and report the "
+                    "traceback")
+        return EXIT_ERROR
+
+
+def _choices(action: argparse.Action) -> dict[str, argparse.ArgumentParser]:
+    """The parsers by name of an action made by ``add_subparsers`` (the only kind passed here):
+    its ``choices`` is that dict, though argparse types it as any iterable."""
+    return cast("dict[str, argparse.ArgumentParser]", action.choices)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    commands = {a.dest for a in parser._subparsers._group_actions} if parser._subparsers else set()
+    known = set(_choices(parser._subparsers._group_actions[0])) if parser._subparsers else set()
+    del commands
+    first = _first_word(argv)
+    if first == "" or (first is not None and first not in known):
+        desktop = _Parser(prog="rio", description=DESCRIPTION,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+        desktop.add_argument("paths", nargs="*", help="a folder or files to open")
+        desktop.add_argument("--instance")
+        args = desktop.parse_args(argv)
+        refused = check_desktop_paths(args.paths, sorted(known))
+        return refused if refused is not None else cmd_desktop(args)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # An unknown option: the subcommand's usage, not the top-level one.
+        chosen = parser
+        while chosen._subparsers is not None:      # rio key set --x: `rio key set`'s usage
+            action = chosen._subparsers._group_actions[0]
+            name = getattr(args, action.dest, None)
+            if name not in _choices(action):
+                break
+            chosen = _choices(action)[name]
+        chosen.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        code: int = args.func(args)   # every command returns its exit status
+        return code
+    except RioError as err:
+        return _fail(err)
+
+
+def _first_word(argv: Sequence[str]) -> str | None:
+    """The first word that is not a desktop option (``--instance NAME``): "" when there is
+    none (``rio``, ``rio --instance X``), None when another option comes first (``--help``,
+    ``--version``: the main parser's)."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--instance":
+            i += 2
+        elif word.startswith("--instance="):
+            i += 1
+        elif word.startswith("-") and word != "-":
+            return None
+        else:
+            return word
+    return ""
+
+
+def run() -> int:
+    """The ``rio`` program (console script and ``python -m rio.cli.main``): :func:`main` with the
+    default SIGPIPE action, so ``rio events | head`` ends quietly. Only the program sets it —
+    a process that calls :func:`main` in-process (the tests) keeps Python's own handling, or
+    a later write to a closed socket would kill that whole process."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

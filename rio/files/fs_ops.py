@@ -1,0 +1,52 @@
+"""``fs.list`` and ``fs.read``: the project's files as clients (and agents) may see them.
+
+Confined by :class:`~rio.files.workspace.Workspace` (symlinks resolved), capped in size, and explicit
+about truncation: a cut text ends with a marker that says how much was left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rio.files.files import load_file
+from rio.files.workspace import Workspace
+from rio.protocol.errors import ProtocolError
+
+#: Largest file fs.read will load at all (the reply is capped separately by max_chars).
+READ_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+def truncation_marker(shown: int, total: int) -> str:
+    return f"\n[… truncated: showing {shown} of {total} characters …]\n"
+
+
+class FsOps:
+    def __init__(self, root: Path):
+        self.workspace = Workspace(root)
+
+    def handle(self, op: str, args: dict[str, Any]) -> Any:
+        if op == "fs.list":
+            return self.list(args["path"])
+        if op == "fs.read":
+            return self.read(args["path"], args["max_chars"])
+        raise ProtocolError("unknown_op", f"Unknown op {op!r}.")
+
+    def list(self, path: str) -> dict[str, Any]:
+        folder = self.workspace.resolve(path, kind="dir")
+        listing = self.workspace.listing(folder)
+        return {"path": self.workspace.relative(folder) or ".",
+                "entries": [{"name": e.name, "path": e.rel, "kind": e.kind, "size": e.size,
+                             **({"undecodable": True} if e.undecodable else {})}
+                            for e in listing.entries],
+                "truncated": listing.truncated}
+
+    def read(self, path: str, max_chars: int) -> dict[str, Any]:
+        target = self.workspace.resolve(path, kind="file")
+        loaded = load_file(target, max_bytes=READ_LIMIT_BYTES)
+        text = loaded.text
+        truncated = len(text) > max_chars
+        if truncated:
+            text = text[:max_chars] + truncation_marker(max_chars, len(loaded.text))
+        return {"path": self.workspace.relative(target), "text": text, "truncated": truncated,
+                "length": len(loaded.text), "format": loaded.format.to_dict()}
