@@ -638,3 +638,33 @@ def test_a_write_behind_the_clients_back_is_no_proposal(tmp_path):
 
     assert run(main()).status == "done"
     assert (root / "x.txt").read_text() == "Z" and owner.writes == []
+
+
+@pytest.mark.slow
+def test_a_question_about_rios_own_tool_is_allowed_once_with_a_note(tmp_path):
+    """The agent asks before mcp__rio__propose_edit: Rio answers its "allow once" option
+    (by kind: the ids are the agent's) without asking the user — the gate decides on the call
+    itself — and says so; another server's tool, or no "allow once" option, is still asked."""
+    script = {"default_turn": [
+        {"permission": {"id": "c1", "title": "mcp__rio__propose_edit",
+                        "input": {"path": "a.py"},
+                        "options": [["yes-please", "allow_once"], ["always", "allow_always"],
+                                    ["nope", "reject_once"]]}},
+        {"permission": {"id": "c2", "title": "mcp__other__propose_edit",
+                        "options": [["y2", "allow_once"], ["n2", "reject_once"]]}},
+        {"permission": {"id": "c3", "title": "mcp__rio__propose_edit",
+                        "options": [["a3", "allow_always"], ["n3", "reject_once"]]}}]}
+    owner = Owner(permission="reject_once")
+
+    async def main():
+        async with running(settings(tmp_path, script), owner) as client:
+            return await client.prompt("x"), client.log.text()
+
+    out, log = run(main())
+    assert "permission: yes-please" in out.text
+    assert "permission: n2" in out.text and "permission: n3" in out.text
+    assert [q.call for q in owner.questions] == ["c2", "c3"]   # c1 never reached the user
+    notes = owner.of("agent.note")
+    assert len(notes) == 1 and notes[0]["note"] == "auto_allowed" and notes[0]["call"] == "c1"
+    assert "auto-allowed" in notes[0]["text"] and "mcp__rio__propose_edit" in notes[0]["text"]
+    assert "auto-allowed allow_once yes-please" in log

@@ -381,3 +381,13 @@ def test_an_agent_restarted_and_files_changed_behind_rios_back_are_shown():
     assert "and 4 more" in text and "ask before anything is overwritten" in text
     # Nothing changed: no note.
     assert conv.apply("agent.changed_files", {"conversation": C, "turn": "t1", "files": []}) == []
+
+
+def test_a_note_event_is_shown_as_a_note_block():
+    conv = Conversation(C)
+    conv.apply("agent.turn", {"conversation": C, "turn": "t1", "state": "started", "text": "go"})
+    conv.apply("agent.note", {"conversation": C, "turn": "t1", "note": "auto_allowed",
+                              "text": "mcp__rio__read_buffer: auto-allowed"})
+    notes = [b for b in conv.blocks if b.kind == "note"]
+    assert [n.text for n in notes] == ["mcp__rio__read_buffer: auto-allowed"]
+    assert conv.apply("agent.note", {"conversation": C, "turn": "t1", "text": ""}) == []

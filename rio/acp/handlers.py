@@ -28,6 +28,7 @@ from acp.schema import (
 
 from rio.acp.port import PermissionOption, PermissionQuestion
 from rio.agent.turn import shown_input
+from rio.mcp.entry import AUTO_ALLOWED_NOTE, is_rio_tool
 from rio.protocol.errors import RioError
 
 if TYPE_CHECKING:
@@ -147,6 +148,9 @@ class AgentRequests:
             tuple(PermissionOption(o.option_id, o.name, o.kind) for o in options))
         if self._cancelling:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        auto = self._auto_allow(question, tool_call.raw_input)
+        if auto is not None:
+            return auto
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._questions[question.request] = answer
         me = asyncio.current_task()
@@ -179,6 +183,25 @@ class AgentRequests:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
+
+    def _auto_allow(self, question: PermissionQuestion, raw_input: Any
+                    ) -> RequestPermissionResponse | None:
+        """A question about one of Rio's own MCP tools is answered "allow once" at once (by
+        the option's kind, never its id), with an ``agent.note`` saying so: Rio's gate decides
+        on the call itself when it reaches Rio's MCP endpoint, so asking the user here too
+        would ask twice. None when it is another tool, or the agent offers no "allow once"."""
+        if not is_rio_tool(question.title, raw_input):
+            return None
+        option = next((o for o in question.options if o.kind == "allow_once"), None)
+        if option is None:
+            return None
+        self.log.note("·", f"permission {question.request} auto-allowed "
+                           f"allow_once {option.id} ({question.title})")
+        self.port.publish("agent.note", {"note": "auto_allowed", "call": question.call,
+                                         "title": question.title,
+                                         "text": f"{question.title}: {AUTO_ALLOWED_NOTE}"})
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option.id))
 
     def open_questions(self) -> list[str]:
         return [q for q, f in self._questions.items() if not f.done()]

@@ -9,7 +9,7 @@ rendered by :mod:`ui.term.chat`; this module adds the ones only an ACP agent sen
   flags as dangerous still needs a person, as for the API path;
 * ``agent.sign_in`` — sign-in needed: the command to run in a terminal, the variables to set;
 * ``agent.changed_files`` — files the agent's own shell changed on disk, with their diffs;
-* ``agent.restarted`` / ``agent.silent`` — one line each.
+* ``agent.restarted`` / ``agent.silent`` / ``agent.note`` — one line each.
 """
 
 from __future__ import annotations
@@ -141,6 +141,8 @@ def show(chat: Any, topic: str, data: Mapping[str, Any], result: Any) -> bool:
         changed_files(chat, data)
     elif topic == "agent.restarted":
         chat._line(chat.style("warn", str(data.get("message") or "The agent was restarted.")))
+    elif topic == "agent.note":
+        chat._line(chat.style("dim", f"  ({data.get('text') or data.get('note')})"))
     elif topic == "agent.silent":
         if not data.get("resumed"):
             chat._line(chat.style("warn", f"The agent has sent nothing for {data.get('seconds')}"

@@ -21,7 +21,9 @@ panel shows an ACP conversation the way it shows an API provider's, whatever is 
   offers that): its one line, as a note;
 * ``agent.changed_files`` — files the agent changed on disk itself, behind Rio's back: a note
   naming them, so nothing happens to the user's files out of sight (open buffers of those files
-  get the usual conflict prompt).
+  get the usual conflict prompt);
+* ``agent.note`` — one line to show as is (e.g. a question about one of Rio's own tools that
+  Rio answered "allow once" itself): a note.
 
 Display-free, like :mod:`ui.tk.agent_model`; :meth:`Conversation.apply` hands these here.
 """
@@ -32,7 +34,7 @@ from typing import Any, Mapping
 
 TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
           "agent.permission", "agent.permission_closed", "agent.commands", "agent.restarted",
-          "agent.changed_files")
+          "agent.changed_files", "agent.note")
 #: At most this many changed files are named in the note (the rest are counted).
 CHANGED_FILES_SHOWN = 12
 #: A permission question waits in ``Conversation.pending`` under this prefix + its request id.
@@ -110,6 +112,9 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
     if topic == "agent.restarted":
         text = str(data.get("message") or "The agent stopped and was started again.")
         return conv.add_block("note", turn, text, {"restarted": True})
+    if topic == "agent.note":
+        text = str(data.get("text") or "")
+        return conv.add_block("note", turn, text, {"note": data.get("note")}) if text else []
     if topic == "agent.changed_files":
         files = [dict(f) for f in data.get("files") or () if isinstance(f, Mapping)]
         if not files:
