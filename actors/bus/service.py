@@ -11,6 +11,15 @@ Requests routed to this process are validated here (:func:`rio.protocol.ops.vali
 see checked arguments, and de-duplicated by ``(client, id)``: a duplicated frame is never run twice;
 if its reply was already sent, the same reply is sent again, and copies that arrive while the
 first is still running each get the reply when it comes (ADR-0009, ADR-0020).
+
+How an actor serves a request (one style everywhere): the actor's class holds an
+:class:`OpTable`; each op is a method marked ``@handles("gate.check")`` that takes the
+:class:`RequestContext` and returns the result, or :data:`ANSWERED` when it answers the request
+itself (now, or later from elsewhere: a run's end, a worker). :func:`serve` runs the method and
+answers the request exactly once: the result as the reply; a :class:`RioError` as it is; any other
+exception logged with its traceback and sent as ``internal.unexpected``; an op without a method as
+:func:`rio.protocol.ops.unknown_op`. Messages an actor sends itself are typed (NamedTuples matched
+with ``match``), never bare strings or tuples.
 """
 
 from __future__ import annotations
@@ -21,8 +30,8 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar
 
 import msgpack
 import zmq
@@ -40,24 +49,137 @@ _DEDUP_KEEP = 4096
 
 @dataclass(frozen=True)
 class RequestContext:
-    """One request being served: answer it exactly once with :meth:`reply` or :meth:`fail`."""
+    """One request being served: answer it exactly once with :meth:`reply` or :meth:`fail`.
+    A second answer is never sent (it is logged: a bug in the code that served the request)."""
     bus: "BusThread"
     client: bytes
     request: Request
     args: Mapping[str, Any]
+    #: holds one token until the request is answered; ``list.pop`` is atomic, so two threads
+    #: racing to answer cannot both win
+    _unanswered: list[bool] = field(default_factory=lambda: [True], compare=False, repr=False)
 
     @property
     def op(self) -> str:
         return self.request.op
 
+    @property
+    def answered(self) -> bool:
+        return not self._unanswered
+
     def reply(self, result: Any = None) -> None:
-        self.bus.send_reply(self.client, Reply.success(self.request.id, result))
+        if self._claim():
+            self.bus.send_reply(self.client, Reply.success(self.request.id, result))
 
     def fail(self, error: BaseException) -> None:
-        self.bus.send_reply(self.client, Reply.failure(self.request.id, as_error(error)))
+        if self._claim():
+            self.bus.send_reply(self.client, Reply.failure(self.request.id, as_error(error)))
+
+    def _claim(self) -> bool:
+        try:
+            self._unanswered.pop()
+        except IndexError:
+            log.error("%s %s was answered twice; the second answer is dropped",
+                      self.op, self.request.id, stack_info=True)
+            return False
+        return True
 
 
 Handler = Callable[[RequestContext], None]
+
+
+class _Answered:
+    def __repr__(self) -> str:
+        return "ANSWERED"
+
+
+#: What an op method returns when it answers its request itself — now, or later from elsewhere
+#: (a run's end, a worker thread, the session's loop) — instead of returning the result.
+ANSWERED: Any = _Answered()
+
+
+def failed(ctx: RequestContext, exc: BaseException) -> None:
+    """Answer ``ctx`` with ``exc``: a :class:`RioError` as it is (the user's next action is in
+    it); anything else is a bug: logged with its traceback, sent as ``internal.unexpected``."""
+    if not isinstance(exc, RioError):
+        log.error("%s failed", ctx.op, exc_info=exc)
+    ctx.fail(exc)
+
+
+def serve(ctx: RequestContext, method: Callable[[RequestContext], Any] | None) -> None:
+    """Run an op's method and answer ``ctx`` exactly once (the module docstring): its result,
+    or its error; ``None`` for the method means nobody serves the op (``protocol.unknown_op``)."""
+    try:
+        if method is None:
+            raise ops.unknown_op(ctx.op)
+        result = method(ctx)
+    except Exception as exc:  # noqa: BLE001 -- the one place a request's failure becomes its answer
+        failed(ctx, exc)
+        return
+    if result is not ANSWERED:
+        ctx.reply(result)
+
+
+async def serve_async(ctx: RequestContext,
+                      method: Callable[[RequestContext], Awaitable[Any]] | None) -> None:
+    """:func:`serve` for an op whose method is a coroutine (the agent session's loop)."""
+    try:
+        if method is None:
+            raise ops.unknown_op(ctx.op)
+        result = await method(ctx)
+    except Exception as exc:  # noqa: BLE001 -- the one place a request's failure becomes its answer
+        failed(ctx, exc)
+        return
+    if result is not ANSWERED:
+        ctx.reply(result)
+
+
+Owner = TypeVar("Owner")
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+class OpTable(Generic[Owner]):
+    """An actor's ops → its methods. In the class body::
+
+        handles: OpTable[GateActor] = OpTable()
+
+        @handles("gate.check")
+        def check(self, ctx: RequestContext) -> dict: ...
+
+    and in ``on_receive``: ``self.handles.serve(self, ctx)``. A subclass that adds ops copies
+    the table first (``handles = Base.handles.copy()``)."""
+
+    def __init__(self) -> None:
+        self._methods: dict[str, Callable[..., Any]] = {}
+
+    def __call__(self, *names: str) -> Callable[[Method], Method]:
+        def register(method: Method) -> Method:
+            for name in names:
+                if name in self._methods:
+                    raise ValueError(f"{name} has two methods")
+                self._methods[name] = method
+            return method
+        return register
+
+    def copy(self) -> "OpTable[Owner]":
+        table: OpTable[Owner] = OpTable()
+        table._methods = dict(self._methods)
+        return table
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._methods)
+
+    def method(self, owner: Owner, op: str) -> Callable[[RequestContext], Any] | None:
+        """``owner``'s method for ``op``, or None when it serves no such op."""
+        method = self._methods.get(op)
+        return None if method is None else method.__get__(owner)
+
+    def serve(self, owner: Owner, ctx: RequestContext) -> None:
+        serve(ctx, self.method(owner, ctx.op))
+
+    async def serve_async(self, owner: Owner, ctx: RequestContext) -> None:
+        await serve_async(ctx, self.method(owner, ctx.op))
 
 
 class BusThread:
@@ -286,8 +408,11 @@ class BusThread:
             return
         with self._lock:
             self._inflight[key] = 0
+        ctx = RequestContext(self, client, request, args)
         try:
-            handler(RequestContext(self, client, request, args))
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            log.exception("handler for %s failed", request.op)
-            self.send_reply(client, Reply.failure(request.id, as_error(exc)))
+            handler(ctx)   # hands the request on (to an actor, a loop, a pool): no answer here
+        except Exception as exc:  # noqa: BLE001 -- the bus thread never dies of one request
+            if not ctx.answered:
+                failed(ctx, exc)
+            else:
+                log.exception("handler for %s failed after answering", request.op)

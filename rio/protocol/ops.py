@@ -70,14 +70,22 @@ def _is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
     return isinstance(value, kinds)
 
 
+def unknown_op(op: str) -> ProtocolError:
+    """The one answer to an op nobody serves, the same wherever it is given (the hub, the
+    supervisor, a service's bus thread, an actor's op table): names the family's known ops."""
+    hint = ""
+    if op not in REGISTRY:
+        family = op.split(".", 1)[0]
+        known = sorted(name for name in REGISTRY if name.startswith(family + "."))
+        hint = f" Known {family}.* ops: {', '.join(known)}." if known else ""
+    return ProtocolError("unknown_op", f"Unknown op {op!r}.{hint}",
+                         "Run `rio call system.ops` for the list of ops.", op=op)
+
+
 def validate(request: Request) -> dict[str, Any]:
     spec = REGISTRY.get(request.op)
     if spec is None:
-        family = request.op.split(".", 1)[0]
-        known = sorted(op for op in REGISTRY if op.startswith(family + "."))
-        hint = f" Known {family}.* ops: {', '.join(known)}." if known else ""
-        raise ProtocolError("unknown_op", f"Unknown op {request.op!r}.{hint}",
-                            "Run `rio call system.ops` for the list of ops.", op=request.op)
+        raise unknown_op(request.op)
     return validate_args(spec, request.args)
 
 
@@ -137,6 +145,15 @@ def one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
+def str_list(value: list[Any]) -> str | None:
+    return None if all(isinstance(v, str) for v in value) else "must be a list of strings"
+
+
+def str_map(value: dict[Any, Any]) -> str | None:
+    ok = all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return None if ok else "must map strings to strings"
+
+
 def edit_list(value: list[Any]) -> str | None:
     for item in value:
         if (not isinstance(item, (list, tuple)) or len(item) != 3
@@ -192,6 +209,21 @@ define("fs.list", "List a folder of the project (ignores applied, size-capped)."
 define("fs.read", "Read a text file of the project (confined, size-capped).",
        Arg("path", str, check=non_empty),
        Arg("max_chars", int, False, 200_000, check=non_negative))
+define("fs.walk", "The text-looking files under a folder, sorted, ignores applied (for @file).",
+       Arg("path", str, False, "."),
+       Arg("max_files", int, False, 5000, check=non_negative))
+define("fs.search", "Find in Files: start a search; replies with its first page of results.",
+       Arg("pattern", str, check=non_empty),
+       Arg("regex", bool, False, False), Arg("match_case", bool, False, False),
+       Arg("whole_word", bool, False, False), Arg("folder", str, False, "."),
+       Arg("globs", list, False, [], check=str_list),
+       Arg("overrides", dict, False, {}, check=str_map,
+           doc="path -> unsaved text of an open buffer, searched instead of the file"),
+       Arg("max_results", int, False, 5000, check=non_negative))
+define("fs.search_more", "Find in Files: the next page of a search started by fs.search.",
+       Arg("search", str, check=non_empty))
+define("fs.search_stop", "Find in Files: stop a search (Stop, or a new search).",
+       Arg("search", str, check=non_empty))
 
 define("host.ping", "Liveness: answered by an actor of the named process (the supervisor's ping).",
        Arg("process", str, check=non_empty))
@@ -280,6 +312,12 @@ define("agent.permission_answer", "Answer an ACP agent's permission question (ag
                                                    "reject_always")))
 define("agent.mode", "Get, or set, the approval gate's mode.",
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))
+define("agent.set_mode", "Set an ACP agent's own session mode (an id of agent.modes' available) "
+       "— not the approval gate's mode (agent.mode).", CONVERSATION,
+       Arg("mode", str, check=non_empty))
+define("agent.set_config", "Set one of an ACP agent's config options (agent.config: its model "
+       "picker …) to one of its values.", CONVERSATION, Arg("option", str, check=non_empty),
+       Arg("value", (str, bool)))
 
 
 # --- agents.*: the ACP agents installed here (actors/agents/discovery.py, rio/acp/discovery.py) ---
@@ -332,6 +370,10 @@ define("session.permission_answer", "Answer the running turn's permission questi
        Arg("request", str, check=non_empty), Arg("kind", str, False, None))
 define("session.close", "End the conversation's ACP agent (the stop sequence), if one runs.",
        SESSION_CONVERSATION)
+define("session.set_mode", "ACP session/set_mode on the conversation's running agent.",
+       SESSION_CONVERSATION, Arg("mode", str, check=non_empty))
+define("session.set_config", "ACP session/set_config_option on the conversation's running agent.",
+       SESSION_CONVERSATION, Arg("option", str, check=non_empty), Arg("value", (str, bool)))
 
 # --- gate.*: the approval gate in the core (actors/agents/gate.py, policy in rio/agent/gate.py) --------
 
@@ -382,10 +424,10 @@ define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
 define("ui.raise", "Bring the desktop window to the front (a second `rio` on the same folder "
        "does this instead of opening a second window).")
 define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, type, "
-       "approve, reject, always, answer, stop, undo, new, mode, tick.",
+       "approve, reject, always, answer, stop, undo, new, mode, tick, agent_setting.",
        Arg("action", str, check=non_empty,
            doc="open, close, minimise, send, type, approve, reject, always, answer, stop, "
-               "undo, new, mode, tick (checked by the desktop)"),
+               "undo, new, mode, tick, agent_setting (checked by the desktop)"),
        Arg("text", str, False, None, doc="send: the message; type: typed into the input, "
            "then Enter"),
        Arg("proposal", (str, int), False, None,
@@ -397,6 +439,9 @@ define("ui.agent", "Drive the agent panel as a user would: open, close, minimise
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all"),
            doc="mode: the approval gate's mode to set (none: just read it)"),
        Arg("on", bool, False, None, doc="tick: the 'Name the active file' tick on or off"),
+       Arg("picker", str, False, None, doc="agent_setting: 'mode' (the ACP agent's own mode) "
+           "or one of its config options' id (model …)"),
+       Arg("value", str, False, None, doc="agent_setting: the value to pick (an id)"),
        Arg("option", str, False, None,
            doc="answer: the agent's option for its permission question, by kind or id "
                "(none declines)"))
