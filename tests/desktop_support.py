@@ -85,3 +85,79 @@ class RioDesktop(RioServer):
             return box["t"] == expected
         assert wait_for(check, timeout, 0.05), f"core text {box['t']!r} != {expected!r}"
         return box["t"]
+
+
+class InProcessApp:
+    """The real desktop window (ui/tk/app.py: App, its EditorTabs and its plug-in modules) in the
+    test process on ``tk_root``, a client of ``srv``'s core over the bus, drained by Tk's loop
+    (ui/tk/bus_pump.py) as in the ui process.
+
+    Widget tests drive the real widgets through it: no copy of the editor's wiring. ``opened``
+    records the ``open_path`` calls the widgets make (the seam they use), then the real
+    ``open_path`` runs. ``state_dir=None`` keeps no session file; the caller points
+    RIO_CONFIG_DIR at the server's folders so no user preference leaks in.
+    """
+
+    def __init__(self, tk_root: Any, srv: RioServer, *, state_dir: Path | None = None,
+                 geometry: str = "1000x700"):
+        from ui.tk.app import App
+        from ui.tk.bus_pump import BusPump
+        self.root = tk_root
+        self.srv = srv
+        self.conn = srv.connect("ui")
+        tk_root.geometry(geometry)
+        self.app = App(tk_root, self.conn, project_root=str(srv.root), instance=srv.name,
+                       state_dir=state_dir)
+        self.opened: list[tuple[str, int | None, int | None]] = []
+        real_open = self.app.open_path
+
+        def open_path(path: str, line: int | None = None, col: int | None = None,
+                      **kw: Any) -> None:
+            self.opened.append((str(path), line, col))
+            real_open(path, line, col, **kw)
+        self.app.open_path = open_path  # type: ignore[method-assign]
+        self.bus_pump = BusPump(tk_root, self.conn)
+        self.app.start([])
+        self.bus_pump.start()
+        # The plug-in modules are installed just after the window's first paint.
+        assert self.pump(lambda: self.app.plugins_ready), "the plug-in modules never came"
+
+    def close(self) -> None:
+        for bid in list(self.app.editors):
+            try:
+                self.conn.call("buffer.close", {"buffer": bid, "discard": True}, timeout=5)
+            except Exception:  # noqa: BLE001 -- a core a test killed may not know it
+                pass
+        self.bus_pump.stop()
+        self.conn.close()
+
+    def pump(self, predicate: Any, timeout: float = 10.0) -> bool:
+        """Run Tk's loop until ``predicate()`` holds (or ``timeout`` passes)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.root.update()
+            if predicate():
+                return True
+            time.sleep(0.005)
+        self.root.update()
+        return bool(predicate())
+
+    def open(self, path: str) -> Any:
+        """Open ``path`` in a tab and wait until its editor is live; returns the EditorTab."""
+        self.app.open_path(path)
+        assert self.pump(lambda: (ed := self.app.active_editor()) is not None and ed.ready
+                         and ed.summary.get("path") and
+                         Path(ed.summary["path"]).name == Path(path).name), f"{path} never opened"
+        return self.app.active_editor()
+
+    @property
+    def active(self) -> Any:
+        """The active tab's EditorTab (None without a tab)."""
+        return self.app.active_editor()
+
+    def core_text(self, buffer_id: str) -> str:
+        return self.conn.call("buffer.text", {"buffer": buffer_id})["text"]
+
+    def handler(self, name: str) -> Any:
+        """The function a command of the app's command table runs."""
+        return self.app.commands.get(name).handler

@@ -1,12 +1,12 @@
-"""The Find/Replace dialog and Go to line against a real core: replace goes through the core, and
-Replace All is ONE undo step there."""
+"""The Find/Replace dialog and Go to line in the real window (ui/tk/app.py, real EditorTabs) on a
+real core: replace goes through the core, and Replace All is ONE undo step there."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.desktop_support import InProcessApp
 from tests.support import RioServer
-from tests.tk_stub_app import StubApp
 from ui.tk import find_dialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(90)]
@@ -25,14 +25,16 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def app(tk_root, server, request):
+def app(tk_root, server, request, monkeypatch):
+    monkeypatch.setenv("RIO_CONFIG_DIR", server.env["RIO_CONFIG_DIR"])
     name = f"{request.node.name[:40]}.txt"
     (server.root / name).write_text(TEXT)
-    stub = StubApp(tk_root, server)
-    stub.open_path(name)
-    yield stub
-    stub.conn.call("buffer.close", {"buffer": stub.active.buffer_id, "discard": True})
-    stub.close()
+    desk = InProcessApp(tk_root, server)
+    desk.open(name)
+    try:
+        yield desk
+    finally:
+        desk.close()
 
 
 def selected(app) -> str:
@@ -45,7 +47,7 @@ def sel_index(app) -> str:
 
 
 def test_find_next_prev_wrap_and_options(app):
-    c = find_dialog.controller_for(app)
+    c = find_dialog.controller_for(app.app)
     dlg = c.show()
     dlg.pattern.set("beta")
     dlg.buttons["find_next"].invoke()
@@ -84,7 +86,7 @@ def test_find_next_prev_wrap_and_options(app):
 
 def test_replace_all_is_one_undo_step_in_the_core(app):
     editor = app.active
-    c = find_dialog.controller_for(app)
+    c = find_dialog.controller_for(app.app)
     dlg = c.show(replace=True)
     dlg.pattern.set("beta")
     dlg.replacement.set("BETA!")
@@ -103,7 +105,7 @@ def test_replace_all_is_one_undo_step_in_the_core(app):
 def test_replace_all_with_regex_groups_in_selection(app):
     editor = app.active
     editor.text.tag_add("sel", "2.0", "3.0")   # the second line only
-    c = find_dialog.controller_for(app)
+    c = find_dialog.controller_for(app.app)
     dlg = c.show(replace=True)
     assert dlg.in_sel.get()  # a multi-line selection turns "In selection" on
     dlg.regex.set(True)
@@ -116,7 +118,7 @@ def test_replace_all_with_regex_groups_in_selection(app):
 
 def test_replace_one_replaces_the_selected_match_then_finds_the_next(app):
     editor = app.active
-    c = find_dialog.controller_for(app)
+    c = find_dialog.controller_for(app.app)
     dlg = c.show(replace=True)
     dlg.pattern.set("beta")
     dlg.replacement.set("b")
@@ -129,31 +131,35 @@ def test_replace_one_replaces_the_selected_match_then_finds_the_next(app):
 
 def test_replace_waits_for_keystrokes_in_flight(app):
     editor = app.active
-    editor.type(0, "xbeta ")  # a local keystroke, unacknowledged for a moment
-    c = find_dialog.controller_for(app)
+    editor.text.insert("1.0", "xbeta ")  # a local keystroke, unacknowledged for a moment
+    assert editor.replica.pending
+    c = find_dialog.controller_for(app.app)
     c.pattern, c.replacement = "beta", "Z"
     assert c.replace_all() == 4
     expected = "xZ alpha Z\nZ gamma Z\nalphabet\n"
     app.pump(lambda: app.core_text(editor.buffer_id) == expected)
-    assert app.core_text(editor.buffer_id) == expected, (c.message, editor.replica, app.errors)
+    assert app.core_text(editor.buffer_id) == expected, (c.message, editor.replica)
     assert app.pump(lambda: editor.text.get("1.0", "end-1c") == expected)
 
 
 def test_goto_line(app):
     editor = app.active
-    dlg = find_dialog.GotoDialog(app)
+    dlg = find_dialog.GotoDialog(app.app)
     dlg.value.set("nonsense")
     assert not dlg.ok() and "line number" in dlg.error.cget("text").lower()
     dlg.value.set("2:6")
     assert dlg.ok()
     assert editor.text.index("insert") == "2.5"
-    dlg = find_dialog.GotoDialog(app)
+    dlg = find_dialog.GotoDialog(app.app)
     dlg.value.set("999")
     assert dlg.ok() and editor.text.index("insert") == "4.0"
 
 
-def test_install_registers_the_search_commands(app):
-    find_dialog.install(app)
-    assert {"search.find", "search.replace", "search.find_next", "search.find_prev",
-            "search.goto_line"} <= set(app.commands)
-    assert app.commands["search.find_next"][1] == "F3"
+def test_the_window_installs_the_search_commands(app):
+    names = ("search.find", "search.replace", "search.find_next", "search.find_prev",
+             "search.goto_line")
+    assert all(app.handler(n) is not None for n in names)   # bound by find_dialog.install
+    assert app.app.commands.get("search.find_next").accel == "F3"
+    app.app.invoke("search.find")
+    dlg = find_dialog.controller_for(app.app).dialog
+    assert dlg is not None and dlg.alive()

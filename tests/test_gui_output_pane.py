@@ -1,4 +1,4 @@
-"""The output pane against a real core: Find in Files results open the file at the line on a
+"""The output pane in the real window (ui/tk/app.py installs it) against a real core: Find in Files results open the file at the line on a
 click; Run output streams in with clickable file references; Stop ends the run."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from rio.config.instance import project_state_dir
 from rio.runs.runner import ProjectCommands, load_project_commands, save_project_commands
+from tests.desktop_support import InProcessApp
 from tests.support import RioServer, wait_for
-from tests.tk_stub_app import StubApp
 from ui.tk import output_pane, project_commands
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
@@ -36,18 +36,16 @@ def server(tmp_path_factory):
 def app(tk_root, server, monkeypatch):
     # The UI side computes the project's state folder from its own environment.
     monkeypatch.setenv("RIO_STATE_DIR", server.env["RIO_STATE_DIR"])
-    tk_root.geometry("900x600")
-    stub = StubApp(tk_root, server)
-    pane = output_pane.install(stub)
-    controller = project_commands.install(stub, pane)
-    tk_root.update()
-    yield stub, pane, controller
-    if pane.running():
-        controller.stop()
-        stub.pump(lambda: not pane.running(), 20)
-    for bid in list(stub.editors):
-        stub.conn.call("buffer.close", {"buffer": bid, "discard": True})
-    stub.close()
+    monkeypatch.setenv("RIO_CONFIG_DIR", server.env["RIO_CONFIG_DIR"])
+    desk = InProcessApp(tk_root, server, geometry="900x600")
+    pane, controller = desk.app.output_pane, desk.app.run_controller
+    try:
+        yield desk, pane, controller
+    finally:
+        if pane.running():
+            controller.stop()
+            desk.pump(lambda: not pane.running(), 20)
+        desk.close()
 
 
 def click(widget, index: str) -> None:
@@ -60,8 +58,7 @@ def click(widget, index: str) -> None:
 
 def test_find_in_files_streams_results_and_a_click_opens_at_the_line(app):
     stub, pane, _ = app
-    assert "search.find_in_files" in stub.commands
-    stub.commands["search.find_in_files"][2]()   # the command shows the tab
+    stub.handler("search.find_in_files")()   # the command shows the tab
     assert pane.notebook.index("current") == 0
     assert pane.find.start("main")
     assert stub.pump(lambda: not pane.find.running)
@@ -71,8 +68,9 @@ def test_find_in_files_streams_results_and_a_click_opens_at_the_line(app):
     assert "3 matches in 2 files" in pane.find.status.cget("text")
     click(pane.find.text, "3.2")
     assert stub.opened[-1] == ("src/app.py", 3, 5)
-    editor = stub.active_editor()
-    assert editor.path == "src/app.py" and editor.text.index("insert") == "3.4"
+    assert stub.pump(lambda: stub.active is not None and stub.active.ready
+                     and stub.active.summary["path"].endswith("src/app.py"))
+    assert stub.active.text.index("insert") == "3.4"
     # Keyboard: Up then Enter opens the previous result.
     pane.find.move(-1)
     pane.find.open_current()
@@ -81,10 +79,8 @@ def test_find_in_files_streams_results_and_a_click_opens_at_the_line(app):
 
 def test_find_in_files_sees_unsaved_edits_of_open_documents(app):
     stub, pane, _ = app
-    stub.open_path("notes.txt")
-    editor = stub.active_editor()
-    editor.type(0, "xyzzy ")
-    editor.summary["dirty"] = True
+    editor = stub.open("notes.txt")
+    editor.text.insert("1.0", "xyzzy ")   # typed, not saved
     assert pane.find.start("xyzzy")
     assert stub.pump(lambda: not pane.find.running)
     assert pane.find.text.get("1.0", "end-1c").strip() == "notes.txt:1:1: xyzzy call main() here"
@@ -102,7 +98,7 @@ def test_run_output_streams_with_clickable_references(app, server):
     save_project_commands(project_state_dir(server.root), ProjectCommands(
         run="echo building; echo 'src/app.py:4:12: warning: odd' >&2; "
             "echo 'at /usr/lib/x.py:3'; exit 2"))
-    stub.commands["project.run"][2]()
+    stub.handler("project.run")()
     assert stub.pump(lambda: "exit code 2" in pane.output.text.get("1.0", "end"), 20)
     shown = pane.output.text.get("1.0", "end-1c")
     assert "building" in shown and "src/app.py:4:12: warning: odd" in shown
@@ -130,7 +126,7 @@ def test_stop_ends_the_run_group(app, server):
     assert stub.pump(lambda: found() is not None, 20)
     pid = int(found().group(1))
     assert pane.running()
-    stub.commands["project.stop"][2]()
+    stub.handler("project.stop")()
     assert stub.pump(lambda: "Stopped." in pane.output.text.get("1.0", "end"), 20)
     assert not pane.running()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -159,10 +155,10 @@ def test_a_new_window_adopts_a_run_in_progress(app, server, tk_root):
     # A second pane (as after a UI restart) follows the run and can stop it.
     import tkinter as tk
     holder = tk.Frame(tk_root)
-    other = output_pane.OutputPane(stub, holder)
+    other = output_pane.OutputPane(stub.app, holder)
     assert stub.pump(lambda: other.current_run == run)
     assert other.running()
-    project_commands.RunController(stub, other).stop()
+    project_commands.RunController(stub.app, other).stop()
     assert stub.pump(lambda: "Stopped." in other.output.text.get("1.0", "end"), 20)
 
 
@@ -171,15 +167,15 @@ def test_f4_walks_through_results_and_references(app, server):
     pane.find.start("main")
     assert stub.pump(lambda: not pane.find.running)
     pane.show_find()
-    stub.commands["search.next_result"][2]()
+    stub.handler("search.next_result")()
     assert stub.opened[-1] == ("notes.txt", 1, 6)
-    stub.commands["search.next_result"][2]()
+    stub.handler("search.next_result")()
     assert stub.opened[-1] == ("notes.txt", 2, 5)
-    stub.commands["search.prev_result"][2]()
+    stub.handler("search.prev_result")()
     assert stub.opened[-1] == ("notes.txt", 1, 6)
     save_project_commands(project_state_dir(server.root), ProjectCommands(
         run="echo 'src/app.py:1:1: one'; echo 'noise'; echo 'src/app.py:3:5: two'"))
-    stub.commands["project.run"][2]()
+    stub.handler("project.run")()
     assert stub.pump(lambda: "Finished" in pane.output.text.get("1.0", "end"), 20)
     assert pane.next_result() == ("src/app.py", 1, 1)
     assert pane.next_result() == ("src/app.py", 3, 5)
@@ -190,8 +186,7 @@ def test_f4_walks_through_results_and_references(app, server):
 
 def test_find_in_folder_from_the_tree_and_copy_from_the_output(app):
     stub, pane, _ = app
-    from ui.tk import project_tree
-    tree = project_tree.install(stub)
+    tree = stub.app.project_tree
     assert stub.pump(lambda: "." in tree.loaded)
     tree.find_in_folder("src")
     assert pane.find.folder.get() == "src" and pane.notebook.index("current") == 0
@@ -277,7 +272,7 @@ def test_a_find_in_files_hit_after_an_emoji_is_highlighted_exactly(app, server):
     (server.root / "emoji.txt").write_text("\U0001F600\U0001F389 zebra crossing\n",
                                           encoding="utf-8")
     try:
-        stub.commands["search.find_in_files"][2]()
+        stub.handler("search.find_in_files")()
         assert pane.find.start("zebra")
         assert stub.pump(lambda: not pane.find.running)
         t = pane.find.text

@@ -1,4 +1,4 @@
-"""The project tree against a real core: lazy fs.list, ignores applied by the core, open by
+"""The project tree in the real window (ui/tk/app.py installs it) against a real core: lazy fs.list, ignores applied by the core, open by
 double-click and Enter, refresh keeps open folders open."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import shutil
 
 import pytest
 
+from tests.desktop_support import InProcessApp
 from tests.support import RioServer
-from tests.tk_stub_app import StubApp
-from ui.tk import project_tree
 
 pytestmark = [pytest.mark.slow, pytest.mark.gui, pytest.mark.timeout(90)]
 
@@ -30,16 +29,16 @@ def project(tmp_path):
 
 
 @pytest.fixture
-def app(tk_root, project, tmp_path):
+def app(tk_root, project, tmp_path, monkeypatch):
     srv = RioServer(project, tmp_path).start()
-    tk_root.geometry("400x500")
-    stub = StubApp(tk_root, srv)
+    monkeypatch.setenv("RIO_CONFIG_DIR", srv.env["RIO_CONFIG_DIR"])
     try:
-        yield stub
+        desk = InProcessApp(tk_root, srv, geometry="600x500")
+        try:
+            yield desk
+        finally:
+            desk.close()
     finally:
-        for bid in list(stub.editors):
-            stub.conn.call("buffer.close", {"buffer": bid, "discard": True})
-        stub.close()
         srv.stop()
 
 
@@ -48,7 +47,7 @@ def children(tree, iid=""):
 
 
 def test_tree_lists_lazily_and_opens_files(app):
-    tree = project_tree.install(app)
+    tree = app.app.project_tree
     assert app.pump(lambda: not tree.busy and "." in tree.loaded)
     # Folders first; .git, node_modules and the .gitignore'd log are left out by the core.
     assert children(tree) == ["src", ".gitignore", "README.md"]
@@ -68,7 +67,8 @@ def test_tree_lists_lazily_and_opens_files(app):
         tree.tree.event_generate("<ButtonPress-1>", x=x + 5, y=y + h // 2)
         tree.tree.event_generate("<ButtonRelease-1>", x=x + 5, y=y + h // 2)
     assert app.opened[-1] == ("src/a.py", None, None)
-    assert app.active_editor().text.get("1.0", "end-1c") == "print('a')\n"
+    assert app.pump(lambda: app.active is not None and app.active.ready)
+    assert app.active.text.get("1.0", "end-1c") == "print('a')\n"
     # Enter on a folder opens it; on a file opens the file.
     tree.tree.focus_force()  # key events go to the focus window
     tree.tree.focus("src/deep")
@@ -78,14 +78,14 @@ def test_tree_lists_lazily_and_opens_files(app):
     tree.select("src/deep/b.py")
     tree.tree.event_generate("<Return>")
     assert app.opened[-1][0] == "src/deep/b.py"
-    assert app.commands["project.refresh_tree"][2] == tree.refresh
-    app.commands["view.focus_tree"][2]()
+    assert app.handler("project.refresh_tree") == tree.refresh
+    app.handler("view.focus_tree")()
     app.root.update()
     assert app.root.focus_get() is tree.tree
 
 
 def test_refresh_shows_changes_and_keeps_folders_open(app, project):
-    tree = project_tree.install(app)
+    tree = app.app.project_tree
     assert app.pump(lambda: "." in tree.loaded)
     tree.expand("src")
     assert app.pump(lambda: "src" in tree.loaded)
@@ -100,7 +100,7 @@ def test_refresh_shows_changes_and_keeps_folders_open(app, project):
 
 
 def test_a_file_saved_under_a_new_name_appears(app, project):
-    tree = project_tree.install(app)
+    tree = app.app.project_tree
     assert app.pump(lambda: "." in tree.loaded)
     tree.expand("src")
     assert app.pump(lambda: "src" in tree.loaded)
