@@ -391,3 +391,26 @@ def test_a_note_event_is_shown_as_a_note_block():
     notes = [b for b in conv.blocks if b.kind == "note"]
     assert [n.text for n in notes] == ["mcp__rio__read_buffer: auto-allowed"]
     assert conv.apply("agent.note", {"conversation": C, "turn": "t1", "text": ""}) == []
+
+
+def test_an_acp_agents_modes_and_select_options_become_its_pickers():
+    """agent.modes / agent.config (as the session publishes them) → the header's pickers;
+    grouped select values are flattened, non-select options are not pickers."""
+    from ui.tk.agent_pickers import describe, pickers
+    conv = Conversation(C)
+    assert pickers(conv) == [] and run(conv, ev("agent.modes", current="ask", available=[
+        {"id": "ask", "name": "Ask", "description": ""},
+        {"id": "code", "name": "Code", "description": ""}])) == []
+    run(conv, ev("agent.config", options=[
+        {"id": "model", "name": "Model", "type": "select", "currentValue": "fast",
+         "options": [{"value": "fast", "name": "Fast"},
+                     {"group": "big", "name": "Big", "options": [{"value": "smart",
+                                                                  "name": "Smart"}]}]},
+        {"id": "think", "name": "Think", "type": "boolean", "currentValue": True}]))
+    assert describe(conv) == [
+        {"id": "mode", "label": "Agent mode", "current": "ask", "values": ["ask", "code"]},
+        {"id": "model", "label": "Model", "current": "fast", "values": ["fast", "smart"]}]
+    assert conv.blocks == []          # the header shows them, not the conversation
+    run(conv, ev("agent.modes", current="code", available=[{"id": "ask"}, {"id": "code"}]))
+    assert pickers(conv)[0]["current"] == "code"
+    assert pickers(conv)[0]["choices"] == [("ask", "ask"), ("code", "code")]

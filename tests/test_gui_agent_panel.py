@@ -498,3 +498,31 @@ def test_an_acp_conversation_shows_like_an_api_one(desktop, model):
     assert got["kind"] == "reject_once"
     a = agent(desktop, lambda a: a["state"] == "idle" and not a["pending"], 60)
     assert "permission: no-1" in a["messages"][-1]["text"]
+
+
+def test_the_acp_agents_own_mode_and_model_pickers_reach_the_agent(desktop, model):
+    """The fake ACP agent offers two modes and a model option: the header shows them after
+    session/new; picking one in the panel reaches the agent (it says what it has)."""
+    script = {"modes": {"current": "ask", "available": ["ask", "code"]},
+              "default_turn": [{"report_settings": True}]}
+    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
+    desktop.call("ui.agent", {"action": "open"})
+    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
+    desktop.call("ui.agent", {"action": "open", "conversation": cid})
+    desktop.call("ui.agent", {"action": "send", "text": "hi"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2, 60)
+    assert a["messages"][1]["text"] == "mode: ask model: fast"
+    assert [(p["id"], p["current"], p["values"]) for p in a["pickers"]] == [
+        ("mode", "ask", ["ask", "code"]), ("model", "fast", ["fast", "smart"])]
+    assert a["picker_boxes"] == ["mode", "model"]
+    desktop.call("ui.agent", {"action": "agent_setting", "picker": "mode", "value": "code"})
+    desktop.call("ui.agent", {"action": "agent_setting", "picker": "model", "value": "smart"})
+    a = agent(desktop, lambda a: [p["current"] for p in a["pickers"]] == ["code", "smart"])
+    desktop.call("ui.agent", {"action": "send", "text": "again"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 4, 60)
+    assert a["messages"][3]["text"] == "mode: code model: smart"
+    # An API provider's conversation has no such pickers, and the core says so.
+    api = desktop.call("agent.new", {})["conversation"]
+    with pytest.raises(RioError) as err:
+        desktop.call("agent.set_mode", {"conversation": api, "mode": "code"})
+    assert err.value.kind == "protocol.bad_args"

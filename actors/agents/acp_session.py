@@ -17,6 +17,7 @@ from typing import Any, Callable
 from actors.bus.service import RequestContext
 from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
 from rio.agent.tools import Tools
+from rio.protocol.errors import AgentError
 
 log = logging.getLogger("rio.agent.session")
 
@@ -97,6 +98,23 @@ class AcpOwner:
         except Exception:  # noqa: BLE001 -- the agent works without Rio's tools
             log.exception("no MCP entry for %s", self.conversation)
             return []
+
+    async def _agent_setting(self, ctx: RequestContext) -> None:
+        """``session.set_mode``/``session.set_config``: the agent's own mode or config option
+        (its model …), on its running session; the agent's answer is published as
+        ``agent.modes``/``agent.config`` with the conversation, as its own updates are."""
+        brain = self.brain
+        if brain is None or not brain.alive:
+            ctx.fail(AgentError("agent_not_running", "The conversation's agent is not running "
+                                "now (it starts with the next message).",
+                                "Send a message, then pick again."))
+            return
+        if ctx.op == "session.set_mode":
+            await brain.client.set_mode(str(ctx.args["mode"]))
+            ctx.reply({"mode": brain.client.updates.modes.get("current")})
+        else:
+            await brain.client.set_config_option(str(ctx.args["option"]), ctx.args["value"])
+            ctx.reply({"options": brain.client.updates.config})
 
     async def _close_agent(self, ctx: RequestContext) -> None:
         closed = self.brain is not None

@@ -342,6 +342,33 @@ class ConversationsActor(pykka.ThreadingActor):
                 ctx.fail(err)
         self.forwards.submit(forward)
 
+    def op_set_mode(self, ctx: RequestContext) -> None:
+        """An ACP agent's own mode (not the gate's): to the session, which holds the agent."""
+        self._to_agent(ctx, "session.set_mode", {"mode": ctx.args["mode"]})
+
+    def op_set_config(self, ctx: RequestContext) -> None:
+        self._to_agent(ctx, "session.set_config", {"option": ctx.args["option"],
+                                                   "value": ctx.args["value"]})
+
+    def _to_agent(self, ctx: RequestContext, op: str, extra: dict[str, Any]) -> None:
+        cid = check_conversation_id(ctx.args["conversation"])
+        if not self.store.get(cid).agent:
+            raise ProtocolError("bad_args", "Only an ACP agent's conversation has the agent's "
+                                "own modes and options.", "Pick the model of an API "
+                                "provider's conversation with agent.new's model.")
+        args = {"conversation": cid, **extra}
+
+        def forward() -> None:
+            try:
+                ctx.reply(self.bus.call(op, args, timeout=APPROVE_TIMEOUT_S))
+            except RioError as err:
+                if err.kind in ("bus.no_route", "bus.actor_dead", "bus.unreachable"):
+                    err = AgentError("agent_not_running", "The conversation's agent is not "
+                                     "running now (it starts with the next message).",
+                                     "Send a message, then pick again.")
+                ctx.fail(err)
+        self.forwards.submit(forward)
+
     # --- turns -------------------------------------------------------------------------------
     def _start_turn(self, ctx: RequestContext, cid: str, text: str) -> None:
         self.idle.disarm(cid)

@@ -41,10 +41,12 @@ _EDITOR = (
 _OWNER = (
     "run.start", "run.stop",
     "agent.new", "agent.list", "agent.history", "agent.send", "agent.approve", "agent.stop",
-    "agent.mode", "agent.permission_answer", "agents.list", "mcp.call", "mcp.approve",
+    "agent.mode", "agent.permission_answer", "agent.set_mode", "agent.set_config",
+    "agents.list", "mcp.call", "mcp.approve",
     "gate.check", "gate.agent_check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",
     "session.turn", "session.approve", "session.stop", "session.status",
     "session.interrupt", "session.permission_answer", "session.close",
+    "session.set_mode", "session.set_config",
     "system.spawn", "system.stop", "system.restart", "system.fault",
     "host.ping", "host.stop", "bus.register", "bus.unregister",
     "ui.state", "ui.type", "ui.key", "ui.menu", "ui.open", "ui.dialog", "ui.dialog_answer",

@@ -36,7 +36,9 @@ too · ``{"crash": code}`` exits mid-turn (after a line on stderr) · ``{"stderr
 a sleeping helper, says ``helper <pid>`` · ``{"env": "PREFIX"}`` says ``env: NAMES`` of the
 variables starting with PREFIX · ``{"report_init": true}`` says ``init: <JSON of the
 client's capabilities>`` · ``{"mode": "id"}`` a current_mode_update ·
-``{"stop_reason": "…"}`` how the prompt ends (default end_turn).
+``{"report_settings": true}`` says ``mode: <its mode> model: <its model option>`` (what
+session/set_mode and session/set_config_option set) · ``{"stop_reason": "…"}`` how the prompt
+ends (default end_turn).
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ class FakeAgent:
         self.cancel_event = asyncio.Event()
         self.sessions: dict[str, list[list[str]]] = self._load_state()
         self.config: dict[str, Any] = {"model": "fast"}
+        self.mode = (script.get("modes") or {}).get("current")
         self.mcp_servers: dict[str, Any] = {}      # session → its mcpServers (stdio entries)
 
     # --- state across processes (session/load) ------------------------------------------
@@ -190,6 +193,7 @@ class FakeAgent:
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kw: Any
                                ) -> SetSessionModeResponse:
+        self.mode = mode_id
         await self.conn.session_update(session_id=session_id, update=CurrentModeUpdate(
             session_update="current_mode_update", current_mode_id=mode_id))
         return SetSessionModeResponse()
@@ -360,6 +364,8 @@ class FakeAgent:
             await self.say(sid, "env: " + ",".join(names))
         elif "report_init" in a:
             await self.say(sid, "init: " + json.dumps(self.client_caps, sort_keys=True))
+        elif "report_settings" in a:
+            await self.say(sid, f"mode: {self.mode} model: {self.config['model']}")
         elif "stop_reason" in a:
             self.stop_reason = a["stop_reason"]
         else:

@@ -11,13 +11,14 @@ import os
 from typing import Any, Callable
 
 from rio.protocol.errors import ProtocolError, RioError
+from ui.tk import agent_pickers
 from ui.tk.agent_model import Block, Conversation
 
 Respond = Callable[[Any], None]
 #: What :func:`control` returns when it answers later through ``respond``.
 DEFER = None
 ACTIONS = ("open", "close", "minimise", "send", "type", "approve", "reject", "always",
-           "answer", "stop", "undo", "new", "mode", "tick")
+           "answer", "stop", "undo", "new", "mode", "tick", "agent_setting")
 
 
 def turn_end_of(conv: Conversation | None) -> Block | None:
@@ -241,6 +242,8 @@ def describe(panel: Any) -> dict[str, Any]:
             "button": "tb_ai" in panel.app.toolbar.children,
             "input": panel.input.get("1.0", "end-1c") if panel.input is not None else "",
             "mode": panel.mode.get() if panel.is_open else None,
+            "pickers": agent_pickers.describe(conv),
+            "picker_boxes": sorted(getattr(panel, "agent_boxes", {})) if panel.is_open else [],
             "name_active": panel.prefs.name_active,
             "undo": end.data["undo"] if end else None}
 
@@ -321,6 +324,20 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
         if not panel.is_open:
             panel.open()
         panel.set_mode(str(args.get("mode") or ""), respond)
+    elif action == "agent_setting":
+        # A pick in the ACP agent's own row: {picker: "mode" or an option id, value}.
+        if not panel.is_open:
+            panel.open()
+        picker = str(args.get("picker") or "mode")
+        box = getattr(panel, "agent_boxes", {}).get(picker)
+        if box is None:
+            raise ProtocolError("bad_args", f"The agent offers no {picker!r} picker here.",
+                                "Look at ui.state agent.pickers.")
+        value = str(args.get("value") or "")
+        choices = next((p["choices"] for p in agent_pickers.pickers(panel.model.shown)
+                        if p["id"] == picker), [])
+        box.set(dict(choices).get(value, value))
+        agent_pickers.choose(panel, picker, value, respond)
     elif action == "tick":
         # The "Name the active file" tick under the input.
         if not panel.is_open:

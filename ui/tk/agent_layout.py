@@ -68,6 +68,11 @@ def build(panel: Any) -> None:
     panel.chooser = ttk.Combobox(row, state="readonly", width=24, name="conversations")
     panel.chooser.pack(side="left", fill="x", expand=True, padx=(3, 0))
     panel.chooser.bind("<<ComboboxSelected>>", lambda e: panel.chosen())
+    # The ACP agent's own mode and model pickers, shown where it offers them
+    # (ui/tk/agent_pickers.py); packed under the conversation row by agent_pickers.sync.
+    panel.conv_row = row
+    panel.agent_row = ttk.Frame(body, padding=(2, 0, 2, 3), name="agent_pickers")
+    panel._pickers_key = None
     # The input is packed before the conversation so a short panel shrinks the history.
     bottom = ttk.Frame(body, padding=(0, 3, 0, 0))
     bottom.pack(side="bottom", fill="x")

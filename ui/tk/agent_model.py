@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ui.tk import agent_extras as extras
+from ui.tk import agent_pickers as pickers
 from ui.tk.agent_text import (  # noqa: F401
     MarkdownStream,
     Span,
@@ -76,6 +77,9 @@ class Conversation:
         self.error: dict[str, Any] | None = None
         self.loaded = False                     # history fetched (or started here)
         self.commands: list[dict[str, Any]] = []  # an ACP agent's slash commands
+        #: what an ACP agent offers for its own pickers (ui/tk/agent_pickers.py)
+        self.agent_modes: dict[str, Any] = {}
+        self.agent_config: list[dict[str, Any]] = []
         self._tools: dict[str, int] = {}        # call id → block index
         self._errored: set[str] = set()         # turns whose error is already shown
 
@@ -185,6 +189,8 @@ class Conversation:
             return changes
         if topic in extras.TOPICS:
             return extras.apply(self, topic, data)
+        if topic in pickers.TOPICS:
+            return pickers.apply(self, topic, data)
         if topic == "agent.message":
             # The turn's whole text, once it ended: shown only when no delta showed it.
             if any(b.kind == "assistant" and b.turn == turn for b in self.blocks):

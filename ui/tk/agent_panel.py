@@ -29,6 +29,7 @@ from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 from ui.tk import agent_actions as actions
 from ui.tk import agent_layout as layout
+from ui.tk import agent_pickers
 from ui.tk.agent_marks import TabMarks
 from ui.tk.agent_model import STATE_LABELS, AgentModel, Block, Conversation, who
 from ui.tk.agent_settings import (
@@ -207,6 +208,7 @@ class AgentPanel:
                 self.provider.set(conv.provider)
         else:
             self.chooser.set("")
+        agent_pickers.sync(self)
 
     @staticmethod
     def _title(c: dict[str, Any]) -> str:
