@@ -213,6 +213,26 @@ def test_letting_go_of_the_caption_on_a_half_of_the_window_docks_there():
     assert drop_side(50, 0, 0, "right") == "right"           # not mapped yet: stays
 
 
+class CoreFiles:
+    """A bus connection whose fs.* requests the core's own FsOps answers when told to."""
+
+    def __init__(self, root):
+        from rio.files.fs_ops import FsOps
+        self.ops = FsOps(root)
+        self.asked: list = []
+        self.waiting: list = []
+
+    def request(self, op, args=None, callback=None, *, timeout=10.0):
+        self.asked.append((op, dict(args or {})))
+        self.waiting.append((op, dict(args or {}), callback))
+        return str(len(self.asked))
+
+    def answer(self) -> None:
+        from rio.protocol.frames import Reply
+        op, args, callback = self.waiting.pop(0)
+        callback(Reply.success("1", self.ops.handle(op, args)))
+
+
 def test_at_file_completion_picks_a_project_file(tk_root, tmp_path):
     import tkinter as tk
 
@@ -224,14 +244,19 @@ def test_at_file_completion_picks_a_project_file(tk_root, tmp_path):
     (tmp_path / "node_modules").mkdir()
     (tmp_path / "node_modules" / "forecast.js").write_text("z\n")
     theme = apply_theme(tk_root, "classic")
-    app = SimpleNamespace(theme=theme, root=tk_root, project_root=str(tmp_path),
-                          ui_font_family=lambda: "DejaVu Sans")
+    conn = CoreFiles(tmp_path)
+    app = SimpleNamespace(theme=theme, root=tk_root, project_root="/not/on/this/machine",
+                          ui_font_family=lambda: "DejaVu Sans", conn=conn)
     box = tk.Text(tk_root, height=3)
     box.pack()
     tk_root.update()
     completer = PathCompleter(SimpleNamespace(app=app), box)
     box.insert("end", "please read @fore")
+    assert completer.update() == []           # asked the core (fs.walk); nothing known yet
+    assert conn.asked == [("fs.walk", {"path": ".", "max_files": 5000})]
+    conn.answer()
     assert completer.update() == ["src/forecast.py"]       # ignored folders are left out
+    assert len(conn.asked) == 1                            # asked once, not per key
     assert completer.popup is not None
     assert completer.pick() is True
     assert box.get("1.0", "end-1c") == "please read @src/forecast.py "

@@ -1,7 +1,10 @@
-"""``fs.list`` and ``fs.read``: the project's files as clients (and agents) may see them.
+"""``fs.*``: the project's files as clients (and agents) may see them — ``fs.list`` and
+``fs.read``, ``fs.walk`` (the files a walk finds, for ``@file`` completion) and Find in Files
+(``fs.search``, ``fs.search_more``, ``fs.search_stop``: :mod:`rio.files.search_jobs`).
 
 Confined by :class:`~rio.files.workspace.Workspace` (symlinks resolved), capped in size, and explicit
-about truncation: a cut text ends with a marker that says how much was left out.
+about truncation: a cut text ends with a marker that says how much was left out. A desktop reads
+the project only through these ops, so it works the same on a remote instance.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rio.files.files import load_file
+from rio.files.search_jobs import SearchPages
 from rio.files.workspace import Workspace
 from rio.protocol.errors import ProtocolError
 
@@ -24,12 +28,21 @@ def truncation_marker(shown: int, total: int) -> str:
 class FsOps:
     def __init__(self, root: Path):
         self.workspace = Workspace(root)
+        self.searches = SearchPages(self.workspace.root)
 
     def handle(self, op: str, args: dict[str, Any]) -> Any:
         if op == "fs.list":
             return self.list(args["path"])
         if op == "fs.read":
             return self.read(args["path"], args["max_chars"])
+        if op == "fs.walk":
+            return self.walk(args["path"], args["max_files"])
+        if op == "fs.search":
+            return self.searches.start(args)
+        if op == "fs.search_more":
+            return self.searches.page(args["search"])
+        if op == "fs.search_stop":
+            return self.searches.stop(args["search"])
         raise ProtocolError("unknown_op", f"Unknown op {op!r}.")
 
     def list(self, path: str) -> dict[str, Any]:
@@ -40,6 +53,12 @@ class FsOps:
                              **({"undecodable": True} if e.undecodable else {})}
                             for e in listing.entries],
                 "truncated": listing.truncated}
+
+    def walk(self, path: str, max_files: int) -> dict[str, Any]:
+        """The text-looking files under ``path`` in sorted depth-first order (ignores applied,
+        binary names and undecodable names left out), at most ``max_files``."""
+        files = list(self.workspace.walk_files(path, max_files=max_files + 1))
+        return {"files": files[:max_files], "truncated": len(files) > max_files}
 
     def read(self, path: str, max_chars: int) -> dict[str, Any]:
         target = self.workspace.resolve(path, kind="file")

@@ -11,7 +11,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     RioError
     ├── ProtocolError          protocol.*   the frame or request itself is wrong
     │     malformed_frame, unsupported_version, unknown_op, bad_args, oversize_frame,
-    │     unknown_run, fault_injection_off
+    │     unknown_run, unknown_search, fault_injection_off
     ├── PathError              path.*       a path the workspace will not serve
     │     outside_root, not_found, not_a_file, not_a_directory, special_file, invalid,
     │     symlink_refused

@@ -28,7 +28,7 @@ REMOTE_PREFIX = b"remote:"
 
 _OBSERVER = (
     "buffer.list", "buffer.info", "buffer.text", "buffer.lines",
-    "fs.list", "fs.read",
+    "fs.list", "fs.read", "fs.walk", "fs.search", "fs.search_more", "fs.search_stop",
     "system.ping", "system.status", "system.ops",
     "bus.services", "bus.stats",
     "run.list", "gate.status",

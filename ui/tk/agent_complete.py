@@ -3,9 +3,10 @@ of the project from the list (Up/Down, Tab or Enter), and ``@path`` goes into th
 A message that starts with ``/`` completes the agent's own slash commands (``agent.commands``,
 sent by ACP agents) the same way.
 
-The project's files come from :meth:`rio.files.workspace.Workspace.walk_files` (ignored folders and
-binary files left out, at most :data:`MAX_FILES`), read once per panel and again after
-:data:`STALE_S`. The list is a small '90s drop-down (a Listbox in a borderless window) under
+The project's files come from the core (``fs.walk``: ignored folders and binary files left
+out, at most :data:`MAX_FILES`) — the desktop never walks the project itself, so completion
+works the same on a remote instance — asked once per panel and again after :data:`STALE_S`;
+the list updates when the answer arrives. The list is a small '90s drop-down (a Listbox in a borderless window) under
 the cursor; Escape closes it.
 """
 
@@ -15,6 +16,7 @@ import time
 import tkinter as tk
 from typing import Any
 
+from rio.protocol.frames import Reply, thaw
 from ui.tk.agent_text import at_prefix, complete_commands, complete_paths, slash_prefix
 
 MAX_FILES = 5000
@@ -27,6 +29,8 @@ class PathCompleter:
         self.box = box
         self.files: list[str] = []
         self.read_at = 0.0
+        self._asking = False
+        self._in_request = False
         self.popup: tk.Toplevel | None = None
         self.listbox: tk.Listbox | None = None
         self.shown: list[str] = []
@@ -40,16 +44,31 @@ class PathCompleter:
 
     # --- the project's files -------------------------------------------------------------------
     def project_files(self) -> list[str]:
-        if not self.files or time.monotonic() - self.read_at > STALE_S:
-            from rio.files.workspace import Workspace
-            from rio.protocol.errors import RioError
+        """The files as the core last listed them; asks it (``fs.walk``) when never asked or
+        stale. The answer arrives later and updates an open list."""
+        stale = not self.read_at or time.monotonic() - self.read_at > STALE_S
+        if stale and not self._asking:
+            self._asking = self._in_request = True
             try:
-                self.files = list(Workspace(self.panel.app.project_root).walk_files(
-                    max_files=MAX_FILES))
-            except (RioError, OSError):
-                self.files = []
-            self.read_at = time.monotonic()
+                self.panel.app.conn.request("fs.walk", {"path": ".", "max_files": MAX_FILES},
+                                            self._walked, timeout=30)
+            finally:
+                self._in_request = False
         return self.files
+
+    def _walked(self, reply: Reply) -> None:
+        self._asking = False
+        self.read_at = time.monotonic()
+        if reply.ok:
+            self.files = [str(p) for p in thaw(reply.result)["files"]]
+        if self._in_request:
+            return              # answered at once: the caller goes on with the new list
+        try:
+            typing = self.box.winfo_exists() and self.box.focus_get() is self.box
+        except (KeyError, tk.TclError):
+            typing = False
+        if typing:
+            self.update()
 
     # --- the list ----------------------------------------------------------------------------
     def _typed(self, event: tk.Event) -> None:

@@ -1,8 +1,9 @@
 """The bottom pane: "Find in Files" results and the "Output" of Run/Build, both clickable.
 
-* Find in Files runs a :class:`~ui.tk.output_model.SearchJob` in slices from ``after()`` on
-  Tk's thread: results stream in, the window never blocks, Stop (or a new search) simply stops
-  scheduling slices. A click on a result calls ``app.open_path(path, line, col)``.
+* Find in Files asks the core (``fs.search``, page by page: :class:`~ui.tk.output_model.CoreSearch`)
+  with the unsaved text of the open buffers; results stream in as the pages arrive, the window
+  never blocks, Stop (or a new search) stops asking. The desktop never reads the project's files
+  itself. A click on a result calls ``app.open_path(path, line, col)``.
 * Output shows ``run.output`` events as they arrive (stderr in the error colour, terminal
   escapes stripped, ``\\r`` progress lines rewritten in place) and makes every ``file:line[:col]``
   reference (rio/runs/output.py) that names a file of the project clickable.
@@ -22,13 +23,13 @@ from tkinter import ttk
 from typing import Any
 
 from rio.files.find_in_files import MAX_LINE_TEXT, Match
-from rio.files.search import SearchOptions
+from rio.files.search import SearchOptions, compile_pattern
 from rio.protocol.errors import RioError
 from rio.protocol.frames import thaw
 from rio.runs.output import find_file_refs, may_hold_file_refs
 from rio.runs.runner import strip_ansi
 from rio.text.utf16_columns import columns
-from ui.tk.output_model import SearchJob, TerminalLines, parse_globs, resolve_ref
+from ui.tk.output_model import CoreSearch, TerminalLines, parse_globs, resolve_ref
 
 #: The Output tab keeps at most this many lines (Tk slows down on huge texts).
 MAX_OUTPUT_LINES = 20_000
@@ -72,9 +73,8 @@ class FindInFilesTab:
         self.pane = pane
         self.app = pane.app
         self.frame = parent
-        self.job: SearchJob | None = None
+        self.job: CoreSearch | None = None
         self.results: list[Match] = []
-        self._after: str | None = None
 
         bar = ttk.Frame(parent, padding=(4, 3))
         bar.pack(side="top", fill="x")
@@ -145,35 +145,35 @@ class FindInFilesTab:
             self.status.configure(text="Type something to find.")
             return False
         try:
-            self.job = SearchJob.start(self.pane.root_path, self.pattern.get(), options,
-                                       folder=self.folder.get().strip() or ".",
-                                       globs=parse_globs(self.globs.get()),
-                                       overrides=self.pane.unsaved_text)
+            compile_pattern(self.pattern.get(), options)   # a bad regex is said at once
         except RioError as err:
             self.status.configure(text=f"{err.message}. {err.next}")
             return False
+        job = self.job = CoreSearch(self.pane.app.conn, lambda found: self._page(job, found),
+                                    lambda: self._ended(job))
+        job.start(self.pattern.get(), regex=options.regex, match_case=options.match_case,
+                  whole_word=options.whole_word, folder=self.folder.get().strip() or ".",
+                  globs=parse_globs(self.globs.get()), overrides=self.pane.unsaved_texts())
         self.status.configure(text="Searching…")
         self.stop_button.configure(state="normal")
-        self._after = self.text.after_idle(self._slice)
         return True
 
-    def _slice(self) -> None:
-        self._after = None
-        job = self.job
-        if job is None or job.done:
+    def _page(self, job: CoreSearch, found: list[Match]) -> None:
+        if job is not self.job:
             return
-        found = job.step()
-        if found:
-            self._show(found)
-        if job.done:
-            self.stop_button.configure(state="disabled")
-            self.status.configure(text=job.summary())
-            self.pane.event_generate_done()
+        self._show(found)
+        if not job.done:
+            self.status.configure(text=f"Searching… {job.counts['results']} matches, "
+                                       f"{job.counts['files_searched']} files")
+
+    def _ended(self, job: CoreSearch) -> None:
+        if job is not self.job:
             return
-        s = job.search
-        self.status.configure(text=f"Searching… {s.results} matches, "
-                                   f"{s.files_searched} files")
-        self._after = self.text.after(1, self._slice)
+        self.stop_button.configure(state="disabled")
+        err = job.error
+        self.status.configure(text=f"{err.message}. {err.next}" if err is not None
+                              else job.summary())
+        self.pane.event_generate_done()
 
     def _show(self, found: list[Match]) -> None:
         t = self.text
@@ -192,9 +192,6 @@ class FindInFilesTab:
                           f"{row}.{cols.to_utf16(start + (m.end - m.start))}")
 
     def stop(self, quiet: bool = False) -> None:
-        if self._after is not None:
-            self.text.after_cancel(self._after)
-            self._after = None
         if self.job is not None and not self.job.done:
             self.job.cancel()
             if not quiet:
@@ -484,18 +481,16 @@ class OutputPane:
             self._root_path = project_root(self.app).resolve()
         return self._root_path
 
-    def unsaved_text(self, rel: str) -> str | None:
-        """Text of an open, modified buffer for ``rel`` (so Find in Files sees unsaved edits),
-        when the app can say; None means read the file."""
-        fn = getattr(self.app, "unsaved_text", None)
-        if callable(fn):
-            return fn(rel)
+    def unsaved_texts(self) -> dict[str, str]:
+        """The text of every open, modified buffer by its path, so Find in Files (run by the
+        core) searches what the user sees, unsaved edits included."""
+        out: dict[str, str] = {}
         for editor in list(getattr(self.app, "editors", {}).values()):
             summary = getattr(editor, "summary", {}) or {}
             replica = getattr(editor, "replica", None)
-            if replica is not None and summary.get("dirty") and summary.get("path") == rel:
-                return replica.text
-        return None
+            if replica is not None and summary.get("dirty") and summary.get("path"):
+                out[str(summary["path"])] = replica.text
+        return out
 
     def event_generate_done(self) -> None:
         try:
