@@ -39,6 +39,7 @@ from rio.text.utf16_columns import IDENTITY, LineColumns, columns, utf16_length
 from ui.tk import bigfile
 from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
+from ui.tk.editor_model import QuietQueue, cursor_after
 from ui.tk.editor_resync import EditorResync
 from ui.tk.seams import EditorHost
 from ui.tk.theme import Theme, style_text
@@ -65,9 +66,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         self.ready = False
         self.overwrite = False
         self.loading_fraction = 0.0
-        self._after_quiet: list[Callable[[], None]] = []
-        self._batches = 0                        # buffer.apply requests not yet seen back
-        self._at_version: list[tuple[int, Callable[[], None]]] = []
+        self.quiet_queue = QuietQueue()          # what waits for quiet or for a version
         self._hl_job: str | None = None
         self._idle_job: str | None = None
         self._ui_job: str | None = None
@@ -285,14 +284,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
             return
         undoing = data.get("kind") in ("undo", "redo")
         for edit in edits:
-            if undoing:
-                cur = edit.start + len(edit.text)
-            elif edit.start <= cur <= edit.end:
-                # Keep the cursor where the user had it (Tk would push it past an insert or
-                # drop it to the start of a replaced block).
-                cur = edit.start + min(cur - edit.start, len(edit.text))
-            elif cur > edit.end:
-                cur += len(edit.text) - (edit.end - edit.start)
+            cur = cursor_after(cur, edit.start, edit.end, len(edit.text), undoing)
             self._apply_remote(edit.start, edit.end, edit.text, cur)
             idx = self.index(cur)
             if idx is not None:
@@ -343,10 +335,8 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         if request is not None:
             self._send(request)
             return
-        if self._quiet():
-            waiting, self._after_quiet = self._after_quiet, []
-            for fn in waiting:
-                fn()
+        for fn in self.quiet_queue.take_quiet(self._busy()):
+            fn()
 
     def when_ready(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once the text is loaded and editable."""
@@ -357,42 +347,51 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
 
     def when_quiet(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once every local edit and batch has been applied by the core."""
-        if self._quiet():
+        if self.quiet_queue.when_quiet(fn, self._busy()):
             fn()
-        else:
-            self._after_quiet.append(fn)
 
-    def _quiet(self) -> bool:
-        return self.replica is not None and not self.replica.pending and not self._batches
+    def _busy(self) -> bool:
+        """No text yet, or local edits the core has not acknowledged."""
+        return self.replica is None or bool(self.replica.pending)
 
     def apply_batch(self, make: Callable[[], list[ec.TextEdit]], label: str,
-                    reselect: bool = False) -> None:
+                    reselect: bool = False,
+                    on_done: Callable[[dict[str, Any]], None] | None = None,
+                    on_error: Callable[[RioError], None] | None = None) -> None:
         """Several edits as one undo step (``buffer.apply``). ``make`` computes them when the
         replica is quiet, so its offsets are the core's; until the result comes back as a
         change, later commands wait (a second Tab must see the first one's text).
-        ``reselect`` selects the same whole lines again afterwards."""
+        ``reselect`` selects the same whole lines again afterwards. ``on_done(result)`` runs
+        once the replica holds the change; ``on_error(err)``, when given, takes a refusal
+        instead of the editor (which reports it and resyncs)."""
         def go() -> None:
             assert self.replica is not None
             lines = self._selected_lines() if reselect else None
             edits = make()
             if not edits:
                 return
-            self._batches += 1
+            self.quiet_queue.batch_sent()
 
-            def landed() -> None:
-                self._batches = max(0, self._batches - 1)
+            def landed(result: dict[str, Any]) -> None:
+                self.quiet_queue.batch_done()
                 if lines is not None:
                     self.orig("tag", "remove", "sel", "1.0", "end")
                     self.orig("tag", "add", "sel", f"{lines[0]}.0", f"{lines[1]}.end")
                     self.orig("mark", "set", "insert", f"{lines[1]}.end")
+                if on_done is not None:
+                    on_done(result)
                 self._flush()
 
             def replied(reply: Reply) -> None:
                 if not reply.ok:
-                    self._batches = max(0, self._batches - 1)
-                    self._on_replace_reply(reply)
+                    self.quiet_queue.batch_done()
+                    if on_error is not None:
+                        on_error(error_from_wire(thaw(reply.error)))
+                    else:
+                        self._on_replace_reply(reply)
                     return
-                self._at_version.append((int(thaw(reply.result)["version"]), landed))
+                result = thaw(reply.result)
+                self.quiet_queue.at_version(int(result["version"]), lambda: landed(result))
                 self._run_at_version()
             self.conn.request("buffer.apply", {
                 "buffer": self.buffer_id, "edits": [list(e) for e in edits],
@@ -403,9 +402,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
     def _run_at_version(self) -> None:
         if self.replica is None:
             return
-        due = [fn for v, fn in self._at_version if v <= self.replica.version]
-        self._at_version = [(v, fn) for v, fn in self._at_version if v > self.replica.version]
-        for fn in due:
+        for fn in self.quiet_queue.due(self.replica.version):
             fn()
 
     def _selected_lines(self) -> tuple[int, int]:
@@ -522,8 +519,7 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         self.progress.grid_remove()
         self.loading_fraction = 1.0
         self.ready = True
-        self._after_quiet, waiting = [], self._after_quiet
-        self._batches, self._at_version = 0, []
+        waiting = self.quiet_queue.reset()
         if keep is not None:
             self.goto(keep[0], keep[1], top=keep[2])
         else:

@@ -1,29 +1,31 @@
 """Find / Replace and Go to line: thin Tk dialogs over :mod:`rio.files.search` and
 :mod:`ui.tk.find_model`.
 
-Searching reads the active editor's text; replacing never edits the Tk widget. A replace is a
-``buffer.replace`` and Replace All ONE ``buffer.apply`` (one undo step in the core), both with the
+Searching reads the active editor's text; replacing never edits the Tk widget. Replace and
+Replace All are each ONE ``buffer.apply`` (one undo step in the core) with the
 origin ``ui-batch:<pid>``: the change comes back as a ``buffer.changed`` event from another
 origin, and the editor's replica applies it to the widget like any remote edit (ADR-0005).
 Batches are only sent when the editor's replica has no unacknowledged keystroke, so the offsets
 computed from its text are exact at its ``version``.
 
 The editor is reached through :class:`EditorAccess`, which uses the EditorTab's own offset
-mapping when it has one (``offset``, ``index``, ``selection``, ``goto``: big documents show a
-window of rows, so Tk indices are not document positions) and falls back to the Tk Text widget.
+mapping (``offset``, ``index``, ``selection``, ``goto``: big documents show a window of rows,
+so Tk indices are not document positions). What the dialog uses of the window and of an editor
+is declared in ui/tk/seams.py (``FindHost``, ``SearchableEditor``). Replace and Replace All go
+through the editor's own ``apply_batch``: one quiet queue (ui/tk/editor_model.py) for the
+editor's block commands and the dialog alike.
 """
 
 from __future__ import annotations
 
-import os
 import tkinter as tk
+import weakref
 from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
 
 from rio.files.search import SearchEngine, SearchOptions
-from rio.protocol.errors import RioError, error_from_wire
-from rio.protocol.frames import thaw
+from rio.protocol.errors import RioError
 from rio.text.edit_commands import TextEdit
 from ui.tk.dialog_bridge import bridge, caption, centre_over
 from ui.tk.find_model import (
@@ -34,24 +36,18 @@ from ui.tk.find_model import (
     search_start,
     shift_range,
 )
+from ui.tk.seams import FindHost, SearchableEditor
 
 #: The tag that marks every match in view after a search (the selection is drawn above it).
 HIT_TAG = "find_hit"
 #: At most this many matches around the view are marked (a one-letter search in a big file).
 MAX_MARKED = 500
-#: How long a batch waits for the editor's in-flight keystrokes to be acknowledged.
-SYNC_WAIT_MS = 3000
-_SYNC_POLL_MS = 10
-
-
-def batch_origin() -> str:
-    return f"ui-batch:{os.getpid()}"
 
 
 class EditorAccess:
-    """Offsets-in, offsets-out access to an EditorTab (duck-typed; see the module docstring)."""
+    """Offsets-in, offsets-out access to an editor tab (see the module docstring)."""
 
-    def __init__(self, editor: Any):
+    def __init__(self, editor: SearchableEditor):
         self.editor = editor
         self.widget: tk.Text = editor.text
         self._index: LineIndex | None = None
@@ -59,7 +55,7 @@ class EditorAccess:
 
     def text(self) -> str:
         if self._text is None:
-            replica = getattr(self.editor, "replica", None)
+            replica = self.editor.replica
             self._text = replica.text if replica is not None else self.widget.get("1.0", "end-1c")
             self._index = LineIndex(self._text)
         return self._text
@@ -70,66 +66,43 @@ class EditorAccess:
         assert self._index is not None
         return self._index
 
-    def _chunked(self) -> Any:
-        replica = getattr(self.editor, "replica", None)
-        return getattr(replica, "buffer", None) if replica is not None else None
-
     def line_count(self) -> int:
-        buf = self._chunked()
-        return int(buf.line_count) if buf is not None else self.index.line_count
+        replica = self.editor.replica
+        return int(replica.buffer.line_count) if replica is not None else self.index.line_count
 
     def position(self, offset: int) -> tuple[int, int]:
         """(1-based line, 0-based col) — from the replica's chunked text when there is one:
         a line index over a 100 MB string would cost a second."""
-        buf = self._chunked()
-        if buf is not None:
+        replica = self.editor.replica
+        if replica is not None:
+            buf = replica.buffer
             line, col = buf.offset_to_position(max(0, min(offset, len(buf))))
             return line + 1, col
         return self.index.position(offset)
 
-    def _offset(self, tk_index: str) -> int:
-        line, col = (int(x) for x in self.widget.index(tk_index).split("."))
-        return self.index.offset_of_tk(line, col)
-
     def cursor(self) -> int:
-        fn = getattr(self.editor, "offset", None)  # the EditorTab maps big-file windows too
-        return int(fn("insert")) if callable(fn) else self._offset("insert")
+        return int(self.editor.offset("insert"))   # the editor maps big-file windows too
 
     def selection(self) -> tuple[int, int] | None:
-        fn = getattr(self.editor, "selection", None)
-        if callable(fn):
-            sel = fn()
-            return (int(sel[0]), int(sel[1])) if sel and sel[0] != sel[1] else None
-        ranges = self.widget.tag_ranges("sel")
-        if not ranges:
-            return None
-        return self._offset(str(ranges[0])), self._offset(str(ranges[1]))
+        sel = self.editor.selection()
+        return (int(sel[0]), int(sel[1])) if sel and sel[0] != sel[1] else None
 
     def _offset_of_view(self, tk_index: str) -> int:
-        """Document offset of a Tk index (through the editor's mapping when it has one)."""
-        fn = getattr(self.editor, "offset", None)
-        if callable(fn):
-            return int(fn(self.widget.index(tk_index)))
-        return self._offset(tk_index)
+        """Document offset of a Tk index of the widget."""
+        return int(self.editor.offset(self.widget.index(tk_index)))
 
     def _tk_index_if_shown(self, offset: int) -> str | None:
         """Tk index of ``offset`` when the widget holds it (never moves a big file's window)."""
-        fn = getattr(self.editor, "index", None)
-        if callable(fn):
-            found = fn(offset)
-            return None if found is None else str(found)
-        return self.index.tk_index(offset)
+        found = self.editor.index(offset)
+        return None if found is None else str(found)
 
     def _tk_index(self, offset: int) -> str:
-        fn = getattr(self.editor, "index", None)
-        if not callable(fn):
-            return self.index.tk_index(offset)
-        found = fn(offset)
-        if found is None and callable(getattr(self.editor, "goto", None)):
+        found = self.editor.index(offset)
+        if found is None:
             # Outside a big file's window of rows: move the window there first.
             line, col = self.position(offset)
             self.editor.goto(line, col)
-            found = fn(offset)
+            found = self.editor.index(offset)
         return str(found) if found is not None else self.index.tk_index(offset)
 
     def select(self, start: int, end: int) -> None:
@@ -142,24 +115,17 @@ class EditorAccess:
         w.mark_set("insert", b)
         w.see(a)
         w.see(b)
-        refresh = getattr(self.editor, "schedule_ui", None)
-        if callable(refresh):
-            refresh()
+        self.editor.schedule_ui()
 
     def goto(self, line: int, col: int = 0) -> None:
-        fn = getattr(self.editor, "goto", None)
-        if callable(fn):
-            fn(line, col)
-        else:
-            offset = self.index.offset(line, col)
-            self.select(offset, offset)
+        self.editor.goto(line, col)
         self.widget.focus_set()
 
 
 class FindController:
     """Search state shared by the dialog and F3/Shift+F3 when the dialog is closed."""
 
-    def __init__(self, app: Any):
+    def __init__(self, app: FindHost):
         self.app = app
         self.pattern = ""
         self.replacement = ""
@@ -177,11 +143,8 @@ class FindController:
         self.message = message
         if self.on_message is not None:
             self.on_message(message, error)
-        else:
-            status = getattr(self.app, "set_message", None) or getattr(self.app, "show_status",
-                                                                         None)
-            if callable(status) and message:
-                status(message)
+        elif message:
+            self.app.set_message(message)
 
     def _editor(self) -> EditorAccess | None:
         editor = self.app.active_editor()
@@ -240,8 +203,7 @@ class FindController:
                 w.tag_add(HIT_TAG, a, b)
         try:
             from ui.tk.theme import get_theme
-            colour = get_theme(str(getattr(self.app, "settings", {}).get("theme", "classic")))\
-                .search_hit
+            colour = get_theme(str(self.app.settings.get("theme", "classic"))).search_hit
         except (ImportError, KeyError):
             colour = "#ffff00"
         w.tag_configure(HIT_TAG, background=colour)
@@ -317,56 +279,21 @@ class FindController:
 
     def send(self, edits: list[TextEdit], label: str,
              on_done: Callable[[dict[str, Any]], None] | None = None) -> None:
-        """``buffer.apply`` at the replica's version once it has nothing in flight."""
+        """``buffer.apply`` at the replica's version once it has nothing in flight: the
+        editor's own batch (EditorTab.apply_batch), so it waits on the editor's quiet queue
+        (ui/tk/editor_model.py) and ``on_done`` runs once the editor holds the change."""
+        def refused(err: RioError) -> None:
+            if err.kind == "buffer.stale_base":   # the core restarted meanwhile (ADR-0020)
+                self._say("Rio's core restarted meanwhile; nothing was replaced. "
+                          "Try again once the document is back.", True)
+                return
+            self._say(f"{err.message}. {err.next}", True)
+
         editor = self.app.active_editor()
-        widget: tk.Misc = editor.text
-        waited = [0]
-
-        def attempt() -> None:
-            replica = getattr(editor, "replica", None)
-            if replica is not None and replica.pending:
-                if waited[0] >= SYNC_WAIT_MS:
-                    self._say("The document is busy; try again.", True)
-                    return
-                waited[0] += _SYNC_POLL_MS
-                widget.after(_SYNC_POLL_MS, attempt)
-                return
-            args: dict[str, Any] = {"buffer": editor.buffer_id,
-                                    "edits": [[e.start, e.end, e.text] for e in edits],
-                                    "origin": batch_origin(), "label": label}
-            if replica is not None:
-                args["base_version"] = replica.version
-            self.app.conn.request("buffer.apply", args, reply)
-
-        def reply(rep: Any) -> None:
-            if not rep.ok:
-                err = error_from_wire(thaw(rep.error))
-                if err.kind == "buffer.stale_base":   # the core restarted meanwhile (ADR-0020)
-                    self._say("Rio's core restarted meanwhile; nothing was replaced. "
-                              "Try again once the document is back.", True)
-                    return
-                self._say(f"{err.message}. {err.next}", True)
-                return
-            result = thaw(rep.result)
-            if on_done is not None:
-                # The change event may land after the reply: wait until the replica has it.
-                self._when_version(editor, result.get("version", 0), lambda: on_done(result))
-
-        attempt()
-
-    def _when_version(self, editor: Any, version: int, fn: Callable[[], None]) -> None:
-        replica = getattr(editor, "replica", None)
-        waited = [0]
-
-        def check() -> None:
-            current = getattr(editor, "replica", replica)
-            if current is None or current.version >= version or waited[0] >= SYNC_WAIT_MS:
-                fn()
-                return
-            waited[0] += _SYNC_POLL_MS
-            editor.text.after(_SYNC_POLL_MS, check)
-
-        check()
+        if editor is None:
+            self._say("No document is open.", True)
+            return
+        editor.apply_batch(lambda: edits, label, on_done=on_done, on_error=refused)
 
     # --- the dialogs -----------------------------------------------------------------------------
     def show(self, replace: bool = False) -> "FindDialog":
@@ -387,12 +314,8 @@ class FindController:
         return self.dialog
 
 
-def _parent(app: Any) -> tk.Misc:
-    root = getattr(app, "root", None)
-    if root is not None:
-        return root
-    editor = app.active_editor()
-    return editor.text.winfo_toplevel() if editor is not None else tk._get_default_root()
+def _parent(app: FindHost) -> tk.Misc:
+    return app.root
 
 
 class FindDialog:
@@ -589,7 +512,7 @@ class FindDialog:
 class GotoDialog:
     """Ctrl+G: a small modal box asking for ``line[:col]``."""
 
-    def __init__(self, app: Any):
+    def __init__(self, app: FindHost):
         self.app = app
         editor = app.active_editor()
         if editor is None:
@@ -642,16 +565,19 @@ class GotoDialog:
 
 # --------------------------------------------------------------------------------- wiring
 
-def controller_for(app: Any) -> FindController:
+#: Each window's one FindController (F3 remembers the last search), dropped with its window.
+_controllers: "weakref.WeakKeyDictionary[Any, FindController]" = weakref.WeakKeyDictionary()
+
+
+def controller_for(app: FindHost) -> FindController:
     """The app's one FindController (kept on the app so F3 remembers the last search)."""
-    c = getattr(app, "_find_controller", None)
+    c = _controllers.get(app)
     if c is None:
-        c = FindController(app)
-        app._find_controller = c
+        c = _controllers[app] = FindController(app)
     return c
 
 
-def install(app: Any) -> FindController:
+def install(app: FindHost) -> FindController:
     """Register the Search menu's commands on the app."""
     c = controller_for(app)
 

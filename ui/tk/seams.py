@@ -9,10 +9,12 @@ what each side relies on.
 
 from __future__ import annotations
 
+import tkinter as tk
 import tkinter.font as tkfont
 from typing import Any, Callable, Protocol
 
 from rio.protocol.errors import RioError
+from rio.text.edit_commands import TextEdit
 from rio.text.replica import Replica
 from ui.tk.theme import Theme
 
@@ -41,3 +43,35 @@ class SavableEditor(Protocol):
 
     def update_summary(self, summary: dict[str, Any]) -> None: ...
     def when_quiet(self, fn: Callable[[], None]) -> None: ...
+
+
+class SearchableEditor(Protocol):
+    """What the find dialog (ui/tk/find_dialog.py) uses of an editor tab: its widget, its text,
+    its offset mapping (a big file shows a window of rows) and its one batch door."""
+
+    text: tk.Text
+    buffer_id: str
+    replica: Replica | None
+
+    def offset(self, index: str) -> int: ...
+    def index(self, offset: int) -> str | None: ...
+    def selection(self) -> tuple[int, int] | None: ...
+    def goto(self, line: int, col: int = 0, top: int | None = None) -> None: ...
+    def schedule_ui(self) -> None: ...
+    def apply_batch(self, make: Callable[[], list[TextEdit]], label: str,
+                    reselect: bool = False,
+                    on_done: Callable[[dict[str, Any]], None] | None = None,
+                    on_error: Callable[[RioError], None] | None = None) -> None: ...
+
+
+class FindHost(Protocol):
+    """What the find dialog uses of the window."""
+
+    root: tk.Tk
+    settings: dict[str, Any]
+
+    def active_editor(self) -> SearchableEditor | None: ...
+    def set_message(self, text: str) -> None: ...
+    def register_command(self, name: str, label: str, accel: str, fn: Callable[[], object],
+                         menu: str = "", icon: str | None = None, toggle: str | None = None,
+                         group: int | None = None) -> Any: ...
