@@ -13,7 +13,7 @@ import importlib
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 import pykka
 
@@ -81,9 +81,12 @@ def actor_factory(name: str) -> Callable[[Factory], Factory]:
     return register
 
 
-def answer_ping(message: Any, process: str) -> bool:
-    """For actors that are ping targets: handle ``("ping", ctx)``; True when it was one."""
-    if isinstance(message, tuple) and len(message) == 2 and message[0] == "ping":
-        message[1].reply({"process": process, "pid": os.getpid()})
-        return True
-    return False
+class Ping(NamedTuple):
+    """``host.ping``, handed by the host to an actor of its process (a ping target), so a hung
+    actor misses it and the supervisor restarts the process."""
+    ctx: RequestContext
+
+
+def answer_ping(ping: Ping, process: str) -> None:
+    """A ping target's answer to :class:`Ping`."""
+    ping.ctx.reply({"process": process, "pid": os.getpid()})

@@ -7,7 +7,8 @@ wait for each other, and edits to one document are applied in arrival order. Eac
 :class:`DocumentActor` is a thin shell: the logic is :class:`rio.text.buffer_state.OpenBuffer`.
 
 Threads: only a buffer's own actor touches its :class:`OpenBuffer`; the registry asks it for its
-summary instead of reading it.
+summary instead of reading it. Besides requests, the actors exchange the typed messages below
+(:class:`Flush`, :class:`Summary`, :class:`ClaimPath`, :class:`Closed`).
 """
 
 from __future__ import annotations
@@ -15,18 +16,39 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pykka
 
-from actors.actor_registry import answer_ping
-from actors.bus.service import BusThread, RequestContext
-from rio.protocol.errors import DocumentError, RioError
+from actors.actor_registry import Ping, answer_ping
+from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve
+from rio.protocol.errors import DocumentError
 from rio.text.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 
 log = logging.getLogger("rio.documents")
 
 REGISTRY_OPS = frozenset({"buffer.open", "buffer.new", "buffer.list", "buffer.recover"})
+
+
+class Flush(NamedTuple):
+    """To the registry (from the ticker) and on to each buffer: fsync the journal now, then
+    look whether the file changed on disk."""
+
+
+class Summary(NamedTuple):
+    """To a buffer (asked): its summary, as ``buffer.list`` shows it."""
+
+
+class ClaimPath(NamedTuple):
+    """To the registry (asked) before a buffer saves under a new path: refused when another
+    open buffer has that file."""
+    buffer: str
+    target: str
+
+
+class Closed(NamedTuple):
+    """To the registry: the buffer closed and its actor stops."""
+    buffer: str
 
 
 class BufferRoutes:
@@ -64,7 +86,7 @@ def unknown_buffer(buffer_id: Any) -> DocumentError:
 
 
 class DocumentActor(pykka.ThreadingActor):
-    """Serves one buffer: request contexts, ``"flush"``, ``"summary"``."""
+    """Serves one buffer: its requests, :class:`Flush` and :class:`Summary`."""
 
     def __init__(self, buffer: OpenBuffer, bus: BusThread, registry: pykka.ActorRef):
         super().__init__()
@@ -80,33 +102,31 @@ class DocumentActor(pykka.ThreadingActor):
                 self.bus.publish(topic, data)
 
     def _receive(self, message: Any) -> Any:
-        if message == "flush":
-            self.buffer.flush_journal()
-            for topic, data in self.buffer.check_disk():
-                self.bus.publish(topic, data)
-            return None
-        if message == "summary":
-            return self.buffer.summary()
-        ctx: RequestContext = message
-        try:
-            if ctx.op == "buffer.save" and ctx.args.get("path"):
-                target = self.buffer.factory_resolve(ctx.args["path"])
-                self.registry.ask(("claim_path", self.buffer.id, str(target)))
-            result, events = self.buffer.handle(ctx.op, ctx.args, request_key(ctx))
-        except RioError as err:
-            ctx.fail(err)
-            return None
-        except Exception as exc:  # noqa: BLE001 -- answer, then let the supervisor see the log
-            log.exception("%s failed", ctx.op)
-            ctx.fail(exc)
-            return None
+        match message:
+            case RequestContext():
+                serve(message, self.buffer_op)
+            case Flush():
+                self.buffer.flush_journal()
+                for topic, data in self.buffer.check_disk():
+                    self.bus.publish(topic, data)
+            case Summary():
+                return self.buffer.summary()
+        return None
+
+    def buffer_op(self, ctx: RequestContext) -> Any:
+        """Every op about this buffer (the logic dispatches: :meth:`OpenBuffer.handle`). The
+        reply goes before the events it caused, so a client has its answer when they come."""
+        if ctx.op == "buffer.save" and ctx.args.get("path"):
+            target = self.buffer.factory_resolve(ctx.args["path"])
+            self.registry.ask(ClaimPath(self.buffer.id, str(target)))
+        result, events = self.buffer.handle(ctx.op, ctx.args, request_key(ctx))
         ctx.reply(result)
         for topic, data in events:
             self.bus.publish(topic, data)
         if ctx.op == "buffer.close":
-            self.registry.tell(("closed", self.buffer.id))
+            self.registry.tell(Closed(self.buffer.id))
             self.stop()
-        return None
+        return ANSWERED
 
     def on_stop(self) -> None:
         self.buffer.flush_journal()
@@ -114,6 +134,8 @@ class DocumentActor(pykka.ThreadingActor):
 
 class DocumentsActor(pykka.ThreadingActor):
     """The registry: opens and recovers buffers, starts their actors, keeps path → buffer id."""
+
+    handles: OpTable[DocumentsActor] = OpTable()
 
     def __init__(self, workspace_root: Path, journal_dir: Path, bus: BusThread,
                  routes: BufferRoutes, *, file_port: Any = None,
@@ -145,39 +167,31 @@ class DocumentsActor(pykka.ThreadingActor):
             self.by_path[str(buf.path)] = buf.id
 
     def on_receive(self, message: Any) -> Any:
-        if answer_ping(message, self.process):
-            return None
-        if message == "flush":
-            for _, ref in self.routes.items():
-                if ref.is_alive():
-                    ref.tell("flush")
-            return None
-        if isinstance(message, tuple):
-            return self._registry_message(message)
-        ctx: RequestContext = message
-        try:
-            self._dispatch(ctx)
-        except RioError as err:
-            ctx.fail(err)
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            log.exception("%s failed", ctx.op)
-            ctx.fail(exc)
+        match message:
+            case RequestContext():
+                # a per-buffer op comes here only when its buffer is gone
+                serve(message, self.handles.method(self, message.op) or self.gone)
+            case Ping():
+                answer_ping(message, self.process)
+            case Flush():
+                for _, ref in self.routes.items():
+                    if ref.is_alive():
+                        ref.tell(message)
+            case Closed(bid):
+                self._forget(bid)
+            case ClaimPath(bid, target):
+                self._claim_path(bid, target)
         return None
 
-    def _registry_message(self, message: tuple) -> Any:
-        if message[0] == "closed":
-            self._forget(message[1])
-        elif message[0] == "claim_path":
-            _, bid, target = message
-            other = self.by_path.get(target)
-            if other and other != bid and self.routes.get(other) is not None:
-                raise DocumentError("path_open", "That file is open in another buffer.",
-                                  "Close that buffer first, or save elsewhere.")
-            for path, owner in list(self.by_path.items()):
-                if owner == bid:
-                    del self.by_path[path]
-            self.by_path[target] = bid
-        return None
+    def _claim_path(self, bid: str, target: str) -> None:
+        other = self.by_path.get(target)
+        if other and other != bid and self.routes.get(other) is not None:
+            raise DocumentError("path_open", "That file is open in another buffer.",
+                                "Close that buffer first, or save elsewhere.")
+        for path, owner in list(self.by_path.items()):
+            if owner == bid:
+                del self.by_path[path]
+        self.by_path[target] = bid
 
     def _summaries(self, ids: list[str]) -> list[dict[str, Any]]:
         futures = []
@@ -185,7 +199,7 @@ class DocumentsActor(pykka.ThreadingActor):
             ref = self.routes.get(bid)
             if ref is not None:
                 try:
-                    futures.append(ref.ask("summary", block=False))
+                    futures.append(ref.ask(Summary(), block=False))
                 except pykka.ActorDeadError:
                     self._forget(bid)
         out = []
@@ -196,33 +210,38 @@ class DocumentsActor(pykka.ThreadingActor):
                 continue
         return out
 
-    def _dispatch(self, ctx: RequestContext) -> None:
-        op = ctx.op
-        if op == "buffer.open":
-            path = self.factory.resolve(ctx.args["path"])
-            existing = self.by_path.get(str(path))
-            if existing and self.routes.get(existing) is not None:
-                summaries = self._summaries([existing])
-                if summaries:
-                    ctx.reply(summaries[0])
-                    return
-            buf = self.factory.open(path)
-            summary = buf.summary()
-            self._adopt(buf)
-            ctx.reply(summary)
-            self.bus.publish("buffer.opened", summary)
-        elif op == "buffer.new":
-            buf = self.factory.new(ctx.args["text"])
-            summary = buf.summary()
-            self._adopt(buf)
-            ctx.reply(summary)
-            self.bus.publish("buffer.opened", summary)
-        elif op == "buffer.list":
-            ctx.reply(self._summaries([bid for bid, _ in self.routes.items()]))
-        elif op == "buffer.recover":
-            ctx.reply((self.recovered or RecoveryReport((), ())).to_wire())
-        else:  # a per-buffer op whose buffer is gone
-            ctx.fail(unknown_buffer(ctx.args.get("buffer")))
+    @handles("buffer.open")
+    def buffer_open(self, ctx: RequestContext) -> Any:
+        path = self.factory.resolve(ctx.args["path"])
+        existing = self.by_path.get(str(path))
+        if existing and self.routes.get(existing) is not None:
+            summaries = self._summaries([existing])
+            if summaries:
+                return summaries[0]
+        return self._opened(self.factory.open(path), ctx)
+
+    @handles("buffer.new")
+    def buffer_new(self, ctx: RequestContext) -> Any:
+        return self._opened(self.factory.new(ctx.args["text"]), ctx)
+
+    def _opened(self, buf: OpenBuffer, ctx: RequestContext) -> Any:
+        summary = buf.summary()
+        self._adopt(buf)
+        ctx.reply(summary)      # before the event: the opener has its answer when it comes
+        self.bus.publish("buffer.opened", summary)
+        return ANSWERED
+
+    @handles("buffer.list")
+    def buffer_list(self, ctx: RequestContext) -> Any:
+        return self._summaries([bid for bid, _ in self.routes.items()])
+
+    @handles("buffer.recover")
+    def buffer_recover(self, ctx: RequestContext) -> Any:
+        return (self.recovered or RecoveryReport((), ())).to_wire()
+
+    def gone(self, ctx: RequestContext) -> Any:
+        """A per-buffer op whose buffer closed on the way here."""
+        raise unknown_buffer(ctx.args.get("buffer"))
 
     def _forget(self, bid: str | None) -> None:
         if not bid:
@@ -263,6 +282,6 @@ def flush_ticker(ref: pykka.ActorRef, interval: float, stop_flag: threading.Even
     """Ask for journal fsyncs in batches (every ``interval`` s) until ``stop_flag`` is set."""
     while not stop_flag.wait(interval):
         try:
-            ref.tell("flush")
+            ref.tell(Flush())
         except pykka.ActorDeadError:
             return

@@ -16,17 +16,19 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pykka
 
-from actors.actor_registry import factory_for
+from actors.actor_registry import Ping, factory_for
 from actors.bus.client import Endpoints
-from actors.bus.service import BusThread, RequestContext
+from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext
 
 log = logging.getLogger("rio.host")
 
 class Host:
+    handles: OpTable[Host] = OpTable()
+
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.name = args.process
@@ -46,7 +48,7 @@ class Host:
                 log.warning("no actor named %r in this build; skipped", actor)
                 continue
             handlers.update(factory(self))
-        handlers["host"] = self._host_op
+        handlers["host"] = lambda ctx: self.handles.serve(self, ctx)   # on the bus thread
         self.bus.handlers.update(handlers)
         self.bus.start()
         print(f"ready {self.name} {os.getpid()}", flush=True)
@@ -54,17 +56,20 @@ class Host:
         self.shutdown()
         return 0
 
-    def _host_op(self, ctx: RequestContext) -> None:
-        if ctx.op == "host.ping":
-            # Answered by an actor, not the bus thread: a hung actor must miss the ping.
-            target = self.ping_targets[0] if self.ping_targets else None
-            if target is None or not target.is_alive():
-                ctx.reply({"process": self.name, "pid": os.getpid()})
-            else:
-                target.tell(("ping", ctx))
-        elif ctx.op == "host.stop":
-            ctx.reply({"stopping": self.name})
-            self.stopping.set()
+    @handles("host.ping")
+    def host_ping(self, ctx: RequestContext) -> Any:
+        # Answered by an actor, not the bus thread: a hung actor must miss the ping.
+        target = self.ping_targets[0] if self.ping_targets else None
+        if target is None or not target.is_alive():
+            return {"process": self.name, "pid": os.getpid()}
+        target.tell(Ping(ctx))
+        return ANSWERED
+
+    @handles("host.stop")
+    def host_stop(self, ctx: RequestContext) -> Any:
+        ctx.reply({"stopping": self.name})     # before the host starts ending
+        self.stopping.set()
+        return ANSWERED
 
     def shutdown(self) -> None:
         for ref in reversed(self.refs):

@@ -27,14 +27,14 @@ import time
 import uuid
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import pykka
 
 from actors import process_control
-from actors.bus.service import BusThread, RequestContext
+from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext
 from rio.files.workspace import Workspace
-from rio.protocol.errors import FileError, ProtocolError, RioError
+from rio.protocol.errors import FileError, ProtocolError
 from rio.runs.runner import (
     DEFAULT_OUTPUT_CAP,
     ExitHow,
@@ -57,11 +57,26 @@ KEEP_FINISHED = 32
 _TICK_S = 0.02
 
 
+class Publish(NamedTuple):
+    """From a monitor: publish this event (``run.output``) from the actor's thread."""
+    topic: str
+    data: dict[str, Any]
+
+
+class RunFinished(NamedTuple):
+    """From a monitor: the run ended (``final`` is ``run.exit``'s data); answer ``waiters``
+    (the ``run.stop`` requests that waited for the group to be gone)."""
+    final: dict[str, Any]
+    waiters: list[RequestContext]
+
+
 class RunMonitor:
-    """One run's pipes, timeout and end. Runs on its own thread; talks to the actor by ``post``."""
+    """One run's pipes, timeout and end. Runs on its own thread; talks to the actor by ``post``
+    (:class:`Publish`, then one :class:`RunFinished`)."""
 
     def __init__(self, run_id: str, plan: RunPlan, spawned: process_control.Spawned,
-                 post: Callable[[Any], None], *, cap: int, graces: dict[str, float]):
+                 post: Callable[[Publish | RunFinished], None], *, cap: int,
+                 graces: dict[str, float]):
         self.run_id = run_id
         self.plan = plan
         self.spawned = spawned
@@ -89,8 +104,8 @@ class RunMonitor:
     # --- the monitor thread ----------------------------------------------------------------------
     def _publish(self, chunks: list[OutputChunk]) -> None:
         for c in chunks:
-            self.post(("publish", "run.output",
-                       {"run": self.run_id, "stream": c.stream, "text": c.text}))
+            self.post(Publish("run.output",
+                              {"run": self.run_id, "stream": c.stream, "text": c.text}))
 
     def _main_exited(self) -> bool:
         # WNOWAIT: look without reaping, so the group id stays ours until stop() reaps it.
@@ -155,7 +170,7 @@ class RunMonitor:
         with self._lock:
             self._final = final
             waiters, self._waiters = self._waiters, []
-        self.post(("finished", final, waiters))
+        self.post(RunFinished(final, waiters))
 
     def _read_ready(self, sel: selectors.BaseSelector, timeout: float) -> bool:
         """Read whatever is ready; False when nothing was (a timeout)."""
@@ -175,6 +190,8 @@ class RunMonitor:
 class RunnerActor(pykka.ThreadingActor):
     """Serves ``run.start``, ``run.stop`` and ``run.list``; see the module docstring."""
 
+    handles: OpTable[RunnerActor] = OpTable()
+
     def __init__(self, root: Path, bus: BusThread, *, cap: int = DEFAULT_OUTPUT_CAP,
                  graces: dict[str, float] | None = None,
                  environ: dict[str, str] | None = None):
@@ -189,30 +206,21 @@ class RunnerActor(pykka.ThreadingActor):
         self.monitors: dict[str, RunMonitor] = {}
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, tuple):
-            if message[0] == "publish":
-                self.bus.publish(message[1], message[2])
-            elif message[0] == "finished":
-                self._finished(message[1], message[2])
-            return None
-        ctx: RequestContext = message
-        try:
-            if ctx.op == "run.start":
-                self._start(ctx)
-            elif ctx.op == "run.stop":
-                self._stop_run(ctx)
-            elif ctx.op == "run.list":
-                ctx.reply([r.to_wire() for r in self.records.values()])
-            else:
-                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
-        except RioError as err:
-            ctx.fail(err)
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            log.exception("%s failed", ctx.op)
-            ctx.fail(exc)
+        match message:
+            case RequestContext():
+                self.handles.serve(self, message)
+            case Publish(topic, data):
+                self.bus.publish(topic, data)
+            case RunFinished(final, waiters):
+                self._finished(final, waiters)
         return None
 
-    def _start(self, ctx: RequestContext) -> None:
+    @handles("run.list")
+    def run_list(self, ctx: RequestContext) -> Any:
+        return [r.to_wire() for r in self.records.values()]
+
+    @handles("run.start")
+    def run_start(self, ctx: RequestContext) -> Any:
         cwd = self.workspace.resolve(ctx.args.get("cwd") or ".", kind="dir")
         plan = plan_run(ctx.args["command"], str(cwd), ctx.args.get("timeout_s"))
         env = scrub_environment(self.environ if self.environ is not None else os.environ)
@@ -233,20 +241,23 @@ class RunnerActor(pykka.ThreadingActor):
         monitor = RunMonitor(run_id, plan, spawned, self._post, cap=self.cap,
                              graces=self.graces)
         self.monitors[run_id] = monitor
-        ctx.reply(record.to_wire())
+        ctx.reply(record.to_wire())     # before the run's first output event
         monitor.thread.start()
+        return ANSWERED
 
-    def _post(self, message: Any) -> None:
+    def _post(self, message: Publish | RunFinished) -> None:
         """From a monitor thread: hand a message to this actor. Once the actor is stopping,
         events are dropped (the core is ending) and pending stop requests answered here."""
         try:
             self.actor_ref.tell(message)
         except pykka.ActorDeadError:
-            if message[0] == "finished":
-                for ctx in message[2]:
-                    ctx.reply(message[1])
+            if isinstance(message, RunFinished):
+                for ctx in message.waiters:
+                    ctx.reply(message.final)
 
-    def _stop_run(self, ctx: RequestContext) -> None:
+    @handles("run.stop")
+    def run_stop(self, ctx: RequestContext) -> Any:
+        """Answered once the run's whole group is gone (by :meth:`_finished`)."""
         run_id = ctx.args["run"]
         monitor = self.monitors.get(run_id)
         if monitor is None:
@@ -254,13 +265,11 @@ class RunnerActor(pykka.ThreadingActor):
             if record is None:
                 raise ProtocolError("unknown_run", f"No run {run_id!r}.",
                                   "List the runs with run.list.", run=run_id)
-            ctx.reply({"run": run_id, "code": record.code, "how": record.how, "stop": None,
-                       "survivors": [], "output_chars": record.output_chars,
-                       "dropped_chars": record.dropped_chars})
-            return
+            return {"run": run_id, "code": record.code, "how": record.how, "stop": None,
+                    "survivors": [], "output_chars": record.output_chars,
+                    "dropped_chars": record.dropped_chars}
         final = monitor.request_stop(ctx)
-        if final is not None:
-            ctx.reply(final)
+        return ANSWERED if final is None else final
 
     def _finished(self, final: dict[str, Any], waiters: list[RequestContext]) -> None:
         run_id = final["run"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pykka
 
-from actors.bus.service import RequestContext
+from actors.bus.service import RequestContext, serve
 from rio.files.fs_ops import FsOps
 
 
@@ -17,9 +17,7 @@ class WorkspaceActor(pykka.ThreadingActor):
         self.fs = FsOps(root)
 
     def on_receive(self, message: Any) -> Any:
-        ctx: RequestContext = message
-        try:
-            ctx.reply(self.fs.handle(ctx.op, ctx.args))
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            ctx.fail(exc)
+        match message:
+            case RequestContext():
+                serve(message, lambda ctx: self.fs.handle(ctx.op, ctx.args))
         return None

@@ -186,3 +186,24 @@ def test_an_op_has_one_method_per_table():
     sub = table.copy()
     sub("gate.mode")(lambda self, ctx: None)
     assert table.names == {"gate.status"} and sub.names == {"gate.status", "gate.mode"}
+
+
+def _tables():
+    from actors.agents.discovery import AgentsActor
+    from actors.agents.gate import GateActor
+    from actors.documents import REGISTRY_OPS, DocumentsActor
+    from actors.host import Host
+    from actors.runner_actor import RunnerActor
+    return [(GateActor.handles, "gate", None), (RunnerActor.handles, "run", None),
+            (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
+            (DocumentsActor.handles, "buffer", REGISTRY_OPS)]
+
+
+@pytest.mark.parametrize("index", range(len(_tables())))
+def test_each_table_serves_exactly_its_ops_of_the_catalogue(index):
+    """An op misspelt in ``@handles`` (never served) or one added to the catalogue without a
+    method (unknown_op at run time) fails here."""
+    table, prefix, only = _tables()[index]
+    catalogue = {name for name in ops.REGISTRY if name.split(".", 1)[0] == prefix}
+    assert table.names == (catalogue if only is None else only)
+    assert table.names <= set(ops.REGISTRY)

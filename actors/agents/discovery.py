@@ -15,7 +15,7 @@ from typing import Any
 import pykka
 
 from actors.actor_registry import ActorHost, actor_factory
-from actors.bus.service import RequestContext
+from actors.bus.service import OpTable, RequestContext
 from rio.acp import discovery
 from rio.agent.config import config_dir
 
@@ -23,20 +23,21 @@ CACHE_S = 60.0
 
 
 class AgentsActor(pykka.ThreadingActor):
+    handles: OpTable[AgentsActor] = OpTable()
+
     def __init__(self) -> None:
         super().__init__()
         self._cached: tuple[float, Any, list[dict[str, Any]]] | None = None
 
     def on_receive(self, message: Any) -> Any:
-        ctx: RequestContext = message
-        try:
-            if ctx.op != "agents.list":
-                from rio.protocol.errors import ProtocolError
-                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
-            ctx.reply({"agents": self.list(bool(ctx.args.get("refresh")))})
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            ctx.fail(exc)
+        match message:
+            case RequestContext():
+                self.handles.serve(self, message)
         return None
+
+    @handles("agents.list")
+    def list_op(self, ctx: RequestContext) -> Any:
+        return {"agents": self.list(bool(ctx.args.get("refresh")))}
 
     def list(self, refresh: bool) -> list[dict[str, Any]]:
         now = time.monotonic()

@@ -14,9 +14,9 @@ from typing import Any, Callable
 import pykka
 
 from actors.actor_registry import ActorHost, actor_factory
-from actors.bus.service import RequestContext
+from actors.bus.service import OpTable, RequestContext
 from rio.agent.gate import Gate, JsonFileStore, Limits
-from rio.protocol.errors import ConfigError, ProtocolError
+from rio.protocol.errors import ConfigError
 
 log = logging.getLogger("rio.agent.gate")
 
@@ -24,49 +24,63 @@ GATE_FILE = "agent-gate.json"
 
 
 class GateActor(pykka.ThreadingActor):
+    handles: OpTable[GateActor] = OpTable()
+
     def __init__(self, gate: Gate):
         super().__init__()
         self.gate = gate
 
     def on_receive(self, message: Any) -> Any:
-        ctx: RequestContext = message
-        try:
-            ctx.reply(self.handle(ctx.op, ctx.args))
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            ctx.fail(exc)
+        match message:
+            case RequestContext():
+                self.handles.serve(self, message)
         return None
 
-    def handle(self, op: str, args: dict[str, Any]) -> Any:
+    @handles("gate.check")
+    def check(self, ctx: RequestContext) -> Any:
+        args = ctx.args
+        return self.gate.check(args["conversation"], args["turn"], args["provider"],
+                               args["tool"], args["args"] or {}).to_dict()
+
+    @handles("gate.agent_check")
+    def agent_check(self, ctx: RequestContext) -> Any:
+        args = ctx.args
+        decision, turn = self.gate.check_agent(args["conversation"], args["agent"],
+                                               args["tool"], args["args"] or {})
+        return {**decision.to_dict(), "turn": turn}
+
+    @handles("gate.turn")
+    def turn(self, ctx: RequestContext) -> Any:
+        args = ctx.args
+        count = self.gate.turn_event(args["conversation"], args["turn"], args["event"])
+        # The mode comes with the answer so a session learns it without another round trip.
+        return {"ok": True, "requests": count.requests, "tool_calls": count.tool_calls,
+                "mode": self.gate.mode}
+
+    @handles("gate.remember")
+    def remember(self, ctx: RequestContext) -> Any:
+        self.gate.remember(ctx.args["provider"], ctx.args["tool"])
+        return {"ok": True}
+
+    @handles("gate.forget")
+    def forget(self, ctx: RequestContext) -> Any:
+        self.gate.forget(ctx.args["provider"], ctx.args["tool"])
+        return {"ok": True}
+
+    @handles("gate.mode")
+    def mode(self, ctx: RequestContext) -> Any:
+        if ctx.args["mode"] is not None:
+            self.gate.set_mode(ctx.args["mode"])
+        return {"mode": self.gate.mode}
+
+    @handles("gate.status")
+    def status(self, ctx: RequestContext) -> Any:
         gate = self.gate
-        if op == "gate.check":
-            return gate.check(args["conversation"], args["turn"], args["provider"],
-                              args["tool"], args["args"] or {}).to_dict()
-        if op == "gate.agent_check":
-            decision, turn = gate.check_agent(args["conversation"], args["agent"], args["tool"],
-                                              args["args"] or {})
-            return {**decision.to_dict(), "turn": turn}
-        if op == "gate.turn":
-            count = gate.turn_event(args["conversation"], args["turn"], args["event"])
-            # The mode comes with the answer so a session learns it without another round trip.
-            return {"ok": True, "requests": count.requests, "tool_calls": count.tool_calls,
-                    "mode": gate.mode}
-        if op == "gate.remember":
-            gate.remember(args["provider"], args["tool"])
-            return {"ok": True}
-        if op == "gate.forget":
-            gate.forget(args["provider"], args["tool"])
-            return {"ok": True}
-        if op == "gate.mode":
-            if args["mode"] is not None:
-                gate.set_mode(args["mode"])
-            return {"mode": gate.mode}
-        if op == "gate.status":
-            return {"mode": gate.mode, "always": [list(p) for p in gate.always_allowed()],
-                    "limits": {"max_requests": gate.limits.max_requests,
-                               "max_tool_calls": gate.limits.max_tool_calls,
-                               "max_agent_changes": gate.limits.max_agent_changes,
-                               "max_agent_requests": gate.limits.max_agent_requests}}
-        raise ProtocolError("unknown_op", f"Unknown op {op!r}.")
+        return {"mode": gate.mode, "always": [list(p) for p in gate.always_allowed()],
+                "limits": {"max_requests": gate.limits.max_requests,
+                           "max_tool_calls": gate.limits.max_tool_calls,
+                           "max_agent_changes": gate.limits.max_agent_changes,
+                           "max_agent_requests": gate.limits.max_agent_requests}}
 
 
 def build_gate(root: Path) -> Gate:

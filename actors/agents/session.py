@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import pykka
 
-from actors.actor_registry import ActorHost, actor_factory, answer_ping
+from actors.actor_registry import ActorHost, Ping, actor_factory, answer_ping
 from actors.agents.acp_session import AcpOwner, make_acp_client_factory
 from actors.bus.async_client import AsyncLink
 from actors.bus.service import BusThread, RequestContext
@@ -513,10 +513,9 @@ class SessionKeeper(pykka.ThreadingActor):
         self.process = process
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, tuple) and len(message) == 2 and message[0] == "ping":
-            ctx = message[1]
-            self.session.loop.call_soon_threadsafe(
-                lambda: answer_ping(("ping", ctx), self.process))
+        match message:
+            case Ping():
+                self.session.loop.call_soon_threadsafe(answer_ping, message, self.process)
         return None
 
     def on_stop(self) -> None:

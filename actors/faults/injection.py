@@ -38,12 +38,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pykka
 
 from actors import process_control
-from actors.actor_registry import ActorHost, actor_factory, answer_ping
+from actors.actor_registry import ActorHost, Ping, actor_factory, answer_ping
 from rio.config.instance import InstancePaths
 from rio.files.files import FileStat, OsFilePort
 from rio.protocol.errors import ConfigError, ProtocolError
@@ -289,19 +289,24 @@ class FakeAgentActor(pykka.ThreadingActor):
                                                "pids": [h.pid for h in self.helpers]})
 
     def on_receive(self, message: Any) -> Any:
-        if answer_ping(message, self.host.name):
-            return None
-        if message == "tick":
-            self.seq += 1
-            self.host.bus.publish("fake.delta", {"process": self.host.name, "seq": self.seq,
-                                                 "text": f"token {self.seq} "})
+        match message:
+            case Ping():
+                answer_ping(message, self.host.name)
+            case Tick():
+                self.seq += 1
+                self.host.bus.publish("fake.delta", {"process": self.host.name, "seq": self.seq,
+                                                     "text": f"token {self.seq} "})
         return None
+
+
+class Tick(NamedTuple):
+    """From the ticker: stream the next ``fake.delta``."""
 
 
 def _ticker(ref: pykka.ActorRef, stop: threading.Event) -> None:
     while not stop.wait(DELTA_INTERVAL_S):
         try:
-            ref.tell("tick")
+            ref.tell(Tick())
         except pykka.ActorDeadError:
             return
 
