@@ -331,7 +331,7 @@ class Supervisor:
             return Reply.failure(req.id, err)
         if req.op == "system.fault":
             return self._fault(req, args)
-        return Reply.failure(req.id, ProtocolError("unknown_op", f"Unknown op {req.op!r}."))
+        return Reply.failure(req.id, ops.unknown_op(req.op))
 
     def status(self) -> dict[str, Any]:
         procs = []

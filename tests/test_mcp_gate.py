@@ -294,3 +294,43 @@ def test_a_session_end_removes_only_a_token_written_before_it(state):
     assert end_if_older("c5", state, time.time() + 1) is True
     assert not path.exists()
     assert end_if_older("c5", state, time.time()) is False          # nothing left
+
+
+def test_an_interrupted_proposal_is_never_applied_and_the_agent_is_told(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    port = FakePort({"buffer.list": [], "fs.read": {"text": "x = 1\n", "length": 6}})
+
+    async def interrupted(proposal: str, timeout: float) -> str:
+        return "interrupted"
+    port.ask = interrupted  # type: ignore[method-assign]
+    got = asyncio.run(_call(port, tmp_path).run(
+        "propose_edit", {"path": "a.py", "old_text": "1", "new_text": "2"}, "ask", "a"))
+    assert got["applied"] is False and got["message"].startswith("Interrupted:")
+    results = [d for t, d in port.events if t == "agent.tool_result"]
+    assert results[0]["summary"] == "a.py: interrupted" and results[0]["ok"] is False
+    assert not any(op in ("buffer.open", "buffer.replace") for op, _ in port.calls)
+
+
+def test_mcp_interrupt_closes_only_that_turns_waiting_proposal(tmp_path):
+    from types import SimpleNamespace
+
+    from actors.agents.mcp import McpService, _Port
+    published: list[tuple[str, Any]] = []
+    service = McpService(SimpleNamespace(publish=lambda t, d: published.append((t, d))),
+                         tmp_path, question_timeout_s=60)
+    # agent.propose registers the question before the event leaves: a message sent on
+    # seeing the event always finds it.
+    _Port(service, "c1", "c1.1").publish("agent.propose", {"proposal": "mcp-1"})
+    assert "mcp-1" in service.questions and published[0][0] == "agent.propose"
+    other = service.register("c2", "c2.1", "mcp-2")
+    answers: list[Any] = []
+    asker = threading.Thread(target=lambda: answers.append(
+        service.ask("c1", "c1.1", "mcp-1", 60)))
+    asker.start()
+    assert service.interrupt({"conversation": "c1", "turn": "c1.0"}) == {
+        "interrupted": False, "proposals": []}
+    assert service.interrupt({"conversation": "c1", "turn": "c1.1"}) == {
+        "interrupted": True, "proposals": ["mcp-1"]}
+    asker.join(5)
+    assert answers == ["interrupted"] and not other.answered.is_set()
+    assert service.interrupt({"conversation": "c1", "turn": "c1.1"})["interrupted"] is False

@@ -116,3 +116,42 @@ def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
         assert not token.exists()
     finally:
         chat.close()
+
+
+def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn(setup,
+                                                                           monkeypatch):
+    """The proposal is held by the core's mcp actor, not the session: the session asks it
+    (mcp.interrupt), the proposal is closed as interrupted (nothing applied) and the agent's
+    prompt cancelled; the new message is the next turn — not agent.busy."""
+    server, script = setup
+    chat = Conversation(server, script, {"turns": [[
+        {"mcp": {"tool": "propose_edit", "args": {"path": "notes.txt", "old_text": "alpha",
+                                                  "new_text": "omega"}}},
+        {"hang": True}]], "default_turn": [{"echo": True}]})
+    try:
+        first = chat.conn.call("agent.send", {"conversation": chat.cid, "text": "one"},
+                               timeout=15)["turn"]
+        proposed = chat.wait("agent.propose", turn=first)
+        assert proposed["proposal"].startswith("mcp-")
+        second = chat.conn.call("agent.send", {"conversation": chat.cid, "text": "two"},
+                                timeout=30)["turn"]
+        stopped = chat.wait("agent.turn", turn=first, state="stopped")
+        assert stopped["error"]["kind"] == "agent.interrupted"
+        closed = chat.wait("agent.tool_result", turn=first, call=proposed["proposal"])
+        assert closed["ok"] is False and closed["summary"].endswith("interrupted")
+        chat.wait("agent.turn", turn=second, state="done")
+        assert chat.said(second) == "echo: two"
+        late = chat.conn.call("agent.approve", {"turn": first, "proposal":
+                                                proposed["proposal"], "decision": "approve"},
+                              timeout=30)
+        assert late["applied"] is False
+        info = server.call("buffer.open", {"path": "notes.txt"})
+        assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
+            "alpha\nbeta\n"
+    finally:
+        try:
+            server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
+                        timeout=20)
+        except RioError:
+            pass
+        chat.close()

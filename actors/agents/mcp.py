@@ -7,7 +7,8 @@ limits, refused outside a turn) and :class:`rio.mcp.tools.McpCall` runs the tool
 conversation's session process ends (``system.process``), its token file is removed. An "ask"
 publishes ``agent.propose`` (proposal ids start with ``mcp-``) and waits for ``mcp.approve``
 — ``agent.approve`` forwards those ids here — or declines after the question timeout (240 s;
-``RIO_AGENT_QUESTION_TIMEOUT_S`` for tests). Buffers changed by a turn's approved edits are
+``RIO_AGENT_QUESTION_TIMEOUT_S`` for tests); a new message closes it as interrupted
+(``mcp.interrupt``, asked by the conversation's session process, which owns the turn). Buffers changed by a turn's approved edits are
 merged into one undo step ("Agent: <message>") when ``agent.turn`` says the turn ended, as
 for the API agent.
 
@@ -70,6 +71,8 @@ class McpService:
             self.pool.submit(lambda: self._answer(ctx, self.call))
         elif ctx.op == "mcp.approve":
             self.pool.submit(lambda: self._answer(ctx, self.approve))
+        elif ctx.op == "mcp.interrupt":   # lock and flags only: answered on the bus thread
+            self._answer(ctx, self.interrupt)
         else:
             ctx.fail(ProtocolError("unknown_op", f"Unknown op {ctx.op!r}."))
 
@@ -194,10 +197,29 @@ class McpService:
             return {"applied": False, "reason": "rejected"}
         return question.result or {"applied": False, "reason": "not applied"}
 
-    def ask(self, conversation: str, turn: str, proposal: str, timeout: float) -> str | None:
-        question = _Question(conversation, turn)
+    def interrupt(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """A new message in the conversation (asked by its session process, which owns the
+        turn): the turn's waiting proposals are closed as "interrupted" — the tool tells the
+        agent so and applies nothing. ``interrupted`` says whether one waited."""
+        conversation, turn = str(args["conversation"]), str(args["turn"])
+        closed = []
         with self.lock:
-            self.questions[proposal] = question
+            for proposal, q in self.questions.items():
+                if q.conversation == conversation and q.turn == turn \
+                        and not q.answered.is_set():
+                    q.answer = "interrupted"
+                    q.answered.set()
+                    closed.append(proposal)
+        return {"interrupted": bool(closed), "proposals": closed}
+
+    def register(self, conversation: str, turn: str, proposal: str) -> _Question:
+        """The question for ``proposal``, registered before its ``agent.propose`` is
+        published: a new message sent on seeing the event always finds it (mcp.interrupt)."""
+        with self.lock:
+            return self.questions.setdefault(proposal, _Question(conversation, turn))
+
+    def ask(self, conversation: str, turn: str, proposal: str, timeout: float) -> str | None:
+        question = self.register(conversation, turn, proposal)
         question.answered.wait(timeout)
         return question.answer
 
@@ -232,6 +254,8 @@ class _Port:
         return self.service.bus.call(op, dict(args), timeout=timeout)
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        if topic == "agent.propose":
+            self.service.register(self.conversation, self.turn, str(data["proposal"]))
         self.service.bus.publish(topic, dict(data))
 
     async def ask(self, proposal: str, timeout: float) -> str | None:

@@ -333,8 +333,7 @@ class AgentSession(AcpOwner):
                 if running is None or running.turn.spec.turn != ctx.args["turn"]:
                     ctx.reply({"interrupted": False, "running": running is not None})
                 else:
-                    ok = running.turn.interrupted or running.turn.interrupt()
-                    ctx.reply({"interrupted": bool(ok), "running": True})
+                    self.loop.create_task(self._answering(ctx, self._interrupt(ctx, running)))
             elif ctx.op == "session.permission_answer":
                 running = self.running
                 answered = running is not None and running.turn.spec.turn == ctx.args["turn"] \
@@ -355,6 +354,18 @@ class AgentSession(AcpOwner):
         except Exception as exc:  # noqa: BLE001 -- every request gets an answer
             ctx.fail(exc)
 
+    async def _interrupts(self, running: _Running) -> bool:
+        """Does a new message interrupt ``running``? Yes when one of its proposals or
+        questions waits — or, for an ACP turn, a proposal of Rio's MCP tools that the core's
+        ``mcp`` actor holds for it (closed there as interrupted)."""
+        turn = running.turn
+        if turn.interrupted or turn.interrupt():
+            return True
+        return isinstance(turn, AcpTurn) and await turn.interrupt_mcp(self.port.call)
+
+    async def _interrupt(self, ctx: RequestContext, running: _Running) -> None:
+        ctx.reply({"interrupted": await self._interrupts(running), "running": True})
+
     @staticmethod
     async def _answering(ctx: RequestContext, work: Any) -> None:
         """Run a request's coroutine; a bug in it still answers the request."""
@@ -374,7 +385,7 @@ class AgentSession(AcpOwner):
                                 "Wait, or Stop the turn."))
             return
         if running is not None:
-            if not (running.turn.interrupted or running.turn.interrupt()):
+            if not await self._interrupts(running):
                 ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
                                     "Wait, or Stop the turn."))
                 return

@@ -332,8 +332,7 @@ class Hub:
                                           for s in self._services.values()])
         if req.op == "bus.stats":
             return Reply.success(req.id, dict(self.stats, topics=dict(self._seq)))
-        return Reply.failure(req.id, ProtocolError(
-            "unknown_op", f"Unknown op {req.op!r}.", "Run `rio call system.ops`."))
+        return Reply.failure(req.id, ops.unknown_op(req.op))
 
     def _drop_by_name(self, name: str) -> None:
         for ident, svc in list(self._services.items()):

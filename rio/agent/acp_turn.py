@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -271,6 +271,26 @@ class AcpTurn(AnswersProposals):
             p.future.set_result("interrupted")
         for q in asking:
             q.future.set_result(None)
+        client = self.brain.client
+        if client is not None:
+            asyncio.get_running_loop().create_task(client.cancel())
+        return True
+
+    async def interrupt_mcp(self, call: Callable[[str, Mapping[str, Any]], Awaitable[Any]]
+                            ) -> bool:
+        """A new message while only a proposal of Rio's MCP tools waits (``mcp-…``: the
+        core's ``mcp`` actor holds it, not this turn): ``call("mcp.interrupt", …)`` closes it
+        there as interrupted, then the agent's prompt is cancelled as in :meth:`interrupt`.
+        False when none waits there either (the new message is then agent.busy)."""
+        try:
+            got = await call("mcp.interrupt", {"conversation": self.spec.conversation,
+                                               "turn": self.spec.turn})
+        except RioError as err:
+            log.info("turn %s: mcp.interrupt failed (%s)", self.spec.turn, err.kind)
+            return False
+        if not got.get("interrupted"):
+            return False
+        self._interrupted = True
         client = self.brain.client
         if client is not None:
             asyncio.get_running_loop().create_task(client.cancel())

@@ -252,6 +252,11 @@ class McpCall:
                 return {"applied": False, "message": "The user did not answer in time, so the "
                         "proposal was declined. Do not repeat it unchanged; say what you "
                         "wanted to change."}
+            if answer not in ("approve", "always", "reject"):   # "interrupted"
+                self._result(tool, False, f"{rel}: interrupted")
+                return {"applied": False, "message": "Interrupted: the user sent a new message "
+                        "instead of deciding on this change, so it was not applied. Stop "
+                        "and read their message."}
             if answer == "reject":
                 self._result(tool, False, f"{rel}: rejected")
                 return {"applied": False, "message": "The user rejected this change. Do not "

@@ -338,6 +338,10 @@ define("mcp.call", "One call of Rio's MCP tools by an ACP agent (sent by `rio mc
 define("mcp.approve", "Answer a proposal of Rio's MCP tools (ids mcp-…); agent.approve "
        "forwards those here.", Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
        Arg("decision", str, check=one_of("approve", "reject", "always")))
+define("mcp.interrupt", "A new message in the conversation: close the turn's waiting proposals "
+       "of Rio's MCP tools as interrupted (asked by the conversation's session process).",
+       Arg("conversation", str, check=non_empty, doc="conversation id"),
+       Arg("turn", str, check=non_empty))
 
 
 # --- session.*: one conversation's agent process (actors/agents/session.py) ----------------------

@@ -43,6 +43,7 @@ _OWNER = (
     "agent.new", "agent.list", "agent.history", "agent.send", "agent.approve", "agent.stop",
     "agent.mode", "agent.permission_answer", "agent.set_mode", "agent.set_config",
     "agents.list", "mcp.call", "mcp.approve",
+    "mcp.interrupt",
     "gate.check", "gate.agent_check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",
     "session.turn", "session.approve", "session.stop", "session.status",
     "session.interrupt", "session.permission_answer", "session.close",

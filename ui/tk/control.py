@@ -82,7 +82,7 @@ class ControlServer:
             args = ops.validate(req)
             handler = self.handlers.get(req.op)
             if handler is None:
-                raise ProtocolError("unknown_op", f"The desktop does not serve {req.op!r}.")
+                raise ops.unknown_op(req.op)
             result = handler(args, respond)
         except RioError as err:
             respond(err)
