@@ -191,12 +191,13 @@ def test_an_op_has_one_method_per_table():
 def _tables():
     from actors.agents.discovery import AgentsActor
     from actors.agents.gate import GateActor
+    from actors.agents.mcp import McpService
     from actors.documents import REGISTRY_OPS, DocumentsActor
     from actors.host import Host
     from actors.runner_actor import RunnerActor
     return [(GateActor.handles, "gate", None), (RunnerActor.handles, "run", None),
             (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
-            (DocumentsActor.handles, "buffer", REGISTRY_OPS)]
+            (DocumentsActor.handles, "buffer", REGISTRY_OPS), (McpService.handles, "mcp", None)]
 
 
 @pytest.mark.parametrize("index", range(len(_tables())))

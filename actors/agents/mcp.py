@@ -31,9 +31,9 @@ from typing import Any, Callable
 
 from actors.actor_registry import ActorHost, actor_factory
 from actors.agents.turn_workers import WorkerPool
-from actors.bus.service import BusThread, RequestContext
+from actors.bus.service import BusThread, OpTable, RequestContext
 from rio.mcp.entry import QUESTION_TIMEOUT_S, check_token
-from rio.protocol.errors import AgentError, ProtocolError, RioError
+from rio.protocol.errors import AgentError, RioError
 from rio.protocol.frames import thaw
 
 log = logging.getLogger("rio.mcp")
@@ -65,26 +65,28 @@ class McpService:
         self.changed: dict[str, dict[str, int]] = {}   # turn → buffer → version before
         self.texts: dict[str, str] = {}                # turn → the user's message
 
+    handles: OpTable[McpService] = OpTable()
+    #: Ops that may wait minutes (for the user): served on a worker, never on the bus thread.
+    ON_WORKERS = frozenset({"mcp.call", "mcp.approve"})
+
     # --- the bus thread ----------------------------------------------------------------------
     def handle(self, ctx: RequestContext) -> None:
-        if ctx.op == "mcp.call":
-            self.pool.submit(lambda: self._answer(ctx, self.call))
-        elif ctx.op == "mcp.approve":
-            self.pool.submit(lambda: self._answer(ctx, self.approve))
-        elif ctx.op == "mcp.interrupt":   # lock and flags only: answered on the bus thread
-            self._answer(ctx, self.interrupt)
-        else:
-            ctx.fail(ProtocolError("unknown_op", f"Unknown op {ctx.op!r}."))
+        if ctx.op in self.ON_WORKERS:
+            self.pool.submit(lambda: self.handles.serve(self, ctx))
+        else:   # mcp.interrupt: the lock and flags only, answered on the bus thread
+            self.handles.serve(self, ctx)
 
-    @staticmethod
-    def _answer(ctx: RequestContext, fn: Callable[[Mapping[str, Any]], Any]) -> None:
-        try:
-            ctx.reply(fn(ctx.args))
-        except RioError as err:
-            ctx.fail(err)
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            log.exception("%s failed", ctx.op)
-            ctx.fail(exc)
+    @handles("mcp.call")
+    def call_op(self, ctx: RequestContext) -> Any:
+        return self.call(ctx.args)
+
+    @handles("mcp.approve")
+    def approve_op(self, ctx: RequestContext) -> Any:
+        return self.approve(ctx.args)
+
+    @handles("mcp.interrupt")
+    def interrupt_op(self, ctx: RequestContext) -> Any:
+        return self.interrupt(ctx.args)
 
     def on_turn_event(self, event: Any) -> None:
         data = thaw(event.data)
