@@ -19,7 +19,8 @@ from rio.protocol.errors import RioError
 from rio.protocol.frames import Reply
 from rio.text.buffer_state import change_event
 from rio.text.document import Change, Document
-from ui.tk.editor import EditorTab, install_editor_bindings
+from ui.tk.editor import EditorTab
+from ui.tk.editor_bindings import install_editor_bindings
 from ui.tk.theme import get_theme
 
 
@@ -136,7 +137,7 @@ def open_editor(root: tk.Tk, text: str, name: str = "notes.txt",
     core = FakeCore(text, name)
     app = HarnessApp(root, core, settings)
     if not getattr(root, "_rio_bindings", False):
-        install_editor_bindings(root, app)
+        install_editor_bindings(root)
         root._rio_bindings = True  # type: ignore[attr-defined]
     ed = EditorTab(root, app, core.summary())
     core.editors.append(ed)

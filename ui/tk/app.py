@@ -28,7 +28,8 @@ from rio.protocol.frames import Reply, thaw
 from ui.tk import session as session_mod
 from ui.tk.commands import MENUS, Command, CommandTable, default_table, tk_sequences
 from ui.tk.dialogs import Dialog
-from ui.tk.editor import EditorTab, install_editor_bindings
+from ui.tk.editor import EditorTab
+from ui.tk.editor_bindings import install_editor_bindings
 from ui.tk.file_actions import FileActions, newline_name
 from ui.tk.fonts import install_named_fonts
 from ui.tk.icons import ICON_NAMES, icon
@@ -49,10 +50,13 @@ AUTOSAVE_MS = 2000
 
 class App(FileActions):
     def __init__(self, root: tk.Tk, conn: Any, *, project_root: str, instance: str,
-                 state_dir: Path | None = None):
+                 state_dir: Path | None = None, remote: str | None = None):
         self.root = root
         self.conn = conn
+        #: the project's folder on the instance's machine (another one when ``remote``)
         self.project_root = project_root
+        #: ``tcp://HOST:PORT`` when this window shows a remote instance (``rio --connect``)
+        self.remote = remote
         self.instance = instance
         self.state_dir = state_dir
         self.session = session_mod.load(state_dir) if state_dir else session_mod.Session()
@@ -85,7 +89,7 @@ class App(FileActions):
         root.minsize(480, 320)
         self._build()
         self._bind_handlers()
-        install_editor_bindings(root, self)
+        install_editor_bindings(root)
         self.rebuild_menus()
         self.rebuild_toolbar()
         root.protocol("WM_DELETE_WINDOW", self.quit)

@@ -1,20 +1,23 @@
 """EditorTab: one document in the desktop — a Tk Text kept in step with the core by a Replica.
 
 Every change to the widget goes through one door. The Text's Tcl command is renamed and
-replaced by :meth:`EditorTab._dispatch` (IDLE's ``redirector`` trick), so typing, paste, cut,
+replaced (IDLE's ``redirector`` trick, ui/tk/text_redirect.py), so typing, paste, cut,
 the Text class bindings and our own commands all become ``insert``/``delete`` calls we see: each
 is applied to the widget at once (no round trip on a keystroke), to the :class:`Replica`, and
 sent to the core as ``buffer.replace``. Changes from elsewhere (``buffer.changed`` events,
 undo/redo — the core's, never Tk's) are applied through the renamed original command, so they
 are not sent back.
 
-Multi-line commands (block indent, comment toggle) go as ONE ``buffer.apply`` — one undo step —
-once the replica has nothing in flight, so their offsets are the core's offsets; the result
-arrives as remote changes. Save and undo wait for the same quiet point, so a save always holds
-every key typed before it.
+Multi-line commands (block indent, comment toggle, the find dialog's Replace All) go as ONE
+``buffer.apply`` — one undo step — once the replica has nothing in flight, so their offsets are
+the core's offsets; the result arrives as remote changes. Save and undo wait for the same quiet
+point, so a save always holds every key typed before it. That queue and the rule for where the
+cursor goes under a remote change are display-free: ui/tk/editor_model.py. The keys every editor
+shares (the ``RioEditor`` class bindings) are ui/tk/editor_bindings.py.
 
-Big documents use a window of rows (ui/tk/bigfile.py): offsets then map through
-:class:`LineWindow` instead of the replica's line index, and highlighting is off.
+Big documents use a window of rows (ui/tk/bigfile.py, scrolled by ui/tk/editor_window.py):
+offsets then map through :class:`LineWindow` instead of the replica's line index, and
+highlighting is off. Typing and the block commands are ui/tk/editor_typing.py.
 
 Tk 8.6 columns count UTF-16 units (an emoji is two), the core's offsets count code points:
 :meth:`EditorTab.offset` and :meth:`EditorTab.index` convert with rio/text/utf16_columns.py, and
@@ -41,17 +44,19 @@ from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
 from ui.tk.editor_model import QuietQueue, cursor_after
 from ui.tk.editor_resync import EditorResync
+from ui.tk.editor_typing import EditorTyping
+from ui.tk.editor_window import EditorWindowing
 from ui.tk.seams import EditorHost
+from ui.tk.text_redirect import TextRedirect
 from ui.tk.theme import Theme, style_text
 
 log = logging.getLogger("rio.ui.editor")
 
 CHUNK_CHARS = 4 * 1024 * 1024      # buffer.text per request while loading (frames ≤ 64 MiB)
-CLOSERS = ")]}"
 NEWLINE = "\n"
 
 
-class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
+class EditorTab(EditorDecorations, EditorResync, EditorTyping, EditorWindowing, ttk.Frame):
     """One open document. ``summary`` is the core's buffer summary."""
 
     def __init__(self, master: tk.Misc, app: EditorHost, summary: dict[str, Any]):
@@ -99,7 +104,6 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         self.text.tag_lower("current_line")
         # Our keys before the Text class bindings, so a "break" stops them.
         self.text.bindtags(("RioKeys", "RioEditor") + self.text.bindtags())
-        self.text._rio_editor = self  # type: ignore[attr-defined]  -- RioEditor bindings find us
         self._install_redirect()
         self.apply_look(app.theme)
         self.text.configure(state="disabled")
@@ -120,42 +124,21 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         self.text.configure(tabs=(self.app.editor_font.measure(" " * self.tab_width()),))
         self.schedule_ui()
 
-    # --- the redirect: every widget edit passes here --------------------------------------------
+    # --- the redirect: every widget edit passes here (ui/tk/text_redirect.py) ---------------------
     def _install_redirect(self) -> None:
-        w = str(self.text)
-        self._orig = w + "_orig"
-        self.tk.call("rename", w, self._orig)
-        self.tk.createcommand(w, self._dispatch)
-
-    def _remove_redirect(self) -> None:
-        w = str(self.text)
-        try:
-            self.tk.deletecommand(w)
-            self.tk.call("rename", self._orig, w)
-        except tk.TclError:
-            pass
+        self._redirect = TextRedirect(self.text, live=lambda: self.ready,
+                                      insert=self._local_insert, replace=self._local_replace,
+                                      refused=self._refused)
+        self._orig = self._redirect.orig_name
 
     def orig(self, *args: Any) -> Any:
+        """The Text's own command: changes the widget without passing the door."""
         return self.tk.call(self._orig, *args)
 
-    def _dispatch(self, op: str, *args: Any) -> Any:
-        try:
-            if op == "insert" and self.ready:
-                self._local_insert(args[0], "".join(args[1::2]))
-                return ""
-            if op == "delete" and self.ready:
-                self._local_replace(args[0], args[1] if len(args) > 1 else None, "")
-                return ""
-            if op == "replace" and self.ready:
-                self._local_replace(args[0], args[1], "".join(args[2::2]))
-                return ""
-            return self.tk.call((self._orig, op) + args)
-        except tk.TclError:
-            return ""
-        except RioError as err:  # a local edit the replica refused: resync from the core
-            log.warning("local edit refused: %s", err)
-            self.resync()
-            return ""
+    def _refused(self, err: RioError) -> None:
+        """A local edit the replica refused: resync from the core."""
+        log.warning("local edit refused: %s", err)
+        self.resync()
 
     def _norm(self, index: str) -> str:
         idx = self.orig("index", index)
@@ -570,76 +553,6 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
             self._pending_cursor = (line, col, self.top_line())
         self.load()
 
-    # --- big-file window ---------------------------------------------------------------------------
-    def _rerender(self, cursor: int | None = None) -> None:
-        assert self.window is not None
-        top = self.top_line()
-        if cursor is None:
-            cursor = self.offset("insert")
-        cursor = min(cursor, len(self.replica.buffer)) if self.replica else 0
-        line = self.replica.buffer.offset_to_position(cursor)[0] if self.replica else 0
-        first = self.window.first_line
-        if not first <= line < first + self.window.max_rows - bigfile.MARGIN_ROWS or \
-                line < first + (bigfile.MARGIN_ROWS if first else 0):
-            first = self.window.centre_on(line)
-        self.orig("delete", "1.0", "end")
-        self.orig("insert", "1.0", self.window.render(first))
-        idx = self.index(cursor)
-        if idx is not None:
-            self.orig("mark", "set", "insert", idx)
-        self._scroll_to_line(top)
-        self.orig("see", "insert")
-
-    def _scroll_to_line(self, line: int) -> None:
-        if self.window is None:
-            self.orig("yview", f"{line}.0")
-            return
-        row = next((i for i, r in enumerate(self.window.rows) if r.line >= line - 1), 0)
-        self.orig("yview", f"{row + 1}.0")
-
-    def _yview(self, *args: str) -> None:
-        if self.window is None or self.replica is None:
-            self.text.yview(*args)
-            return
-        if args and args[0] == "moveto":
-            line = int(float(args[1]) * self.replica.buffer.line_count)
-            self.orig("delete", "1.0", "end")
-            self.orig("insert", "1.0", self.window.render(self.window.centre_on(line)))
-            self._scroll_to_line(line + 1)
-            self.orig("mark", "set", "insert", "@0,0")
-        else:
-            self.text.yview(*args)
-        self._check_window_edges()
-
-    def _check_window_edges(self) -> None:
-        w = self.window
-        if w is None or self.replica is None or not w.rows:
-            return
-        top_row = int(str(self.orig("index", "@0,0")).split(".")[0]) - 1
-        near_top = top_row < bigfile.MARGIN_ROWS and w.first_line > 0
-        near_end = (len(w.rows) - top_row < bigfile.MARGIN_ROWS
-                    and w.last_line < self.replica.buffer.line_count - 1)
-        if near_top or near_end:
-            line = w.rows[top_row].line
-            cursor = self.offset("insert")
-            self.orig("delete", "1.0", "end")
-            self.orig("insert", "1.0", w.render(w.centre_on(line)))
-            idx = self.index(cursor)
-            self.orig("mark", "set", "insert", idx if idx is not None else "@0,0")
-            self._scroll_to_line(line + 1)
-
-    def _on_yscroll(self, first: str, last: str) -> None:
-        if self.window is not None and self.replica is not None and self.window.rows:
-            count = max(1, self.replica.buffer.line_count)
-            top = self.top_line() - 1
-            span = max(1, int(str(self.orig("index", "@0,65535")).split(".")[0])
-                       - int(str(self.orig("index", "@0,0")).split(".")[0]))
-            self.vbar.set(top / count, min(1.0, (top + span) / count))
-            self.after_idle(self._check_window_edges)
-        else:
-            self.vbar.set(first, last)
-        self.schedule_ui()
-
     # --- cursor, selection, navigation ---------------------------------------------------------
     def cursor(self) -> tuple[int, int]:
         """(line, col) of the insert mark: line 1-based, col 0-based, in document terms."""
@@ -686,169 +599,11 @@ class EditorTab(EditorDecorations, EditorResync, ttk.Frame):
         self.orig("see", "insert")
         self.schedule_ui()
 
-    def tab_width(self) -> int:
-        return int(self.app.settings.get("tab_width", 4))
-
-    def indent_style(self) -> ec.IndentStyle:
-        return ec.IndentStyle(self.tab_width(), not self.app.settings.get("use_spaces", True))
-
-    def _context(self, around: int, radius: int = 20_000) -> tuple[str, int]:
-        """Text near an offset (for edit commands) and that text's start offset."""
-        assert self.replica is not None
-        buf = self.replica.buffer
-        if self.window is None and len(buf) <= 2 * radius:
-            return buf.text(), 0
-        lo = buf.line_start(buf.offset_to_position(max(0, around - radius))[0])
-        hi = min(len(buf), around + radius)
-        return buf.slice(lo, hi), lo
-
-    # --- typing (keys and ui.type share these) ------------------------------------------------
-    def type_text(self, chars: str) -> None:
-        """Type as the keyboard would: Enter auto-indents, Tab indents, closers dedent."""
-        for ch in chars:
-            if ch == "\n":
-                self.newline()
-            elif ch == "\t":
-                self.tab()
-            else:
-                self.type_char(ch)
-
-    def type_char(self, ch: str) -> None:
-        if not self.ready:
-            return
-        if self.orig("tag", "ranges", "sel"):
-            self.text.delete("sel.first", "sel.last")
-        elif ch in CLOSERS and self.window is None:
-            off = self.offset("insert")
-            text, base = self._context(off)
-            edit = ec.dedent_for_closer(text, off - base, ch, self.indent_style())
-            if edit is not None:
-                self.text.delete(self.index(edit.start + base), self.index(edit.end + base))
-                self.text.insert(self.index(edit.start + base), edit.text)
-        elif self.overwrite and self.orig("compare", "insert", "<", "insert lineend"):
-            self.text.delete("insert")
-        self.text.insert("insert", ch)
-        self.text.see("insert")
-
-    def newline(self) -> None:
-        if not self.ready:
-            return
-        sel = self.selection()
-        off = self.offset("insert")
-        lo, hi = sel if sel else (off, off)
-        text, base = self._context(lo)
-        lang = (self.highlighter.lexer_name.lower() if self.highlighter else "")
-        edit, cursor = ec.newline_with_indent(
-            text, lo - base, hi - base, self.indent_style(), language=lang,
-            comment_token=ec.comment_token_for(self.summary.get("name") or ""))
-        self.text.delete(self.index(edit.start + base), self.index(edit.end + base))
-        self.text.insert(self.index(edit.start + base), edit.text)
-        idx = self.index(cursor + base)
-        if idx is not None:
-            self.orig("mark", "set", "insert", idx)
-        self.orig("tag", "remove", "sel", "1.0", "end")
-        self.text.see("insert")
-
-    def tab(self) -> None:
-        if not self.ready:
-            return
-        sel = self.selection()
-        if sel and "\n" in self.orig("get", "sel.first", "sel.last"):
-            self.block_indent(dedent=False)
-            return
-        self.type_char(self.indent_style().unit)
-
-    def block_indent(self, dedent: bool) -> None:
-        if not self.ready:
-            return
-        fn = ec.dedent_lines if dedent else ec.indent_lines
-
-        def make() -> list[ec.TextEdit]:
-            sel = self.selection() or (self.offset("insert"),) * 2
-            text, base = self._context(sel[0])
-            edits = fn(text, sel[0] - base, sel[1] - base, self.indent_style())
-            return [ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits]
-        self.apply_batch(make, "Dedent" if dedent else "Indent", reselect=True)
-
-    def toggle_comment(self) -> None:
-        if not self.ready:
-            return
-        token = ec.comment_token_for(self.summary.get("name") or "") or "#"
-
-        def make() -> list[ec.TextEdit]:
-            sel = self.selection() or (self.offset("insert"),) * 2
-            text, base = self._context(sel[0])
-            edits = ec.toggle_comment(text, sel[0] - base, sel[1] - base, token)
-            return [ec.TextEdit(e.start + base, e.end + base, e.text) for e in edits]
-        self.apply_batch(make, "Toggle comment", reselect=True)
-
-    def toggle_overwrite(self) -> None:
-        self.overwrite = not self.overwrite
-        self.text.configure(insertwidth=self.app.editor_font.measure("0") if self.overwrite
-                            else 2)
-        self.schedule_ui()
-
     def destroy(self) -> None:
         for job in (self._hl_job, self._idle_job, self._ui_job, self._info_job):
             if job is not None:
                 self.after_cancel(job)
         self._hl_job = self._idle_job = self._ui_job = self._info_job = None
-        self._remove_redirect()
+        self._redirect.remove()
         super().destroy()
 
-
-def install_editor_bindings(root: tk.Misc, app: EditorHost) -> None:
-    """Class bindings shared by every editor (``RioEditor`` tag, ahead of the Text class)."""
-
-    def ed(event: tk.Event) -> EditorTab | None:
-        return getattr(event.widget, "_rio_editor", None)
-
-    def key(event: tk.Event) -> str | None:
-        e = ed(event)
-        # Control (0x4) and Alt (0x8, Mod1) chords are shortcuts and menu mnemonics (Alt+F
-        # opens File through Tk's "all" bindings), never text.
-        if e is None or not event.char or event.state & 0xC or event.keysym in (
-                "BackSpace", "Delete", "Return", "Tab", "Escape", "KP_Enter"):
-            return None
-        if ord(event.char[0]) < 32 or ord(event.char[0]) == 127:
-            return None
-        e.type_char(event.char)
-        return "break"
-
-    def bind(seq: str, fn: Callable[[EditorTab], object]) -> None:
-        def handler(event: tk.Event) -> str:
-            e = ed(event)
-            if e is not None:
-                fn(e)
-            return "break"
-        root.bind_class("RioEditor", seq, handler)
-
-    def document_edge(end: bool) -> Callable[[tk.Event], str | None]:
-        # Tk's own Ctrl+End/Ctrl+Home go to the ends of the WIDGET: in a big file's window
-        # that is its last row (line 2,000), not the document's last line.
-        def handler(event: tk.Event) -> str | None:
-            e = ed(event)
-            if e is None or e.window is None or e.replica is None:
-                return None
-            e.orig("tag", "remove", "sel", "1.0", "end")
-            if end:
-                last = e.replica.buffer.line_count
-                e.goto(last, e.replica.buffer.line_end(last - 1))
-            else:
-                e.goto(1, 0)
-            return "break"
-        return handler
-
-    root.bind_class("RioEditor", "<KeyPress>", key)
-    root.bind_class("RioEditor", "<Control-End>", document_edge(True))
-    root.bind_class("RioEditor", "<Control-Home>", document_edge(False))
-    bind("<Return>", EditorTab.newline)
-    bind("<KP_Enter>", EditorTab.newline)
-    bind("<Tab>", EditorTab.tab)
-    bind("<Shift-Tab>", lambda e: e.block_indent(dedent=True))
-    bind("<ISO_Left_Tab>", lambda e: e.block_indent(dedent=True))
-    for seq in ("<KeyRelease>", "<ButtonRelease-1>", "<B1-Motion>", "<FocusIn>"):
-        root.bind_class("RioEditor", seq, lambda ev: (ed(ev) and ed(ev).schedule_ui(), None)[1],
-                        add="+")
-    root.bind_class("RioEditor", "<Configure>",
-                    lambda ev: (ed(ev) and ed(ev).schedule_ui(), None)[1], add="+")
