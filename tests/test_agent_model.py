@@ -414,3 +414,20 @@ def test_an_acp_agents_modes_and_select_options_become_its_pickers():
     run(conv, ev("agent.modes", current="code", available=[{"id": "ask"}, {"id": "code"}]))
     assert pickers(conv)[0]["current"] == "code"
     assert pickers(conv)[0]["choices"] == [("ask", "ask"), ("code", "code")]
+
+
+def test_a_terminal_sign_in_shows_the_exact_command_and_an_agent_method_its_button():
+    """The card's text for each kind of sign-in method: the terminal command exactly as the
+    session sent it (``shell``: variables and quoting), never a list's repr."""
+    from ui.tk.agent_extras import sign_in_lines
+    what, command = sign_in_lines({"id": "t", "name": "Log in", "type": "terminal",
+                                   "command": ["claude-agent-acp", "--cli", "auth login"],
+                                   "shell": "HOME=/h claude-agent-acp --cli 'auth login'"})
+    assert command == "HOME=/h claude-agent-acp --cli 'auth login'" and "terminal" in what
+    assert sign_in_lines({"id": "t", "name": "Log in", "type": "terminal",
+                          "command": ["a b", "--x"]})[1] == "'a b' --x"
+    assert sign_in_lines({"id": "k", "name": "Key", "type": "env_var",
+                          "vars": ["FAKE_API_KEY"]})[0] == \
+        "Key: set FAKE_API_KEY and restart Rio"
+    what, command = sign_in_lines({"id": "b", "name": "ChatGPT", "type": "agent"})
+    assert command == "" and "Sign in" in what

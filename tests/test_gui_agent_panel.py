@@ -526,3 +526,34 @@ def test_the_acp_agents_own_mode_and_model_pickers_reach_the_agent(desktop, mode
     with pytest.raises(RioError) as err:
         desktop.call("agent.set_mode", {"conversation": api, "mode": "code"})
     assert err.value.kind == "protocol.bad_args"
+
+
+def test_the_sign_in_card_offers_the_agents_own_ways_and_its_button_signs_in(desktop, model):
+    """An agent that wants a sign-in at session/new: the card shows the terminal method as the
+    exact command, the variable of the env-var method, and a Sign in button for the agent's
+    own method — pressed, the agent is signed in and the next message is answered by the
+    same agent process (no restart)."""
+    script = {"auth": "new_session", "auth_methods": [
+        {"id": "browser", "name": "Log in with the browser"},
+        {"id": "term", "name": "Terminal login", "type": "terminal", "args": ["--login"]},
+        {"id": "key", "name": "API key", "type": "env_var", "vars": ["FAKE_API_KEY"]}]}
+    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
+    desktop.call("ui.agent", {"action": "open"})
+    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
+    desktop.call("ui.agent", {"action": "open", "conversation": cid})
+    desktop.call("ui.agent", {"action": "send", "text": "hi"})
+    a = agent(desktop, lambda a: a["sign_in"] is not None and a["state"] != "thinking", 60)
+    card = a["sign_in"]
+    assert card["state"] == "needed"
+    by_id = {m["id"]: m for m in card["methods"]}
+    # the agent's program without its ACP arguments, then the method's (rio/acp/auth.py)
+    assert by_id["term"]["command"] == f"{sys.executable} --login"
+    assert "FAKE_API_KEY" in by_id["key"]["text"]
+    assert by_id["browser"]["type"] == "agent" and by_id["browser"]["command"] == ""
+    got = desktop.call("ui.agent", {"action": "sign_in"})
+    assert got == {"signed_in": True, "method": "browser"}
+    a = agent(desktop, lambda a: a["sign_in"]["state"] == "signed_in")
+    desktop.call("ui.agent", {"action": "send", "text": "again"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] ==
+              "echo: again", 60)
+    assert "note" not in a["blocks"]          # signed in, not "the agent had stopped"

@@ -101,9 +101,20 @@ class AcpOwner:
 
     async def _agent_setting(self, ctx: RequestContext) -> None:
         """``session.set_mode``/``session.set_config``: the agent's own mode or config option
-        (its model …), on its running session; the agent's answer is published as
+        (its model …), on its running session (``session.authenticate``: one of its own
+        sign-in methods, on the running agent); the agent's answer is published as
         ``agent.modes``/``agent.config`` with the conversation, as its own updates are."""
         brain = self.brain
+        if ctx.op == "session.authenticate":
+            # Sign-in needed: the agent runs, with no session yet (or a refused prompt).
+            if brain is None or brain.client is None or not brain.client.alive:
+                ctx.fail(AgentError("agent_not_running", "The conversation's agent is not "
+                                    "running now.", "Send your message again: the sign-in "
+                                    "card comes back with its button."))
+                return
+            await brain.client.authenticate(str(ctx.args["method"]))
+            ctx.reply({"signed_in": True, "method": ctx.args["method"]})
+            return
         if brain is None or not brain.alive:
             ctx.fail(AgentError("agent_not_running", "The conversation's agent is not running "
                                 "now (it starts with the next message).",

@@ -72,6 +72,9 @@ FORWARD_TIMEOUT_S = 5.0
 #: An approval applies the edit (buffer.open, buffer.replace) before it answers.
 APPROVE_TIMEOUT_S = 30.0
 
+#: An agent's own sign-in may wait for the user in a browser (the client allows 600 s).
+AUTHENTICATE_TIMEOUT_S = 620.0
+
 #: Ends the streamed text of a turn whose session process died before answering.
 INTERRUPTED_MARK = "[interrupted: the agent process stopped here]"
 
@@ -350,7 +353,13 @@ class ConversationsActor(pykka.ThreadingActor):
         self._to_agent(ctx, "session.set_config", {"option": ctx.args["option"],
                                                    "value": ctx.args["value"]})
 
-    def _to_agent(self, ctx: RequestContext, op: str, extra: dict[str, Any]) -> None:
+    def op_authenticate(self, ctx: RequestContext) -> None:
+        """Sign in with one of the agent's own methods: the agent may wait on a browser."""
+        self._to_agent(ctx, "session.authenticate", {"method": ctx.args["method"]},
+                       timeout=AUTHENTICATE_TIMEOUT_S)
+
+    def _to_agent(self, ctx: RequestContext, op: str, extra: dict[str, Any],
+                  timeout: float = APPROVE_TIMEOUT_S) -> None:
         cid = check_conversation_id(ctx.args["conversation"])
         if not self.store.get(cid).agent:
             raise ProtocolError("bad_args", "Only an ACP agent's conversation has the agent's "
@@ -360,7 +369,7 @@ class ConversationsActor(pykka.ThreadingActor):
 
         def forward() -> None:
             try:
-                ctx.reply(self.bus.call(op, args, timeout=APPROVE_TIMEOUT_S))
+                ctx.reply(self.bus.call(op, args, timeout=timeout))
             except RioError as err:
                 if err.kind in ("bus.no_route", "bus.actor_dead", "bus.unreachable"):
                     err = AgentError("agent_not_running", "The conversation's agent is not "

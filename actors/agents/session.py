@@ -347,7 +347,7 @@ class AgentSession(AcpOwner):
                 ctx.reply({"conversation": self.conversation,
                            "turn": running.turn.spec.turn if running else None,
                            "pending": running.turn.pending_ids() if running else []})
-            elif ctx.op in ("session.set_mode", "session.set_config"):
+            elif ctx.op in ("session.set_mode", "session.set_config", "session.authenticate"):
                 self.loop.create_task(self._answering(ctx, self._agent_setting(ctx)))
             else:
                 raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")

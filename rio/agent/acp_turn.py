@@ -94,11 +94,15 @@ class AcpBrain:
             self.client.port = port
         if self.alive:
             return None
-        restarted = self.client is not None
-        if self.client is not None:
+        # Up with no session: its session/new wanted a sign-in, done since (the same process
+        # goes on; a new one would not know it). Else it died, or never ran: (re)start it.
+        signing_in = self.client is not None and bool(self.client.alive)
+        restarted = self.client is not None and not signing_in
+        if restarted:
             await self.close()
-        self.client = self.make_client(port)
-        await self.client.start()
+        if not signing_in:
+            self.client = self.make_client(port)
+            await self.client.start()
         wanted = self.session_id or stored_session
         resumed = False
         if wanted and self.client.can_load:

@@ -318,6 +318,9 @@ define("agent.set_mode", "Set an ACP agent's own session mode (an id of agent.mo
 define("agent.set_config", "Set one of an ACP agent's config options (agent.config: its model "
        "picker …) to one of its values.", CONVERSATION, Arg("option", str, check=non_empty),
        Arg("value", (str, bool)))
+define("agent.authenticate", "Sign in to an ACP agent with one of its own 'agent' methods "
+       "(agent.sign_in's methods): the agent does it (it may open the browser).",
+       CONVERSATION, Arg("method", str, check=non_empty))
 
 
 # --- agents.*: the ACP agents installed here (actors/agents/discovery.py, rio/acp/discovery.py) ---
@@ -378,6 +381,8 @@ define("session.set_mode", "ACP session/set_mode on the conversation's running a
        SESSION_CONVERSATION, Arg("mode", str, check=non_empty))
 define("session.set_config", "ACP session/set_config_option on the conversation's running agent.",
        SESSION_CONVERSATION, Arg("option", str, check=non_empty), Arg("value", (str, bool)))
+define("session.authenticate", "ACP authenticate on the conversation's running agent.",
+       SESSION_CONVERSATION, Arg("method", str, check=non_empty))
 
 # --- gate.*: the approval gate in the core (actors/agents/gate.py, policy in rio/agent/gate.py) --------
 

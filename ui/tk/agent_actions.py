@@ -18,7 +18,8 @@ Respond = Callable[[Any], None]
 #: What :func:`control` returns when it answers later through ``respond``.
 DEFER = None
 ACTIONS = ("open", "close", "minimise", "send", "type", "approve", "reject", "always",
-           "answer", "stop", "undo", "new", "mode", "tick", "agent_setting")
+           "answer", "stop", "undo", "new", "mode", "tick", "agent_setting",
+           "sign_in")
 
 
 def turn_end_of(conv: Conversation | None) -> Block | None:
@@ -146,6 +147,42 @@ def answer_permission(panel: Any, key: str | None, option: str | None,
                                               "kind": kind}, done, failed)
 
 
+def sign_in(panel: Any, method: str | None, respond: Respond | None = None) -> None:
+    """The sign-in card's *Sign in*: one of the agent's own ("agent") methods, run by the
+    agent itself (``agent.authenticate``; it may open the browser). ``method`` None: the
+    first such method of the card."""
+    conv = panel.model.shown
+    block = next((b for b in reversed(conv.blocks if conv else ()) if b.kind == "sign_in"
+                  and b.data.get("state") == "needed"), None)
+    ids = [str(m.get("id")) for m in (block.data.get("methods") or ())
+           if m.get("type") not in ("terminal", "env_var")] if block is not None else []
+    method = method or (ids[0] if ids else None)
+    if conv is None or block is None or method not in ids:
+        if respond is not None:
+            respond(ProtocolError("bad_args", "No sign-in the agent does itself is waiting.",
+                                  "Look at ui.state agent.blocks for a sign_in card."))
+        return
+    block.data["signing"] = method
+    panel.refresh_block(block)
+
+    def done(result: Any) -> None:
+        block.data.pop("signing", None)
+        block.data["state"] = "signed_in"       # agent.sign_in {signed_in} says it too
+        block.data["method"] = method
+        panel.refresh_block(block)
+        if respond is not None:
+            respond(result)
+
+    def failed(err: RioError) -> None:
+        block.data.pop("signing", None)
+        panel.refresh_block(block)
+        panel._panel_error(conv, err)
+        if respond is not None:
+            respond(err)
+    panel.request("agent.authenticate", {"conversation": conv.id, "method": method}, done,
+                  failed, timeout=630)
+
+
 def terminal_argv(command: str, env: dict[str, str]) -> list[str]:
     """The user's terminal emulator running ``command`` and then their shell: ``$TERMINAL``,
     else ``x-terminal-emulator`` (Debian's choice), else ``xterm``. OSError when none."""
@@ -243,9 +280,24 @@ def describe(panel: Any) -> dict[str, Any]:
             "input": panel.input.get("1.0", "end-1c") if panel.input is not None else "",
             "mode": panel.mode.get() if panel.is_open else None,
             "pickers": agent_pickers.describe(conv),
+            "sign_in": _sign_in_card(conv),
             "picker_boxes": sorted(getattr(panel, "agent_boxes", {})) if panel.is_open else [],
             "name_active": panel.prefs.name_active,
             "undo": end.data["undo"] if end else None}
+
+
+def _sign_in_card(conv: Conversation | None) -> dict[str, Any] | None:
+    """The last sign-in card as shown: its state and, per method, what it offers."""
+    from ui.tk.agent_extras import sign_in_lines
+    block = next((b for b in reversed(conv.blocks if conv else ()) if b.kind == "sign_in"),
+                 None)
+    if block is None:
+        return None
+    methods = [{"id": m.get("id"), "type": m.get("type") or "agent",
+                "text": sign_in_lines(m)[0], "command": sign_in_lines(m)[1]}
+               for m in block.data.get("methods") or ()]
+    return {"state": block.data.get("state"), "signing": block.data.get("signing"),
+            "methods": methods}
 
 
 def _caption_centre(panel: Any) -> list[int] | None:
@@ -338,6 +390,9 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
                         if p["id"] == picker), [])
         box.set(dict(choices).get(value, value))
         agent_pickers.choose(panel, picker, value, respond)
+    elif action == "sign_in":
+        # The sign-in card's button: option = the method's id (default: the first).
+        sign_in(panel, None if args.get("option") is None else str(args["option"]), respond)
     elif action == "tick":
         # The "Name the active file" tick under the input.
         if not panel.is_open:

@@ -179,11 +179,20 @@ class SignInCard(Card):
             return
         ttk.Label(self.body, text=f"Sign-in needed: {d.get('agent') or 'the agent'}",
                   font=(app.ui_font_family(), 9, "bold")).pack(anchor="w")
+        signing = d.get("signing")
         mono = app.editor_font_tuple()
         for method in d.get("methods") or ():
             what, command = sign_in_lines(method)
             ttk.Label(self.body, text=what, wraplength=320, justify="left") \
                 .pack(anchor="w", pady=(3, 0))
+            if method.get("type") not in ("terminal", "env_var"):
+                # An agent method: the agent signs you in itself (authenticate).
+                mid = str(method.get("id"))
+                ttk.Button(self.body, text="Signing in…" if signing == mid else "Sign in",
+                           state="disabled" if signing else "normal",
+                           name=f"btn_sign_in_{len(self.body.winfo_children())}",
+                           command=lambda m=mid: self.view.panel.sign_in(m)).pack(
+                    anchor="w", pady=(2, 0))
             if command:
                 row = ttk.Frame(self.body)
                 row.pack(anchor="w", fill="x")

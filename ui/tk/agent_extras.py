@@ -30,6 +30,7 @@ Display-free, like :mod:`ui.tk.agent_model`; :meth:`Conversation.apply` hands th
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Mapping
 
 TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
@@ -140,15 +141,16 @@ def sign_in_lines(method: Mapping[str, Any]) -> tuple[str, str]:
     kind = method.get("type")
     name = str(method.get("name") or method.get("id") or "")
     if kind == "terminal":
-        command = method.get("command") or ""
-        args = " ".join(str(a) for a in method.get("args") or ())
-        return f"{name}: run in a terminal, then send your message again", \
-            f"{command} {args}".strip()
+        # The exact command: ``shell`` (variables and quoting included), else the argv.
+        command = method.get("shell") or " ".join(
+            shlex.quote(str(a)) for a in method.get("command") or ())
+        return f"{name}: run in a terminal, then send your message again", str(command)
     if kind == "env_var":
         names = ", ".join(str(v.get("name", v)) if isinstance(v, Mapping) else str(v)
                           for v in method.get("vars") or ())
         return f"{name}: set {names or 'the variable'} and restart Rio", ""
-    return f"{name}: {method.get('description') or 'the agent signs you in itself'}", ""
+    return f"{name}: {method.get('description') or 'the agent signs you in itself'} — "\
+        "press Sign in, then send your message again", ""
 
 
 def plan_lines(entries: list[dict[str, Any]]) -> list[str]:

@@ -395,6 +395,9 @@ class AgentPanel:
                           respond: Respond | None = None) -> None:
         actions.answer_permission(self, key, option, respond)
 
+    def sign_in(self, method: str | None, respond: Respond | None = None) -> None:
+        actions.sign_in(self, method, respond)
+
     def set_key(self) -> object:
         from ui.tk.agent_keys import show_key_dialog
         return show_key_dialog(self)
