@@ -21,7 +21,7 @@ class FakeBus:
         self.replies = []
         self.lock = threading.Lock()
 
-    def send_reply(self, client, reply):
+    def send_reply(self, client, reply, events=()):
         with self.lock:
             self.replies.append((client, reply))
 
@@ -195,9 +195,15 @@ def _tables():
     from actors.documents import REGISTRY_OPS, DocumentsActor
     from actors.host import Host
     from actors.runner_actor import RunnerActor
+    from rio.files.fs_ops import FsOps
+    from rio.text.buffer_state import OpenBuffer
+    buffer_ops = {name for name in ops.REGISTRY if name.startswith("buffer.")}
     return [(GateActor.handles, "gate", None), (RunnerActor.handles, "run", None),
             (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
-            (DocumentsActor.handles, "buffer", REGISTRY_OPS), (McpService.handles, "mcp", None)]
+            (McpService.handles, "mcp", None), (FsOps.handles, "fs", None),
+            # the registry serves four buffer ops, each buffer's own actor the rest
+            (DocumentsActor.handles, "buffer", REGISTRY_OPS),
+            (OpenBuffer.handles, "buffer", buffer_ops - REGISTRY_OPS)]
 
 
 @pytest.mark.parametrize("index", range(len(_tables())))

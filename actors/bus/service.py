@@ -31,14 +31,14 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar
+from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 import msgpack
 import zmq
 
 from actors.bus.client import BusConnection, Endpoints, as_error, encode_reply, result_of
 from actors.bus.sockets import make_dealer
-from rio.protocol import ops
+from rio.protocol import op_table, ops
 from rio.protocol.errors import BusError, RioError
 from rio.protocol.frames import Event, Reply, Request, decode, encode_checked, peek_id
 
@@ -135,45 +135,18 @@ async def serve_async(ctx: RequestContext,
 
 
 Owner = TypeVar("Owner")
-Method = TypeVar("Method", bound=Callable[..., Any])
 
 
-class OpTable(Generic[Owner]):
-    """An actor's ops → its methods. In the class body::
+class OpTable(op_table.OpTable[Owner]):
+    """An actor's ops → its methods, each taking the :class:`RequestContext`
+    (:mod:`rio.protocol.op_table`). In the class body::
 
         handles: OpTable[GateActor] = OpTable()
 
         @handles("gate.check")
         def check(self, ctx: RequestContext) -> dict: ...
 
-    and in ``on_receive``: ``self.handles.serve(self, ctx)``. A subclass that adds ops copies
-    the table first (``handles = Base.handles.copy()``)."""
-
-    def __init__(self) -> None:
-        self._methods: dict[str, Callable[..., Any]] = {}
-
-    def __call__(self, *names: str) -> Callable[[Method], Method]:
-        def register(method: Method) -> Method:
-            for name in names:
-                if name in self._methods:
-                    raise ValueError(f"{name} has two methods")
-                self._methods[name] = method
-            return method
-        return register
-
-    def copy(self) -> "OpTable[Owner]":
-        table: OpTable[Owner] = OpTable()
-        table._methods = dict(self._methods)
-        return table
-
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset(self._methods)
-
-    def method(self, owner: Owner, op: str) -> Callable[[RequestContext], Any] | None:
-        """``owner``'s method for ``op``, or None when it serves no such op."""
-        method = self._methods.get(op)
-        return None if method is None else method.__get__(owner)
+    and in ``on_receive``: ``self.handles.serve(self, ctx)``."""
 
     def serve(self, owner: Owner, ctx: RequestContext) -> None:
         serve(ctx, self.method(owner, ctx.op))

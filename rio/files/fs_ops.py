@@ -15,7 +15,7 @@ from typing import Any
 from rio.files.files import load_file
 from rio.files.search_jobs import SearchPages
 from rio.files.workspace import Workspace
-from rio.protocol.errors import ProtocolError
+from rio.protocol.op_table import OpTable
 
 #: Largest file fs.read will load at all (the reply is capped separately by max_chars).
 READ_LIMIT_BYTES = 64 * 1024 * 1024
@@ -26,24 +26,39 @@ def truncation_marker(shown: int, total: int) -> str:
 
 
 class FsOps:
+    handles: OpTable[FsOps] = OpTable()
+
     def __init__(self, root: Path):
         self.workspace = Workspace(root)
         self.searches = SearchPages(self.workspace.root)
 
     def handle(self, op: str, args: dict[str, Any]) -> Any:
-        if op == "fs.list":
-            return self.list(args["path"])
-        if op == "fs.read":
-            return self.read(args["path"], args["max_chars"])
-        if op == "fs.walk":
-            return self.walk(args["path"], args["max_files"])
-        if op == "fs.search":
-            return self.searches.start(args)
-        if op == "fs.search_more":
-            return self.searches.page(args["search"])
-        if op == "fs.search_stop":
-            return self.searches.stop(args["search"])
-        raise ProtocolError("unknown_op", f"Unknown op {op!r}.")
+        """Serve ``op`` with its checked arguments (``protocol.unknown_op`` if not an fs op)."""
+        return self.handles.call(self, op, args)
+
+    @handles("fs.list")
+    def list_op(self, args: dict[str, Any]) -> Any:
+        return self.list(args["path"])
+
+    @handles("fs.read")
+    def read_op(self, args: dict[str, Any]) -> Any:
+        return self.read(args["path"], args["max_chars"])
+
+    @handles("fs.walk")
+    def walk_op(self, args: dict[str, Any]) -> Any:
+        return self.walk(args["path"], args["max_files"])
+
+    @handles("fs.search")
+    def search_op(self, args: dict[str, Any]) -> Any:
+        return self.searches.start(args)
+
+    @handles("fs.search_more")
+    def search_more_op(self, args: dict[str, Any]) -> Any:
+        return self.searches.page(args["search"])
+
+    @handles("fs.search_stop")
+    def search_stop_op(self, args: dict[str, Any]) -> Any:
+        return self.searches.stop(args["search"])
 
     def list(self, path: str) -> dict[str, Any]:
         folder = self.workspace.resolve(path, kind="dir")

@@ -27,6 +27,8 @@ from rio.files.files import (
 )
 from rio.files.workspace import Workspace
 from rio.protocol.errors import DocumentError, FileError, RioError
+from rio.protocol.op_table import OpTable
+from rio.protocol.ops import unknown_op
 from rio.text.document import Change, Document
 from rio.text.journal import JournalWriter, damage_report, journal_write_failed, recover
 from rio.text.journal_store import JournalStore, OsJournalStore, damaged_name
@@ -78,6 +80,10 @@ class RecoveryReport:
 
 
 class OpenBuffer:
+    """One open buffer's state and its per-buffer ``buffer.*`` ops (:meth:`handle`)."""
+
+    handles: OpTable[OpenBuffer] = OpTable()
+
     def __init__(self, buffer_id: str, document: Document, *, path: Path | None,
                  workspace: Workspace, fmt: FileFormat, fingerprint: Fingerprint | None,
                  journal_store: JournalStore, file_port: Any):
@@ -132,10 +138,10 @@ class OpenBuffer:
         """Serve one op. ``request`` names the request (client and id): a change op whose
         request was already applied — before a restart too — is answered, not applied again;
         that check comes before the epoch check, so such a resend is never refused."""
-        method: Callable[[dict[str, Any]], tuple[Any, Events]] | None = getattr(
-            self, "op_" + op.split(".", 1)[1], None)
+        method: Callable[[dict[str, Any]], tuple[Any, Events]] | None = self.handles.method(
+            self, op)
         if method is None:
-            raise DocumentError("unsupported", f"{op} is not a per-buffer op.")
+            raise unknown_op(op)
         if op in DEDUPED_OPS:
             method = self._all_or_nothing(method)
         if request is None or op not in DEDUPED_OPS:
@@ -178,6 +184,7 @@ class OpenBuffer:
         if base is not None and base < self.epoch_start:
             raise stale_base(self.name, base)
 
+    @handles("buffer.replace")
     def op_replace(self, args: dict[str, Any]) -> tuple[Any, Events]:
         self._check_base(args["base_version"])
         change = self.document.replace(args["start"], args["end"], args["text"],
@@ -187,6 +194,7 @@ class OpenBuffer:
         return ({"version": change.version, "start": change.start, "end": change.end},
                 [change_event(self.id, change)])
 
+    @handles("buffer.apply")
     def op_apply(self, args: dict[str, Any]) -> tuple[Any, Events]:
         self._check_base(args["base_version"])
         changes = self.document.apply([tuple(e) for e in args["edits"]], origin=args["origin"],
@@ -196,23 +204,27 @@ class OpenBuffer:
         return ({"version": self.document.version, "count": len(changes)},
                 [change_event(self.id, c) for c in changes])
 
+    @handles("buffer.undo")
     def op_undo(self, args: dict[str, Any]) -> tuple[Any, Events]:
         changes = self.document.undo(origin=args["origin"])
         self._journal(changes)
         return ({"version": self.document.version, "changes": [change_wire(c) for c in changes]},
                 [change_event(self.id, c) for c in changes])
 
+    @handles("buffer.redo")
     def op_redo(self, args: dict[str, Any]) -> tuple[Any, Events]:
         changes = self.document.redo(origin=args["origin"])
         self._journal(changes)
         return ({"version": self.document.version, "changes": [change_wire(c) for c in changes]},
                 [change_event(self.id, c) for c in changes])
 
+    @handles("buffer.merge_undo")
     def op_merge_undo(self, args: dict[str, Any]) -> tuple[Any, Events]:
         # A turn begun before a recovery merges only what came after it.
         self.document.merge_since(max(args["since_version"], self.first_version), args["label"])
         return {"version": self.document.version, "undo_label": self.document.undo_label}, []
 
+    @handles("buffer.text")
     def op_text(self, args: dict[str, Any]) -> tuple[Any, Events]:
         length = len(self.document.buffer)
         start = args["start"]
@@ -223,15 +235,18 @@ class OpenBuffer:
         return ({"text": self.document.buffer.slice(start, end), "version": self.document.version,
                  "start": start, "end": end, "length": length}, [])
 
+    @handles("buffer.lines")
     def op_lines(self, args: dict[str, Any]) -> tuple[Any, Events]:
         count = self.document.buffer.line_count
         first, last = min(args["first"], count), min(args["last"], count)
         return ({"lines": self.document.buffer.lines(first, max(first, last)), "first": first,
                  "line_count": count, "version": self.document.version}, [])
 
+    @handles("buffer.info")
     def op_info(self, args: dict[str, Any]) -> tuple[Any, Events]:
         return self.summary(), []
 
+    @handles("buffer.save")
     def op_save(self, args: dict[str, Any]) -> tuple[Any, Events]:
         target = self.path
         fmt = self.format
@@ -265,6 +280,7 @@ class OpenBuffer:
         summary = self.summary()
         return summary, [("buffer.saved", summary)]
 
+    @handles("buffer.close")
     def op_close(self, args: dict[str, Any]) -> tuple[Any, Events]:
         if self.document.dirty and not args["discard"]:
             raise DocumentError("dirty", f"{self.name} has unsaved changes.",
@@ -272,6 +288,7 @@ class OpenBuffer:
         self._drop_journal()
         return {"closed": self.id}, [("buffer.closed", {"buffer": self.id, "name": self.name})]
 
+    @handles("buffer.revert")
     def op_revert(self, args: dict[str, Any]) -> tuple[Any, Events]:
         if self.path is None:
             raise DocumentError("untitled", f"{self.name} was never saved.", "Nothing to revert to.")
