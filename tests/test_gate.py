@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from rio.agent.gate import Gate, JsonFileStore, Limits, MemoryStore, outside_project
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rio.agent.gate import (
+    Gate,
+    JsonFileStore,
+    Limits,
+    MemoryStore,
+    check_limits,
+    outside_project,
+)
 from rio.protocol.errors import AgentError, ProtocolError
 
 C, T, P = "c1", "t1", "anthropic"
@@ -103,6 +113,42 @@ def test_per_turn_limits() -> None:
     # the next turn starts from zero
     g.turn_event(C, "t2", "begin")
     assert g.turn_event(C, "t2", "model_request").requests == 1
+
+
+def test_limits_set_by_the_user_apply_at_once_and_are_kept_over_the_defaults(tmp_path) -> None:
+    """agent.limits (AI Preferences): checked all-or-nothing, applied to the running turn's
+    next check, saved with the mode, and preferred to config.toml's defaults next time."""
+    store = JsonFileStore(tmp_path / "gate.json")
+    g = gate(store=store, limits=Limits(max_agent_changes=24))
+    assert g.limits_dict() == {"max_requests": 24, "max_tool_calls": 64,
+                               "max_agent_changes": 24, "max_agent_requests": 400}
+    with pytest.raises(ProtocolError) as err:      # one bad value: nothing changes
+        g.set_limits({"max_agent_changes": 1, "max_agent_requests": 0})
+    assert err.value.details["limit"] == "max_agent_requests" and "1 to 100,000" in \
+        err.value.next
+    assert g.limits.max_agent_changes == 24
+    g.set_limits({"max_agent_changes": "1", "max_requests": None})
+    assert [g.check_agent(C, "a", "propose_edit", {})[0].decision for _ in range(2)] == \
+        ["ask", "refuse"]
+    again = Gate(store=store, limits=Limits(max_agent_changes=30, max_agent_requests=7))
+    assert (again.limits.max_agent_changes, again.limits.max_agent_requests) == (1, 7)
+    assert again.mode == "review"
+
+
+@given(st.one_of(st.integers(), st.text(max_size=8), st.booleans(), st.floats()))
+def test_a_limit_is_a_whole_number_from_1_to_100000(value) -> None:
+    try:
+        got = check_limits({"max_requests": value})
+    except ProtocolError:
+        ok = False
+    else:
+        ok = True
+        assert got == {"max_requests": int(str(value).strip())}
+    typed = value.strip() if isinstance(value, str) else ""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else \
+        int(typed) if typed.isascii() and typed.isdigit() else None
+    in_range = number is not None and 1 <= number <= 100_000
+    assert ok == in_range
 
 
 def test_unknown_turn_event_and_mode_are_bad_args() -> None:

@@ -557,3 +557,41 @@ def test_the_sign_in_card_offers_the_agents_own_ways_and_its_button_signs_in(des
     a = agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] ==
               "echo: again", 60)
     assert "note" not in a["blocks"]          # signed in, not "the agent had stopped"
+
+
+def test_per_turn_limits_are_shown_checked_saved_and_applied_by_the_gate(desktop, fresh,
+                                                                       model):
+    """AI Preferences shows the gate's per-turn limits; a bad value keeps the dialog open and
+    says why; a good one is saved by the core's gate and ends the next turn at it."""
+    def open_prefs() -> dict:
+        desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
+        s = desktop.wait_state(lambda s: any(
+            d["name"] == "ai_preferences" and d["fields"]["max_requests"]
+            for d in s["dialogs_open"]))
+        return next(d for d in s["dialogs_open"] if d["name"] == "ai_preferences")
+
+    d = open_prefs()
+    assert {k: d["fields"][k] for k in ("max_requests", "max_tool_calls", "max_agent_changes",
+                                        "max_agent_requests")} == {
+        "max_requests": "24", "max_tool_calls": "64", "max_agent_changes": "24",
+        "max_agent_requests": "400"}
+    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
+                                      "fields": {"max_agent_changes": "0"}})
+    d = next(d for d in desktop.state()["dialogs_open"] if d["name"] == "ai_preferences")
+    assert "max_agent_changes" in d["message"] and "1 to 100,000" in d["message"]
+    assert desktop.call("gate.status")["limits"]["max_agent_changes"] == 24
+    try:
+        desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
+                                          "fields": {"max_agent_changes": "24",
+                                                     "max_requests": "1"}})
+        assert wait_for(lambda: desktop.call("gate.status")["limits"]["max_requests"] == 1,
+                        10)
+        model.push(anthropic_tool_use("r1", "fs_read", {"path": "notes.txt"}),
+                   anthropic_text("Read it."))
+        desktop.call("ui.agent", {"action": "send", "text": "read notes"})
+        a = agent(desktop, lambda a: a["state"] == "error")
+        assert "limit of 1 model requests" in a["messages"][-1]["text"]
+    finally:
+        desktop.call("agent.limits", {"max_requests": 24})
+    assert open_prefs()["fields"]["max_requests"] == "24"
+    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "Cancel"})

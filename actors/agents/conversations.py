@@ -345,6 +345,17 @@ class ConversationsActor(pykka.ThreadingActor):
                 ctx.fail(err)
         self.forwards.submit(forward)
 
+    def op_limits(self, ctx: RequestContext) -> None:
+        """The gate's per-turn limits (AI Preferences): to the gate, as agent.mode is."""
+        args = {k: v for k, v in ctx.args.items() if v is not None}
+
+        def forward() -> None:
+            try:
+                ctx.reply(self.bus.call("gate.limits", args, timeout=FORWARD_TIMEOUT_S))
+            except RioError as err:
+                ctx.fail(err)
+        self.forwards.submit(forward)
+
     def op_set_mode(self, ctx: RequestContext) -> None:
         """An ACP agent's own mode (not the gate's): to the session, which holds the agent."""
         self._to_agent(ctx, "session.set_mode", {"mode": ctx.args["mode"]})

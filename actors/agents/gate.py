@@ -73,14 +73,18 @@ class GateActor(pykka.ThreadingActor):
             self.gate.set_mode(ctx.args["mode"])
         return {"mode": self.gate.mode}
 
+    @handles("gate.limits")
+    def limits(self, ctx: RequestContext) -> Any:
+        changes = {k: v for k, v in ctx.args.items() if v is not None}
+        if changes:
+            self.gate.set_limits(changes)
+        return self.gate.limits_dict()
+
     @handles("gate.status")
     def status(self, ctx: RequestContext) -> Any:
         gate = self.gate
         return {"mode": gate.mode, "always": [list(p) for p in gate.always_allowed()],
-                "limits": {"max_requests": gate.limits.max_requests,
-                           "max_tool_calls": gate.limits.max_tool_calls,
-                           "max_agent_changes": gate.limits.max_agent_changes,
-                           "max_agent_requests": gate.limits.max_agent_requests}}
+                "limits": gate.limits_dict()}
 
 
 def build_gate(root: Path) -> Gate:

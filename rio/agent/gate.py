@@ -79,6 +79,37 @@ class Limits:
     max_agent_requests: int = 400
 
 
+#: The limits a user may set (AI Preferences, ``agent.limits``) and the range each must be in.
+LIMIT_NAMES = ("max_requests", "max_tool_calls", "max_agent_changes", "max_agent_requests")
+LIMIT_RANGE = (1, 100_000)
+
+
+def check_limits(changes: Mapping[str, Any]) -> dict[str, int]:
+    """The limits in ``changes`` (``None`` values skipped) as ints, each checked: a whole
+    number in :data:`LIMIT_RANGE`; else ``protocol.bad_args`` naming the limit."""
+    out: dict[str, int] = {}
+    low, high = LIMIT_RANGE
+    for name, value in changes.items():
+        if value is None:
+            continue
+        if name not in LIMIT_NAMES:
+            raise ProtocolError("bad_args", f"There is no per-turn limit {name!r}.",
+                                f"Use one of {', '.join(LIMIT_NAMES)}.")
+        # an int, or the digits of one as typed in a field ("24", " 400 "): nothing else
+        if isinstance(value, int) and not isinstance(value, bool):
+            number: int | None = value
+        elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+            number = int(value.strip())
+        else:
+            number = None
+        if number is None or not low <= number <= high:
+            raise ProtocolError("bad_args", f"The per-turn limit {name} must be a whole number "
+                                f"from {low} to {high:,}, not {value!r}.",
+                                f"Enter a number from {low} to {high:,}.", limit=name)
+        out[name] = number
+    return out
+
+
 @dataclass(frozen=True)
 class TurnCount:
     requests: int = 0
@@ -151,7 +182,12 @@ class Gate:
         self._always: set[tuple[str, str]] = {
             (str(p), str(t)) for p, t in (tuple(x) for x in saved.get("always", ())
                                           if isinstance(x, (list, tuple)) and len(x) == 2)}
-        self.limits = limits
+        #: the limits set by the user (agent.limits), kept over config.toml's defaults
+        try:
+            self._limits_set = check_limits(saved.get("limits") or {})
+        except (ProtocolError, AttributeError):
+            self._limits_set = {}   # a damaged file: the defaults
+        self.limits = replace(limits, **self._limits_set)
         self.root = root
         self._turns: dict[tuple[str, str], TurnCount] = {}
 
@@ -179,8 +215,24 @@ class Gate:
     def always_allowed(self) -> list[tuple[str, str]]:
         return sorted(self._always)
 
+    def set_limits(self, changes: Mapping[str, Any]) -> Limits:
+        """Set per-turn limits (checked first: all or nothing); they apply from the next
+        check on, and are kept with the mode."""
+        checked = check_limits(changes)
+        self._limits_set.update(checked)
+        self.limits = replace(self.limits, **checked)
+        self._save()
+        return self.limits
+
+    def limits_dict(self) -> dict[str, int]:
+        return {name: getattr(self.limits, name) for name in LIMIT_NAMES}
+
     def _save(self) -> None:
-        self.store.save({"mode": self._mode, "always": [list(p) for p in sorted(self._always)]})
+        data: dict[str, Any] = {"mode": self._mode,
+                                "always": [list(p) for p in sorted(self._always)]}
+        if self._limits_set:
+            data["limits"] = dict(self._limits_set)
+        self.store.save(data)
 
     # --- turns and limits -------------------------------------------------------------------
     def in_turn(self, conversation: str, turn: str) -> bool:

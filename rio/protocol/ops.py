@@ -318,6 +318,15 @@ define("agent.set_mode", "Set an ACP agent's own session mode (an id of agent.mo
 define("agent.set_config", "Set one of an ACP agent's config options (agent.config: its model "
        "picker …) to one of its values.", CONVERSATION, Arg("option", str, check=non_empty),
        Arg("value", (str, bool)))
+LIMIT_ARGS = tuple(Arg(name, int, False, None, doc=doc) for name, doc in (
+    ("max_requests", "model requests per turn of an API provider (default 24)"),
+    ("max_tool_calls", "tool calls per turn of an API provider (default 64)"),
+    ("max_agent_changes", "an ACP agent's changing requests to Rio's tools per turn "
+     "(default 24)"),
+    ("max_agent_requests", "an ACP agent's requests of any kind to Rio's tools per turn "
+     "(default 400)")))
+define("agent.limits", "Get, or set, the approval gate's per-turn limits (AI Preferences).",
+       *LIMIT_ARGS)
 define("agent.authenticate", "Sign in to an ACP agent with one of its own 'agent' methods "
        "(agent.sign_in's methods): the agent does it (it may open the browser).",
        CONVERSATION, Arg("method", str, check=non_empty))
@@ -404,6 +413,8 @@ define("gate.turn", "A turn's life and counters: begin, end, model_request, tool
 define("gate.mode", "Get, or set, the gate's mode (review, auto_buffer, allow_all).",
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all")))
 define("gate.status", "The mode, the always-allowed pairs and the limits.")
+define("gate.limits", "Get, or set, the per-turn limits (each 1 to 100,000; kept with the "
+       "mode).", *LIMIT_ARGS)
 
 
 # --- ui.*: the desktop's control ops (ui/tk/control.py), served by the ui process ---------------

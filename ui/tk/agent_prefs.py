@@ -1,6 +1,9 @@
 """Edit → AI Preferences…: *Show AI features*, *Show the AI button in the toolbar*, and the
-side the agent panel docks on. The user's preferences (``ui.json``, :class:`PanelPrefs`), not
-project data.
+side the agent panel docks on — the user's preferences (``ui.json``, :class:`PanelPrefs`), not
+project data — and the approval gate's *per-turn limits*, which the gate in the core applies
+to every conversation, the terminal's too: read and set with ``agent.limits`` (kept by the core
+with the gate's mode; config.toml's ``[agent] max_*_per_turn`` are the defaults). A limit must
+be a whole number from 1 to 100,000: anything else keeps the dialog open and says so.
 
 *Show AI features* off hides every AI element — the panel, the AI button, the Agent menu, the
 tab marks, the status bar's agent state ("No agent") — stops every running turn and ends the
@@ -16,7 +19,15 @@ from dataclasses import replace
 from tkinter import ttk
 from typing import Any
 
+from rio.agent.gate import LIMIT_NAMES, check_limits
+from rio.protocol.errors import RioError
 from ui.tk.dialog_bridge import bridge, caption, centre_over
+
+#: The per-turn limits as the dialog names them (rio/agent/gate.py Limits).
+LIMIT_LABELS = {"max_requests": "Model requests (API providers)",
+                "max_tool_calls": "Tool calls (API providers)",
+                "max_agent_changes": "Changing requests to Rio (ACP agents)",
+                "max_agent_requests": "Requests of any kind to Rio (ACP agents)"}
 
 
 def apply_ai_prefs(panel: Any, show_ai: bool, show_button: bool, side: str) -> None:
@@ -93,6 +104,7 @@ class AIPreferencesDialog:
                         underline=12).pack(anchor="w")
         ttk.Radiobutton(dock, text="Dock on the left", variable=self.side, value="left",
                         underline=12).pack(anchor="w")
+        self._limits_box(body)
         buttons = ttk.Frame(body)
         buttons.pack(side="top", anchor="e", pady=(10, 0))
         for label, fn in (("OK", self.ok), ("Cancel", self.cancel)):
@@ -103,10 +115,57 @@ class AIPreferencesDialog:
         top.bind("<Escape>", lambda e: self.cancel())
         top.protocol("WM_DELETE_WINDOW", self.cancel)
         bridge(panel.app, "ai_preferences", top,
-               {"show_ai": self.show_ai, "show_button": self.show_button, "side": self.side},
-               {"OK": self.ok, "Cancel": self.cancel})
+               {"show_ai": self.show_ai, "show_button": self.show_button, "side": self.side,
+                **self.limit_vars},
+               {"OK": self.ok, "Cancel": self.cancel}, message=self.error.get)
+
+    def _limits_box(self, body: ttk.Frame) -> None:
+        """The gate's per-turn limits, filled in when the core answers ``agent.limits``."""
+        box = ttk.LabelFrame(body, text=" Per-turn limits ", padding=8)
+        box.pack(side="top", fill="x", pady=(8, 0))
+        self.limit_vars = {name: tk.StringVar(self.top, "") for name in LIMIT_NAMES}
+        self.loaded: dict[str, int] = {}
+        for row, name in enumerate(LIMIT_NAMES):
+            ttk.Label(box, text=LIMIT_LABELS[name] + ":").grid(row=row, column=0, sticky="w")
+            ttk.Spinbox(box, from_=1, to=100_000, width=8, textvariable=self.limit_vars[name],
+                        name=name).grid(row=row, column=1, sticky="e", padx=(8, 0), pady=1)
+        self.error = tk.StringVar(self.top, "")
+        ttk.Label(box, textvariable=self.error, foreground="#c00000", wraplength=300,
+                  justify="left").grid(row=len(LIMIT_NAMES), column=0, columnspan=2,
+                                       sticky="w")
+
+        def got(limits: Any) -> None:
+            try:
+                if not self.top.winfo_exists():
+                    return
+            except tk.TclError:
+                return
+            self.loaded = {k: int(v) for k, v in (limits or {}).items() if k in LIMIT_NAMES}
+            for name, value in self.loaded.items():
+                self.limit_vars[name].set(str(value))
+        self.panel.request("agent.limits", {}, got,
+                           lambda err: self.error.set(f"The limits could not be read: "
+                                                      f"{err.message}"))
+
+    def _limit_changes(self) -> dict[str, int] | None:
+        """The limits changed in the dialog, checked; None (and the reason shown) if one is
+        not a number in range."""
+        typed = {name: var.get().strip() for name, var in self.limit_vars.items()
+                 if name in self.loaded and var.get().strip() != str(self.loaded[name])}
+        try:
+            return check_limits(typed)
+        except RioError as err:
+            self.error.set(f"{err.message} {err.next}")
+            return None
 
     def ok(self) -> None:
+        changes = self._limit_changes()
+        if changes is None:
+            return          # the dialog stays open and says what is wrong
+        if changes:
+            panel = self.panel
+            panel.request("agent.limits", changes, lambda r: None,
+                          lambda err: panel.app.set_message(f"{err.message} {err.next}"))
         side = self.side.get() if self.side.get() in ("left", "right") else "right"
         apply_ai_prefs(self.panel, bool(self.show_ai.get()), bool(self.show_button.get()), side)
         self.top.destroy()
