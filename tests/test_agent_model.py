@@ -431,3 +431,26 @@ def test_a_terminal_sign_in_shows_the_exact_command_and_an_agent_method_its_butt
         "Key: set FAKE_API_KEY and restart Rio"
     what, command = sign_in_lines({"id": "b", "name": "ChatGPT", "type": "agent"})
     assert command == "" and "Sign in" in what
+
+
+def test_pending_from_before_the_window_is_drawn_once():
+    """agent.pending's snapshot: what the model has not seen is drawn; what it saw live (or
+    drew from an earlier snapshot) is not drawn twice."""
+    model = AgentModel()
+    snapshot = [{"topic": "agent.turn", "data": {"conversation": C, "turn": T1,
+                                                  "state": "started", "text": "edit"}},
+                {"topic": "agent.propose", "data": {"conversation": C, "turn": T1,
+                                                     "proposal": f"{T1}.1", "path": "n.txt",
+                                                     "kind": "edit", "diff": DIFF}},
+                {"topic": "agent.permission", "data": {"conversation": C, "turn": T1,
+                                                        "request": "r1", "title": "rm",
+                                                        "options": []}},
+                {"topic": "agent.delta", "data": {"conversation": C, "turn": T1,
+                                                   "text": "not a waiting thing"}}]
+    fresh = model.unseen(snapshot)
+    assert [t for t, _ in fresh] == ["agent.turn", "agent.propose", "agent.permission"]
+    for topic, data in fresh:
+        model.apply(topic, data)
+    conv = model.get(C)
+    assert [b.kind for b in conv.blocks] == ["user", "proposal", "permission"]
+    assert model.waiting_count() == 2 and model.unseen(snapshot) == []

@@ -595,3 +595,24 @@ def test_per_turn_limits_are_shown_checked_saved_and_applied_by_the_gate(desktop
         desktop.call("agent.limits", {"max_requests": 24})
     assert open_prefs()["fields"]["max_requests"] == "24"
     desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "Cancel"})
+
+
+def test_a_proposal_waiting_before_the_window_started_is_shown_with_approve(desktop, fresh,
+                                                                          model):
+    """A proposal made while no window watched (here: before the ui process was started
+    again) is listed by agent.pending, drawn by the new window with its user message, and
+    answered from it."""
+    propose(model, "beta", "zeta", "toolu_p1")
+    desktop.call("agent.send", {"conversation": fresh, "text": "edit before the window"})
+    assert wait_for(lambda: any(e["topic"] == "agent.propose" for e in desktop.call(
+        "agent.pending", {"conversation": fresh})["events"]), 30)
+    old_pid = desktop.pids()["ui"]
+    os.kill(old_pid, signal.SIGKILL)
+    assert wait_for(lambda: desktop.pids().get("ui") not in (None, old_pid), 30)
+    a = agent(desktop, lambda a: a["pending"] and a["conversation"] == fresh, 60)
+    assert a["pending"][0]["path"] == "notes.txt" and a["blocks"].count("proposal") == 1
+    assert {"role": "user", "text": "edit before the window"} in a["messages"]
+    assert a["status"] == "Waiting (1)"
+    assert desktop.call("ui.agent", {"action": "approve"})["applied"] is True
+    desktop.wait_text(notes_buffer(desktop), "alpha\nzeta\n")
+    agent(desktop, lambda a: a["state"] == "idle" and not a["pending"])

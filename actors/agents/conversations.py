@@ -345,6 +345,34 @@ class ConversationsActor(pykka.ThreadingActor):
                 ctx.fail(err)
         self.forwards.submit(forward)
 
+    def op_pending(self, ctx: RequestContext) -> None:
+        """What waits in the running turns, for a window started since: each turn's
+        ``agent.turn {started}``, then its session's waiting proposals and questions
+        (``session.pending``: the session owns them, ADR-0027), as ``{topic, data}``."""
+        only = ctx.args.get("conversation")
+        if only:
+            self.store.get(check_conversation_id(only))
+        shown = [(cid, r.successor or r) for cid, r in self.running.items()
+                 if not only or cid == only]
+        turns = [(cid, r.turn, r.text) for cid, r in shown]
+
+        def forward() -> None:
+            events: list[dict[str, Any]] = []
+            for cid, turn, text in turns:
+                events.append({"topic": "agent.turn", "data": {
+                    "conversation": cid, "turn": turn, "state": "started", "text": text}})
+                try:
+                    got = self.bus.call("session.pending", {"conversation": cid},
+                                        timeout=FORWARD_TIMEOUT_S)
+                except RioError as err:     # starting, or gone: nothing waits there
+                    log.info("session.pending %s: %s", cid, err.kind)
+                    continue
+                for e in got.get("events") or ():
+                    events.append({"topic": e["topic"], "data": {
+                        **e["data"], "conversation": cid, "turn": got.get("turn") or turn}})
+            ctx.reply({"events": events})
+        self.forwards.submit(forward)
+
     def op_limits(self, ctx: RequestContext) -> None:
         """The gate's per-turn limits (AI Preferences): to the gate, as agent.mode is."""
         args = {k: v for k, v in ctx.args.items() if v is not None}

@@ -347,6 +347,11 @@ class AgentSession(AcpOwner):
                 ctx.reply({"conversation": self.conversation,
                            "turn": running.turn.spec.turn if running else None,
                            "pending": running.turn.pending_ids() if running else []})
+            elif ctx.op == "session.pending":
+                # What waits for the user in the running turn, for a window started since.
+                running = self.running
+                ctx.reply({"turn": running.turn.spec.turn if running else None,
+                           "events": running.turn.pending_events() if running else []})
             elif ctx.op in ("session.set_mode", "session.set_config", "session.authenticate"):
                 self.loop.create_task(self._answering(ctx, self._agent_setting(ctx)))
             else:

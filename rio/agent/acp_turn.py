@@ -373,6 +373,12 @@ class AcpTurn(AnswersProposals):
             if not pending.outcome.done():
                 pending.outcome.set_result(outcome or ToolOutcome(STOPPED, False, "stopped"))
 
+    def pending_events(self) -> list[dict[str, Any]]:
+        """The waiting proposals, then the agent's permission questions still open."""
+        return super().pending_events() + [
+            {"topic": "agent.permission", "data": q.question.to_event()}
+            for q in self.questions.values() if not q.future.done()]
+
     async def ask_permission(self, question: PermissionQuestion) -> str | None:
         q = _Question(question)
         self.questions[question.request] = q

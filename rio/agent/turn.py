@@ -119,6 +119,13 @@ class AnswersProposals:
         pending.future.set_result(decision)
         return True
 
+    def pending_events(self) -> list[dict[str, Any]]:
+        """The proposals still waiting, as the ``agent.propose`` events that announced them
+        (``session.pending``: a window that starts later draws them with Approve/Reject)."""
+        return [{"topic": "agent.propose",
+                 "data": {"proposal": p.id, "call": p.call.id, **p.proposal.event()}}
+                for p in self.pending.values() if not p.future.done()]
+
     async def answer(self, proposal: str, decision: Decision) -> ToolOutcome | None:
         """:meth:`decide`, then wait for what it led to; None for an unknown proposal."""
         pending = self.pending.get(str(proposal))

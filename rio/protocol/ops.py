@@ -327,6 +327,9 @@ LIMIT_ARGS = tuple(Arg(name, int, False, None, doc=doc) for name, doc in (
      "(default 400)")))
 define("agent.limits", "Get, or set, the approval gate's per-turn limits (AI Preferences).",
        *LIMIT_ARGS)
+define("agent.pending", "What waits for the user in the running turns (a window started "
+       "since draws it): each turn's start, its proposals and questions, as their events.",
+       Arg("conversation", str, False, None, doc="only this conversation"))
 define("agent.authenticate", "Sign in to an ACP agent with one of its own 'agent' methods "
        "(agent.sign_in's methods): the agent does it (it may open the browser).",
        CONVERSATION, Arg("method", str, check=non_empty))
@@ -390,6 +393,8 @@ define("session.set_mode", "ACP session/set_mode on the conversation's running a
        SESSION_CONVERSATION, Arg("mode", str, check=non_empty))
 define("session.set_config", "ACP session/set_config_option on the conversation's running agent.",
        SESSION_CONVERSATION, Arg("option", str, check=non_empty), Arg("value", (str, bool)))
+define("session.pending", "The running turn's waiting proposals and questions, as events.",
+       SESSION_CONVERSATION)
 define("session.authenticate", "ACP authenticate on the conversation's running agent.",
        SESSION_CONVERSATION, Arg("method", str, check=non_empty))
 

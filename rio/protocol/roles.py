@@ -42,7 +42,7 @@ _OWNER = (
     "run.start", "run.stop",
     "agent.new", "agent.list", "agent.history", "agent.send", "agent.approve", "agent.stop",
     "agent.mode", "agent.permission_answer", "agent.set_mode", "agent.set_config",
-    "agent.authenticate", "agent.limits", "gate.limits",
+    "agent.authenticate", "agent.limits", "gate.limits", "agent.pending", "session.pending",
     "agents.list", "mcp.call", "mcp.approve",
     "mcp.interrupt",
     "gate.check", "gate.agent_check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",

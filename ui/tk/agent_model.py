@@ -373,6 +373,29 @@ class AgentModel:
         conv = self.get(str(cid))
         return conv, conv.apply(topic, data)
 
+    def unseen(self, events: Iterable[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        """``agent.pending``'s events that this model has not drawn yet: a window started
+        after them draws them; one that saw them live (or already drew the snapshot) skips
+        them, so nothing is drawn twice."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for e in events:
+            topic, data = str(e.get("topic") or ""), dict(e.get("data") or {})
+            conv = self.conversations.get(str(data.get("conversation")))
+            blocks = conv.blocks if conv is not None else []
+            if topic == "agent.turn":
+                seen = any(b.turn == data.get("turn") for b in blocks)
+            elif topic == "agent.propose":
+                seen = any(b.kind == "proposal" and b.data.get("proposal") ==
+                           str(data.get("proposal")) for b in blocks)
+            elif topic == "agent.permission":
+                seen = any(b.kind == "permission" and b.data.get("request") ==
+                           data.get("request") for b in blocks)
+            else:
+                seen = True
+            if not seen:
+                out.append((topic, data))
+        return out
+
     def set_listing(self, listing: Iterable[Mapping[str, Any]]) -> None:
         self.listing = [dict(c) for c in listing]
         for c in self.listing:

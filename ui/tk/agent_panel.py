@@ -79,6 +79,14 @@ class AgentPanel:
         self.refresh_status()
         self.refresh_list()
         self.request("agents.list", {}, self._got_agents, lambda err: None)
+        # Proposals and questions that waited before this window started (made from rio chat,
+        # a script, or before a ui restart): drawn as if their events had come now.
+        self.request("agent.pending", {}, self._got_pending, lambda err: None)
+
+    def _got_pending(self, result: Any) -> None:
+        from types import SimpleNamespace
+        for topic, data in self.model.unseen((result or {}).get("events") or ()):
+            self._on_event(SimpleNamespace(topic=topic, data=data))
 
     def _got_agents(self, result: Any) -> None:
         """The ACP agents found here join the picker (ui/tk/agent_model.picker_entries)."""
