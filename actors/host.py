@@ -5,11 +5,20 @@ to the hub, starts the actors it was given, registers their op prefixes and then
 cleanly (journals flushed) on SIGTERM, on SIGINT, or when its stdin reaches end of file — the
 supervisor holds the other end of that pipe, so the pipe closing is also how a host notices that
 the supervisor died (with PR_SET_PDEATHSIG as the second line, ADR-0007).
+
+``python -m actors.host --spare --preload documents,...`` is a *spare*: started ahead by the
+supervisor, it imports what those actors need and then blocks reading one JSON line on its
+stdin, ``{"argv": [the arguments above], "log": path}``: its assignment. It then sends its
+stderr to that log and runs as if started with those arguments, so a restart costs no
+interpreter start and no imports (docs/adr/0026-start-path-and-long-line-keys.md, d). End of
+file instead of a line (the supervisor stopped it, or died) ends it at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import logging
 import os
 import signal
@@ -113,7 +122,60 @@ def _parent_gone(host: "Host") -> None:
     timer.start()
 
 
+#: Modules an actor's factory imports only when it runs (actors.factories keeps them lazy): a
+#: spare imports them too, so that nothing is left to import at assignment.
+STARTED_MODULES: dict[str, tuple[str, ...]] = {
+    "documents": ("actors.documents",),
+    "workspace": ("actors.workspace_actor",),
+    "runner": ("actors.runner_actor",),
+}
+
+
+def read_assignment(fd: int = 0) -> dict | None:
+    """One JSON line from ``fd`` (raw reads: see :func:`_watch_stdin`); None at end of file.
+    Reads byte by byte so that nothing after the line is taken from the stdin watchdog."""
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        try:
+            byte = os.read(fd, 1)
+        except InterruptedError:
+            continue
+        if not byte:
+            return None
+        line += byte
+    value = json.loads(line)
+    if not isinstance(value, dict) or not isinstance(value.get("argv"), list):
+        raise ValueError(f"a spare's assignment must be {{'argv': [...]}}, not {value!r:.200}")
+    return value
+
+
+def spare_main(argv: list[str]) -> int:
+    """Wait as a spare (see the module's docstring), then run as assigned. Until assigned it
+    has no signal handler of its own: the supervisor's SIGTERM (or PDEATHSIG) ends it."""
+    parser = argparse.ArgumentParser(prog="python -m actors.host --spare")
+    parser.add_argument("--spare", action="store_true")
+    parser.add_argument("--preload", default="")
+    parser.add_argument("--instance", default="")
+    args = parser.parse_args(argv)
+    for name in [a for a in args.preload.split(",") if a]:
+        factory_for(name)
+        for module in STARTED_MODULES.get(name, ()):
+            importlib.import_module(module)
+    assignment = read_assignment()
+    if assignment is None:
+        return 0
+    log_path = assignment.get("log")
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)
+    return main([str(a) for a in assignment["argv"]])
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--spare" in argv:
+        return spare_main(argv)
     parser = argparse.ArgumentParser(prog="python -m actors.host")
     parser.add_argument("--process", required=True)
     parser.add_argument("--actors", required=True)

@@ -29,6 +29,8 @@ import psutil
 from actors import process_control
 from actors.bus.client import Endpoints, connect
 from actors.bus.hub import Hub
+from actors.spares import SPARE_GRACES, Spares
+from actors.window_first import child_env, window_argv
 from rio.config.instance import InstanceInfo, InstancePaths, default_name, pid_alive, state_base
 from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig, load_config
 from rio.protocol import ops
@@ -37,7 +39,6 @@ from rio.protocol.frames import Reply, Request
 
 log = logging.getLogger("rio.supervisor")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTING_PING_S = 0.05   # how often a process that has not answered yet is asked again
 
 
@@ -71,7 +72,8 @@ class Child:
 class Supervisor:
     def __init__(self, *, root: Path, instance: str | None, desktop: bool,
                  config: SupervisorConfig, listen: str | None = None,
-                 fault_injection: bool = False, open_files: list[str] | None = None):
+                 fault_injection: bool = False, open_files: list[str] | None = None,
+                 window: process_control.Spawned | None = None):
         self.root = root
         self.name = instance or default_name(root)
         self.paths = InstancePaths.for_name(self.name)
@@ -80,6 +82,7 @@ class Supervisor:
         self.listen = listen
         self.fault_injection = fault_injection
         self.open_files = open_files or []
+        self.window = window    # the window process `rio` started first (actors/window_first.py)
         self.children: dict[str, Child] = {}
         self.lock = threading.Lock()
         self.stop_requested = threading.Event()
@@ -88,6 +91,7 @@ class Supervisor:
         self.hub_restarts = 0
         self.conn = None
         self.log_dir = state_base() / "logs"
+        self.spares = Spares(self)
 
     # --- start ----------------------------------------------------------------------------------
     def claim_instance(self) -> None:
@@ -125,7 +129,12 @@ class Supervisor:
                 child = Child(spec, self._argv_for(spec))
                 child.budget = spec.budget()
                 self.children[spec.name] = child
-                self._spawn(child)
+                adopted = self.window if "ui" in spec.actors else None
+                self.window = None if adopted else self.window
+                self._spawn(child, adopted)
+        if self.window is not None:   # this supervisor.toml has no window process
+            process_control.stop(self.window, stdin_grace=0, term_grace=0.5, kill_grace=1.0)
+            self.window = None
         self.conn = connect(endpoints, name="supervisor")
 
     def _start_remote_listener(self) -> None:
@@ -134,10 +143,7 @@ class Supervisor:
 
     def _argv_for(self, spec: ProcessSpec) -> list[str]:
         if "ui" in spec.actors:
-            argv = [sys.executable, "-m", "ui.tk", "--instance", self.name]
-            for path in self.open_files:
-                argv += ["--open", path]
-            return argv
+            return window_argv(self.name, self.root, self.open_files)
         argv = [sys.executable, "-m", "actors.host", "--process", spec.name,
                 "--actors", ",".join(spec.actors), "--root", str(self.root),
                 "--requests", self.paths.requests_endpoint,
@@ -147,19 +153,23 @@ class Supervisor:
             argv.append("--fault-injection")
         return argv
 
-    def _spawn(self, child: Child) -> None:
+    def _child_env(self) -> dict[str, str]:
+        return child_env(self.name)
+
+    def _spawn(self, child: Child, adopted: process_control.Spawned | None = None) -> None:
+        """Start ``child``: the process `rio` started already (``adopted``), else a spare's,
+        else a new one."""
         child.log_path = self.log_dir / f"{self.name}.{child.spec.name}.log"
-        log_file = open(child.log_path, "ab")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        env["RIO_INSTANCE"] = self.name
-        try:
-            child.spawned = process_control.spawn(
-                child.argv, cwd=str(self.root), env=env, stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=log_file, die_with_parent=True)
-        finally:
-            log_file.close()
+        child.spawned = adopted or self.spares.assign(child.spec, child.argv, child.log_path)
+        if child.spawned is None:
+            log_file = open(child.log_path, "ab")
+            try:
+                child.spawned = process_control.spawn(
+                    child.argv, cwd=str(self.root), env=self._child_env(),
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log_file,
+                    die_with_parent=True)
+            finally:
+                log_file.close()
         child.state = "running"
         child.started_at = time.monotonic()
         child.missed_pings = 0
@@ -180,6 +190,7 @@ class Supervisor:
                 with self.lock:
                     for child in list(self.children.values()):
                         self._check(child, now)
+                    self.spares.check(now)
                 process_control.reap_zombies(self._tracked_pids())
         finally:
             self.shutdown()
@@ -198,7 +209,7 @@ class Supervisor:
                                             "restarts": self.hub_restarts})
 
     def _tracked_pids(self) -> set[int]:
-        return {c.pid for c in self.children.values() if c.pid}
+        return {c.pid for c in self.children.values() if c.pid} | self.spares.pids()
 
     def _check(self, child: Child, now: float) -> None:
         if child.state == "restarting" and child.restart_at is not None and now >= child.restart_at:
@@ -353,9 +364,10 @@ class Supervisor:
                                   "policy": budget.policy, "max_restarts": budget.max_restarts,
                                   "window_s": budget.window_s,
                                   "used": budget.restarts_in_window(time.monotonic())}})
+            spares = self.spares.status()
         return {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
                 "uptime_s": time.time() - self.started, "processes": procs,
-                "hub_restarts": self.hub_restarts,
+                "hub_restarts": self.hub_restarts, "spares": spares,
                 "rss": psutil.Process().memory_info().rss}
 
     def spawn_on_demand(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -445,6 +457,12 @@ class Supervisor:
     def shutdown(self) -> None:
         with self.lock:
             children = list(self.children.values())
+            spares = self.spares.take_all()
+        stopping = [threading.Thread(target=process_control.stop, args=(spare,),
+                                     kwargs=SPARE_GRACES, daemon=True, name="stop-spare")
+                    for spare in spares]
+        for t in stopping:
+            t.start()
         # UI first, agents next, core last: the core flushes journals while clients are gone.
         # Within a rank the stop sequences run side by side, so ten stubborn agents cost one
         # set of graces, not ten.
@@ -465,6 +483,8 @@ class Supervisor:
                 t.start()
             for t in threads:
                 t.join()
+        for t in stopping:
+            t.join()
         # Anything that escaped to us as subreaper and still carries our cookies:
         for child in children:
             if child.spawned is not None:
@@ -492,7 +512,10 @@ def describe_exit(code: int | None) -> str:
 
 def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
                    listen: str | None = None, placement: str | None = None,
-                   fault_injection: bool = False, open_files: list[str] | None = None) -> int:
+                   fault_injection: bool = False, open_files: list[str] | None = None,
+                   window: process_control.Spawned | None = None) -> int:
+    """Run an instance until it is stopped. ``window``: the window process `rio` started
+    before importing this module (actors/window_first.py), adopted as the ``ui`` child."""
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s supervisor[%(process)d] %(name)s: %(message)s")
     if not root.is_dir():
@@ -506,9 +529,12 @@ def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
         config = load_config(None, user if user.exists() else None, placement=placement,
                              actors=known_actors(), on_demand=ON_DEMAND)
         sup = Supervisor(root=root, instance=instance, desktop=desktop, config=config,
-                         listen=listen, fault_injection=fault_injection, open_files=open_files)
+                         listen=listen, fault_injection=fault_injection, open_files=open_files,
+                         window=window)
         sup.start()
     except RioError as err:
+        if window is not None:   # no instance to show: the early window goes
+            process_control.stop(window, stdin_grace=0, term_grace=0.5, kill_grace=1.0)
         print(f"rio: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, lambda *_: sup.stop_requested.set())

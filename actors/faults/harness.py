@@ -181,7 +181,10 @@ class Harness:
         live: set[str] = set()
         if self._supervisor_gone():
             return live   # nobody to ask, and nothing of the dead one may live on
-        for p in self.status().values():
+        status = self.client.call("system.status", timeout=5)
+        # A spare host (ADR-0026 d) is a child of the supervisor as much as the processes are.
+        for p in [*status["processes"], *({"pid": s["pid"], "state": "running"}
+                                          for s in status.get("spares", ()))]:
             if p.get("pid") and p["state"] == "running":
                 chain = read_chain(p["pid"])
                 if chain:

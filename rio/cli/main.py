@@ -151,8 +151,16 @@ def cmd_desktop(args: argparse.Namespace) -> int:
         for path in files:
             argv += ["--open", path]
         return subprocess.call(argv)
+    # The window first: its process is started before this one imports the supervisor (which
+    # adopts it), and the rest starts once the window is drawn (ADR-0026 b).
+    from actors.window_first import start_window, wait_drawn
+    from rio.config.instance import check_name, default_name
+    name = check_name(args.instance) if args.instance else default_name(root)
+    window = start_window(name, root, files)
+    wait_drawn(window)
     from actors.supervisor import run_supervisor
-    return run_supervisor(root=root, instance=args.instance, desktop=True, open_files=files)
+    return run_supervisor(root=root, instance=name, desktop=True, open_files=files,
+                          window=window)
 
 
 def _instance_for_root(root: Path, name: str | None) -> InstanceInfo | None:
@@ -422,12 +430,16 @@ def _choices(action: argparse.Action) -> dict[str, argparse.ArgumentParser]:
     return cast("dict[str, argparse.ArgumentParser]", action.choices)
 
 
+#: Every command's name, without building the parser: the desktop path (`rio FILE`) decides it
+#: is not a command without importing the command modules (~0.3 s; the window comes first,
+#: ADR-0026 b). tests/test_window_first.py keeps it equal to the parser's.
+COMMANDS = ("agents", "call", "chat", "events", "faults", "key", "keys", "mcp", "serve",
+            "status", "stop")
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    commands = {a.dest for a in parser._subparsers._group_actions} if parser._subparsers else set()
-    known = set(_choices(parser._subparsers._group_actions[0])) if parser._subparsers else set()
-    del commands
+    known = set(COMMANDS)
     first = _first_word(argv)
     if first == "" or (first is not None and first not in known):
         desktop = _Parser(prog="rio", description=DESCRIPTION,
@@ -437,6 +449,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         args = desktop.parse_args(argv)
         refused = check_desktop_paths(args.paths, sorted(known))
         return refused if refused is not None else cmd_desktop(args)
+    parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
         # An unknown option: the subcommand's usage, not the top-level one.

@@ -53,7 +53,7 @@ _SETTINGS: dict[str, tuple[str, float]] = {
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "restart": RESTART_POLICIES, "per": PER_CHOICES, "when": WHEN_CHOICES}
-_DEFAULT_KEYS = frozenset(_SETTINGS) | {"restart"}
+_DEFAULT_KEYS = frozenset(_SETTINGS) | {"restart", "spare"}
 _PROCESS_KEYS = _DEFAULT_KEYS | {"actors", "per", "when"}
 _TOP_KEYS = ("defaults", "process", "placement")
 _NAME_OK = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -94,6 +94,10 @@ class ProcessSpec:
     #: on-demand kinds (per = "conversation"): at most this many of its processes alive at once;
     #: system.spawn beyond it is refused (bus.spawn_limit), so no client can fork without end
     max_live: int = 16
+    #: keep one pre-started host (``python -m actors.host --spare``, imports done) for this
+    #: kind, so that a restart (or an on-demand start) assigns it instead of starting Python
+    #: again (docs/adr/0026 d). Ignored for the window process, which is not a host.
+    spare: bool = False
 
     def runs_when(self, *, desktop: bool) -> bool:
         return self.when == "always" or (self.when == "desktop") == desktop
@@ -300,6 +304,9 @@ def _check_value(src: _Source, path: tuple[str, ...], key: str, value: Any) -> N
             raise src.fail(path, f"{key} must be {wanted}, not {value!r}")
         if value < least:
             raise src.fail(path, f"{key} must be at least {least:g}, not {value!r}")
+    elif key == "spare":
+        if not isinstance(value, bool):
+            raise src.fail(path, f"spare must be true or false, not {value!r}")
     elif key == "actors":
         if not isinstance(value, list) or not value or \
                 not all(isinstance(a, str) for a in value):
@@ -400,14 +407,15 @@ def _spec(name: str, table: Mapping[str, Any], defaults: Mapping[str, Any]) -> P
         stdin_grace_s=seconds("stdin_grace_ms"), term_grace_s=seconds("term_grace_ms"),
         kill_grace_s=seconds("kill_grace_ms"), ping_interval_s=seconds("ping_interval_ms"),
         ping_misses=int(value["ping_misses"]), per=value.get("per", "instance"),
-        when=value.get("when", "always"), max_live=int(value["max_live"]))
+        when=value.get("when", "always"), max_live=int(value["max_live"]),
+        spare=bool(value["spare"]))
 
 
 _BUILTIN_DEFAULTS: dict[str, Any] = {  # what a file without [defaults] gets
     "restart": "on-failure", "max_restarts": 5, "restart_window_s": 60,
     "backoff_initial_ms": 100, "backoff_max_ms": 5000, "stdin_grace_ms": 1000,
     "term_grace_ms": 1000, "kill_grace_ms": 1000, "ping_interval_ms": 1000, "ping_misses": 3,
-    "max_live": 16,
+    "max_live": 16, "spare": False,
 }
 
 

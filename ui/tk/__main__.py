@@ -22,11 +22,15 @@ import tkinter as tk
 from pathlib import Path
 
 from actors.bus.client import connect, end_with_supervisor
-from rio.config.instance import find_instance, project_state_dir
+from rio.config.instance import InstanceInfo, find_instance, project_state_dir
 from rio.protocol.errors import RioError
+from ui.tk.early import EARLY_CONNECT_S, early_window
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
+         info: InstanceInfo | None = None) -> int:
+    """The desktop. ``window`` and ``info``: the window already drawn and the instance it
+    belongs to, when started as ``python -m ui.tk.first`` (ui/tk/first.py)."""
     parser = argparse.ArgumentParser(prog="python -m ui.tk", description="Rio's desktop window")
     parser.add_argument("--instance", default=os.environ.get("RIO_INSTANCE"))
     parser.add_argument("--open", action="append", default=[], metavar="FILE")
@@ -34,14 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s ui[%(process)d] %(name)s: %(message)s")
     supervised = end_with_supervisor()
-    root: tk.Tk | None = None
+    root: tk.Tk | None = window
     try:
-        info = find_instance(args.instance)
-        if supervised:
+        info = info or find_instance(args.instance)
+        if supervised and root is None:
             root = early_window(info.root)
             if root is None:
                 return 1
-        conn = connect(info, name="ui", timeout=10)
+        conn = connect(info, name="ui", timeout=10 if window is None else EARLY_CONNECT_S)
     except RioError as err:
         print(f"rio ui: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
         if root is not None:
@@ -80,28 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     except tk.TclError:
         pass
     return app.exit_code
-
-
-def early_window(project_root: str) -> tk.Tk | None:
-    """The main window, mapped at once with its title and saved size (the App fills it in
-    later); None, with the reason on stderr, when no window can be opened."""
-    try:
-        root = tk.Tk(className="Rio")
-    except tk.TclError as exc:
-        print(f"rio ui: cannot open a window: {exc}\n  Is DISPLAY set? `rio serve` runs "
-              "without a window.", file=sys.stderr)
-        return None
-    root.title(f"Rio — {Path(project_root).name}")
-    try:
-        from ui.tk import session
-        root.geometry(session.load(project_state_dir(Path(project_root))).layout.geometry)
-    except Exception:  # noqa: BLE001 -- a bad session file: the App reports it; default size
-        root.geometry("1100x720")
-    # Closing it before the App is built would leave nothing to build into; the App
-    # installs the real handler (save, ask about unsaved work) a moment later.
-    root.protocol("WM_DELETE_WINDOW", lambda: None)
-    root.update()          # mapped and drawn now: the user sees the window
-    return root
 
 
 def _handed_to_open_window(conn, files: list[str]) -> bool:

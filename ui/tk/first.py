@@ -1,0 +1,59 @@
+"""``python -m ui.tk.first --instance NAME --root DIR [--open FILE]...``: the desktop process,
+window first.
+
+`rio [PATH]` starts this before its own supervisor exists (actors/window_first.py), and the
+supervisor restarts the window the same way. It draws the window — title, saved size — from
+its command line alone, before the bus client (zmq) is imported and before the instance file
+or the hub exist; then it runs the desktop (:func:`ui.tk.__main__.main`) into that window,
+connecting to the instance's endpoints, which libzmq allows before the hub has bound. Nothing
+is editable until the App has the core's answers, so nothing typed can be lost
+(docs/adr/0026-start-path-and-long-line-keys.md, "b").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ui.tk.early import early_window
+
+
+def said_drawn() -> None:
+    """Tell `rio` the window is on screen (actors/window_first.py waits for this line before
+    it starts the rest), then point stdout at /dev/null: nobody reads the pipe after that."""
+    try:
+        os.write(1, b"drawn\n")
+    except OSError:
+        pass
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ui.tk.first",
+                                     description="Rio's desktop window, drawn first")
+    parser.add_argument("--instance", required=True)
+    parser.add_argument("--root", required=True, help="the project folder")
+    parser.add_argument("--open", action="append", default=[], metavar="FILE")
+    args = parser.parse_args(argv)
+    window = early_window(args.root)
+    if window is None:
+        return 1
+    said_drawn()
+    from rio.config.instance import InstanceInfo, InstancePaths
+    from ui.tk import __main__ as desktop
+
+    paths = InstancePaths.for_name(args.instance)
+    info = InstanceInfo(args.instance, str(Path(args.root).resolve()), 0,
+                        paths.requests_endpoint, paths.events_endpoint, 0.0)
+    rest = ["--instance", args.instance]
+    for path in args.open:
+        rest += ["--open", path]
+    return desktop.main(rest, window=window, info=info)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
