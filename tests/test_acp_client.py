@@ -668,3 +668,24 @@ def test_a_question_about_rios_own_tool_is_allowed_once_with_a_note(tmp_path):
     assert len(notes) == 1 and notes[0]["note"] == "auto_allowed" and notes[0]["call"] == "c1"
     assert "auto-allowed" in notes[0]["text"] and "mcp__rio__propose_edit" in notes[0]["text"]
     assert "auto-allowed allow_once yes-please" in log
+
+
+def test_a_crash_is_seen_even_when_a_helper_keeps_the_agents_stdout_open(tmp_path):
+    """The agent starts a helper (which inherits its stdout) and crashes: the end of the
+    connection never comes, yet the prompt ends at once as agent_exited, quoting stderr
+    (it used to wait for the silence watchdog to give up — agent_silent)."""
+    script = {"default_turn": [{"helper": "group"}, {"crash": 3}]}
+    owner = Owner()
+
+    async def main():
+        async with running(settings(tmp_path, script, give_up_after_s=30), owner) as client:
+            t0 = asyncio.get_running_loop().time()
+            out = await client.prompt("x")
+            return out, asyncio.get_running_loop().time() - t0
+
+    out, took = run(main())
+    assert out.status == "error" and out.error.kind == "agent.agent_exited", out.error
+    assert "exit code 3" in out.error.message and "crashes on purpose" in out.error.message
+    assert took < 15
+    helper = int(out.text.split("helper ")[1].split()[0])
+    assert gone(helper)                      # the stop sequence swept it

@@ -11,6 +11,8 @@ around it (ADR-0023):
   :class:`~rio.acp.protocol_log.ProtocolLog`, a malformed one is logged and dropped, and any
   line counts as a sign of life for the silence watchdog; stderr is drained all the time
   (an undrained pipe freezes the agent at 64 KiB) and its tail kept for error messages;
+* its exit is watched from the start, not only the end of its stdout: a helper that
+  inherited the pipe keeps stdout open after the agent died, and the prompt must still end;
 * the agent's requests become calls on the :class:`~rio.acp.port.AcpTurnPort` —
   ``fs/read_text_file`` (confined to the project root, symlinks resolved) reads the editor's
   text, ``fs/write_text_file`` is a proposal, ``session/request_permission`` is answered by
@@ -48,6 +50,9 @@ from rio.acp.wire import LINE_LIMIT, AgentWire
 from rio.protocol.errors import AgentError, RioError
 
 State = Literal["new", "starting", "ready", "sign_in_needed", "prompting", "exited", "stopped"]
+#: An agent that died with a prompt pending while its stdout stays open (a helper inherited
+#: the pipe) has this long for its last lines to arrive before the prompt ends as an exit.
+EXIT_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,8 @@ class AcpClient(AgentRequests, AgentWire):
         self._user_waits = 0
         self._cancelling = False
         self._cancel_at: float | None = None
+        #: the agent process's exit, watched from its start (see :meth:`_watch`)
+        self._exit: asyncio.Future[int] | None = None
 
     # --- events --------------------------------------------------------------------------
     def _publish(self, topic: str, data: Mapping[str, Any]) -> None:
@@ -143,6 +150,8 @@ class AcpClient(AgentRequests, AgentWire):
                              "Check the agent's command with `rio agents`, or fix "
                              f"[agents.{s.name}] in config.toml.") from None
         self.log.note("·", f"started pid {self.process.pid}: {list(s.argv)}")
+        self._exit = asyncio.ensure_future(self.process.wait())
+        self._tasks.append(self._exit)  # type: ignore[arg-type]
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
         self._tasks += [asyncio.create_task(self._pump_stdout(reader)),
                         asyncio.create_task(self._drain_stderr())]
@@ -274,8 +283,18 @@ class AcpClient(AgentRequests, AgentWire):
         tick = max(0.05, min(s.silent_after_s, s.give_up_after_s) / 4)
         reported = False
         while True:
-            done, _ = await asyncio.wait({task}, timeout=tick)
-            if done:
+            exit_ = self._exit
+            done, _ = await asyncio.wait({task} if exit_ is None else {task, exit_},
+                                         timeout=tick, return_when=asyncio.FIRST_COMPLETED)
+            if exit_ is not None and exit_ in done and task not in done:
+                # The agent died, but its stdout is still open: a helper it left inherited
+                # the pipe, so the end of the connection never comes. Its last lines get a
+                # moment to arrive, then the prompt ends as the exit it is.
+                done, _ = await asyncio.wait({task}, timeout=EXIT_GRACE_S)
+                if not done:
+                    task.cancel()
+                    raise ConnectionError("the agent exited with the prompt pending")
+            if task in done:
                 if reported:   # a UI showing "silent" must not keep showing it
                     self._publish("agent.silent", {"seconds": 0, "resumed": True})
                 return task.result()
