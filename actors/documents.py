@@ -120,9 +120,7 @@ class DocumentActor(pykka.ThreadingActor):
             target = self.buffer.factory_resolve(ctx.args["path"])
             self.registry.ask(ClaimPath(self.buffer.id, str(target)))
         result, events = self.buffer.handle(ctx.op, ctx.args, request_key(ctx))
-        ctx.reply(result)
-        for topic, data in events:
-            self.bus.publish(topic, data)
+        ctx.reply(result, events=events)   # one message to the hub: reply, then the events
         if ctx.op == "buffer.close":
             self.registry.tell(Closed(self.buffer.id))
             self.stop()

@@ -9,6 +9,8 @@ the hub assigns, so a subscriber sees a gap instead of drifting.
 Frames on the ROUTER (after the identity the ROUTER adds):
   * ``[payload]``              — from any client: a request, or (services) an event
   * ``[client_id, payload]``   — from a service: the reply to ``client_id``'s request
+  * ``[client_id, payload, event…]`` — from a service: that reply, then the events it caused,
+    published in order after the reply is sent on (one message for an edit: ADR-0030)
 Frames the hub sends to a service: ``[service_id, client_id, payload]`` (a request to serve).
 
 Every request gets an answer: no route, a departed service and a malformed frame are all error
@@ -224,7 +226,7 @@ class Hub:
         sender = frames[0]
         if len(frames) == 2:
             self._on_payload(sender, frames[1])
-        elif len(frames) == 3 and self._service_of(sender) is not None:
+        elif len(frames) >= 3 and self._service_of(sender) is not None:
             client, payload = frames[1], frames[2]
             service = self._service_of(sender)
             key = (client, peek_id(payload))
@@ -233,8 +235,21 @@ class Hub:
                 service.pending[key] = copies - 1
             self.stats["replies"] += 1
             self._send(client, payload)
+            for event in frames[3:]:   # the events the op caused, after its reply (ADR-0030)
+                self._service_event(event)
         else:
             log.warning("dropping a frame with %d parts from %r", len(frames), sender)
+
+    def _service_event(self, payload: bytes) -> None:
+        """An event that came with a service's reply: published; anything else is dropped."""
+        try:
+            frame = decode(payload)
+        except ProtocolError:
+            self.stats["errors"] += 1
+            log.warning("hub: dropping an undecodable event sent with a reply")
+            return
+        if isinstance(frame, Event):
+            self._publish(frame.topic, dict(frame.data))
 
     def _on_payload(self, sender: bytes, payload: bytes) -> None:
         try:
