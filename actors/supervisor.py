@@ -28,8 +28,9 @@ import psutil
 
 from actors import process_control
 from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Hub
+from actors.bus.hub import Deferred, Hub
 from actors.spares import SPARE_GRACES, Spares
+from actors.spawn_waits import RESPAWN, SpawnWaits
 from actors.window_first import child_env, window_argv
 from rio.config.instance import InstanceInfo, InstancePaths, default_name, pid_alive, state_base
 from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig, load_config
@@ -91,6 +92,8 @@ class Supervisor:
         self.hub_restarts = 0
         self.conn = None
         self.log_dir = state_base() / "logs"
+        #: system.spawn requests waiting for their process to be ready (actors/spawn_waits.py)
+        self.spawn_waits = SpawnWaits(self)
         self.spares = Spares(self)
 
     # --- start ----------------------------------------------------------------------------------
@@ -187,6 +190,7 @@ class Supervisor:
                 self._check_hub()
                 self.conn.drain()
                 now = time.monotonic()
+                self.spawn_waits.expire(now)
                 with self.lock:
                     for child in list(self.children.values()):
                         self._check(child, now)
@@ -212,6 +216,9 @@ class Supervisor:
         return {c.pid for c in self.children.values() if c.pid} | self.spares.pids()
 
     def _check(self, child: Child, now: float) -> None:
+        if child.state in ("stopped", "idle-stopped") and child.extra.pop(RESPAWN, False):
+            self._spawn(child)      # a system.spawn came while it was stopping: start it again
+            return
         if child.state == "restarting" and child.restart_at is not None and now >= child.restart_at:
             child.restarts += 1
             self._spawn(child)
@@ -305,11 +312,14 @@ class Supervisor:
         log.info("process %s", data)
         if self.hub is not None:
             self.hub.publish("system.process", data)
+        self.spawn_waits.on_event(child, what)   # system.spawn answers after this event
 
     # --- system.* ops (called on the hub thread) -----------------------------------------------
-    def handle_system(self, sender: bytes, req: Request) -> Reply | None:
+    def handle_system(self, sender: bytes, req: Request) -> Reply | Deferred | None:
         if not req.op.startswith("system."):
             return None
+        if req.op == "system.spawn":     # answered once the process is ready (or is not)
+            return self.spawn_waits.request(sender, req)
         try:
             return self._system_op(req)
         except Exception as exc:  # noqa: BLE001 -- this runs on the hub thread: never kill it

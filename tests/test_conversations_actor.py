@@ -212,28 +212,52 @@ def test_busy_while_running_and_stop_ends_the_turn(server, client, fakes):
     assert err.value.kind == "agent.busy" and "Stop" in err.value.next
     assert client.call("agent.list")[0]["state"] == "running"
 
-    assert client.call("agent.stop", {"conversation": cid})["stopped"] is True
+    assert client.call("agent.stop", {"conversation": cid}) == {"stopped": True, "turn": turn}
     client.wait("agent.turn", turn=turn, state="stopped")
     assert fake.stops == [{"conversation": cid, "turn": turn}]
+    # The Stop went from the client to the session process, which owns the turn (the hub
+    # routes it by conversation), not through the core.
+    assert fake.answered == [("agent.stop", client.conn.identity)]
     assert client.call("agent.stop", {"conversation": cid}) == {"stopped": False}
     assert client.call("agent.history", {"conversation": cid})["turns"][0]["status"] == "stopped"
 
 
-def test_stop_when_the_session_cannot_answer_ends_the_turn_in_the_core(server, client, fakes):
+def test_a_stop_with_no_turn_in_the_session_is_answered_by_the_core(server, client, fakes):
+    """The session process gets agent.stop straight from the client; when it holds no turn
+    (the core's session.turn is still on its way), it asks the core, which has the turn."""
     cid = new_conversation(client)
-    fake = FakeSession(server.info(), cid, lambda fake, ctx: fake.pending.append(ctx),
-                       on_stop=lambda fake, ctx: ctx.fail(BusError("no_route", "gone")))
+    fake = FakeSession(server.info(), cid, lambda fake, ctx: fake.pending.append(ctx))
     fakes.append(fake)
-    turn = client.call("agent.send", {"conversation": cid, "text": "x"})["turn"]
-    # The session holds the turn (agent.turn "started" is published before session.turn is
-    # sent, so waiting for the event alone raced the stop against the turn's delivery).
-    assert wait_for(lambda: fake.pending, 10), "the session never got the turn"
-    client.call("agent.stop", {"conversation": cid})
-    client.wait("agent.turn", turn=turn, state="stopped", timeout=5)
-    # The session's late answer changes nothing.
-    fake.pending[0].reply({"status": "done", "messages": [assistant("late")], "buffers": []})
-    time.sleep(0.3)   # a negative: nothing shows that it was ignored, so give it time to harm
-    history = client.call("agent.history", {"conversation": cid})
+    assert client.call("agent.stop", {"conversation": cid}) == {"stopped": False}
+    assert wait_for(lambda: fake.answered, 10)   # the core's stop of an orphan, after its reply
+    assert fake.answered[0][0] == "session.stop" and fake.answered[0][1] != client.conn.identity
+
+
+def test_stop_when_the_session_cannot_answer_ends_the_turn_in_the_core(in_process):
+    """agent.stop reaches the core when no session process is registered (else the hub sends
+    it to the session): the core's session.stop fails, so the core ends the turn itself, and
+    the session's late answer changes nothing."""
+    asked, release = threading.Event(), threading.Event()
+
+    def session_turn(args: dict) -> dict:
+        asked.set()
+        release.wait(10)
+        return {"status": "done", "messages": [assistant("late")], "buffers": []}
+
+    def session_stop(args: dict) -> dict:
+        raise BusError("no_route", "gone")
+    actor, bus = in_process({"session.turn": session_turn, "session.stop": session_stop})
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    turn = ask(actor, bus, "agent.send", {"conversation": cid, "text": "x"})["turn"]
+    assert asked.wait(10)
+    assert ask(actor, bus, "agent.stop", {"conversation": cid}) == {"stopped": True,
+                                                                    "turn": turn}
+    bus.wait(lambda: ("agent.turn", {"conversation": cid, "turn": turn, "state": "stopped"})
+             in bus.events)
+    release.set()
+    pool = actor.proxy().turns.get()
+    assert wait_for(lambda: pool._idle == 1, 10)   # the late answer was handed to the actor
+    history = ask(actor, bus, "agent.history", {"conversation": cid})
     assert [t["status"] for t in history["turns"]] == ["stopped"]
     assert len(history["messages"]) == 1
 
@@ -268,6 +292,9 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
                                          "decision": "reject"}) == {"applied": False}
     assert fake.approvals == [{"conversation": cid, "turn": turn, "proposal": "p9",
                                "decision": "reject"}]
+    # ... answered by the session process itself: the client's own request reached it (the
+    # hub routes a turn's answers to its owner), not a session.approve sent by the core.
+    assert fake.answered == [("agent.approve", client.conn.identity)]
 
     # The session owns the proposal: the core asks it (session.interrupt), so the message is
     # an interrupt at once, with no race against the agent.propose event.
@@ -450,7 +477,9 @@ class FakeBus:
     and events are recorded."""
 
     def __init__(self, handlers: dict[str, Callable[[dict], Any]]):
-        self.handlers = handlers
+        # system.spawn answers when the session is ready: here, at once (unless a test says)
+        self.handlers = {"system.spawn": lambda args: {"state": "running", "ready": True},
+                         **handlers}
         self.events: list[tuple[str, dict]] = []
         self.replies: dict[str, Any] = {}
         self.changed = threading.Condition()
@@ -466,7 +495,7 @@ class FakeBus:
             self.events.append((topic, dict(data)))
             self.changed.notify_all()
 
-    def send_reply(self, client: bytes, reply: Any) -> None:
+    def send_reply(self, client: bytes, reply: Any, *_: Any) -> None:   # (events after it)
         with self.changed:
             self.replies[reply.id] = reply
             self.changed.notify_all()
@@ -665,37 +694,42 @@ def test_idle_timers_fire_once_and_a_new_turn_makes_the_old_one_stale():
         timers.close()
 
 
-def test_process_events_wake_a_waiter_without_polling():
-    from actors.agents.turn_workers import ProcessEvents
-    events = ProcessEvents()
-    events.record({"name": "agent:x", "event": "ready"})
-    events.forget("agent:x")                       # watching afresh: the old event is gone
-    assert events.wait("agent:x", 0.01) is None
-    woke: list[str | None] = []
-    waiter = threading.Thread(target=lambda: woke.append(events.wait("agent:x", 10)))
-    waiter.start()
-    events.record({"name": "agent:y", "event": "ready"})   # another process: still waiting
-    events.record({"name": "agent:x", "event": "ready"})
-    waiter.join(5)
-    assert woke == ["ready"]
-    events.record({"name": 3, "event": None})             # malformed: ignored
+def test_a_turn_goes_to_the_session_once_system_spawn_answers_and_never_polls(in_process):
+    """system.spawn is answered when the process is ready (actors/spawn_waits.py): the turn
+    waits for that one answer — no system.status, no session.turn before it, no retries."""
+    asked: list[str] = []
+    release = threading.Event()
 
+    def spawn(args: dict) -> dict:
+        asked.append("system.spawn")
+        release.wait(10)
+        return {"name": f"agent:{args['key']}", "state": "running", "ready": True}
 
-def test_a_turn_waits_for_the_ready_event_not_for_status_polls(in_process):
-    statuses: list[dict] = []
-    asked = threading.Event()
-
-    def status(args: dict) -> dict:
-        statuses.append(args)
-        asked.set()
-        return {"processes": [{"name": f"agent:{cid}", "state": "running", "ready": False}]}
-    actor, bus = in_process({"system.status": status,
-                             "session.turn": lambda args: {"status": "done", "messages": [],
-                                                           "buffers": []}})
+    def turn(args: dict) -> dict:
+        asked.append("session.turn")
+        return {"status": "done", "messages": [], "buffers": []}
+    actor, bus = in_process({"system.spawn": spawn, "session.turn": turn})
     cid = ask(actor, bus, "agent.new", {})["conversation"]
     ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})
-    assert asked.wait(10)
-    time_before = len(statuses)
-    actor.proxy().process_events.get().record({"name": f"agent:{cid}", "event": "ready"})
+    assert wait_for(lambda: asked, 10)
+    assert asked == ["system.spawn"]          # held there until the process is ready
+    release.set()
     bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn" and e[1]["state"] == "done"])
-    assert len(statuses) == time_before == 1          # one status read, then the event
+    assert asked == ["system.spawn", "session.turn"]
+    # The next turn finds the session healthy: straight to it.
+    ask(actor, bus, "agent.send", {"conversation": cid, "text": "again"})
+    bus.wait(lambda: len([e for e in bus.events
+                          if e[0] == "agent.turn" and e[1]["state"] == "done"]) == 2)
+    assert asked == ["system.spawn", "session.turn", "session.turn"]
+
+
+def test_a_session_process_that_exits_before_ready_fails_the_turn_classified(in_process):
+    def spawn(args: dict) -> dict:
+        raise BusError("spawn_failed", f"The agent:{args['key']} process ended before it was "
+                       "ready (exit 3).", "Read its log.")
+    actor, bus = in_process({"system.spawn": spawn})
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    turn = ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})["turn"]
+    error = bus.wait(lambda: next((d for t, d in bus.events if t == "agent.error"), None))
+    assert error["kind"] == "agent.session_unavailable" and error["turn"] == turn
+    assert "exit 3" in error["message"] and "rio status" in error["next"]

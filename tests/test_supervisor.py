@@ -48,10 +48,9 @@ def process(srv: RioServer, name: str) -> dict:
 
 
 def spawn_fake(srv: RioServer, key: str, helpers: int = 0) -> int:
-    name = f"fake:{key}"
-    srv.call("system.spawn", {"kind": "fake", "key": key})
-    assert wait_for(lambda: process(srv, name).get("ready"), 20), process(srv, name)
-    pid = process(srv, name)["pid"]
+    got = srv.call("system.spawn", {"kind": "fake", "key": key}, timeout=30)
+    assert got["ready"] and got["name"] == f"fake:{key}", got   # answered once it is ready
+    pid = got["pid"]
     srv.known_pids.add(pid)
     if helpers:
         assert wait_for(lambda: len(helper_pids(srv)) >= helpers, 20)
@@ -170,7 +169,12 @@ def test_a_process_that_keeps_dying_is_given_up_and_says_so(project: Path,
         watcher = srv.connect("watch", subscribe=("system.process",))
         events: list[dict] = []
         watcher.subscribe("system.process", lambda e: events.append(dict(e.data)))
-        srv.call("system.spawn", {"kind": "fake", "key": "crash"})
+        # The spawn is answered when the process is ready, or — this one exits 3 at once —
+        # with the classified failure, not with a pid that is already dead.
+        with pytest.raises(RioError) as failed:
+            srv.call("system.spawn", {"kind": "fake", "key": "crash"}, timeout=30)
+        assert failed.value.kind == "bus.spawn_failed", failed.value
+        assert "exit 3" in failed.value.message and "fake:crash" in failed.value.message
         assert wait_for(lambda: process(srv, "fake:crash").get("state") == "failed", 30)
         status = process(srv, "fake:crash")
         assert status["restarts"] == 2 and status["last_exit"] == "exit 3"
@@ -337,13 +341,18 @@ def test_host_stop_ends_a_process_cleanly_not_as_a_crash(tmp_path: Path) -> None
     root.mkdir()
     server = RioServer(root, tmp_path).start()
     try:
-        server.call("system.spawn", {"kind": "agent", "key": "calm"}, timeout=30)
+        got = server.call("system.spawn", {"kind": "agent", "key": "calm"}, timeout=30)
 
         def agent() -> dict:
             return {p["name"]: p for p in server.call("system.status")["processes"]}["agent:calm"]
 
-        assert wait_for(lambda: agent().get("ready"), 30)
-        pid = agent()["pid"]
+        # Answered once the process is ready: a session.* request right after it is routed
+        # (it used to be answered at once, and such a request got bus.no_route).
+        assert got["ready"] and agent()["ready"], (got, agent())
+        assert server.call("session.status", {"conversation": "calm"})["turn"] is None
+        # A second spawn of a ready process is answered at once, with the same process.
+        assert server.call("system.spawn", {"kind": "agent", "key": "calm"})["pid"] == got["pid"]
+        pid = got["pid"]
         assert server.call("host.stop", {"process": "agent:calm"})["stopping"] == "agent:calm"
         assert wait_for(lambda: agent()["state"] == "stopped", 30), agent()
         final = agent()

@@ -22,11 +22,15 @@ as "interrupted" and the new message goes to it at once as the next turn, which 
 records only after the old turn's messages (the store keeps the order the model saw); else the
 message is ``agent.busy``.
 
-Before a turn goes to a session process that is starting or being restarted, the core waits
-until the supervisor reports it ready — its ``system.process`` "ready" event, or one
-``system.status`` (answered by the supervisor, never by the starting process) — without
-polling: a request that reaches a process in the middle of its bus.register
-arrives before its bus thread is ready, and killed it (SIGABRT; actors/bus/service.py).
+Before a turn goes to a session process that has not answered one yet, the core asks for it
+with ``system.spawn``, which the supervisor answers once the process is ready — registered on
+the bus — or with why not (actors/spawn_waits.py); nothing here waits on events, polls
+``system.status`` or retries ``session.turn``.
+
+``agent.approve``, ``agent.stop`` and ``agent.permission_answer`` reach this actor only when the
+conversation has no session process registered (the hub sends them to that process, which
+owns the turn: rio/protocol/routing.py), or for an MCP proposal (``mcp-…``, the core's ``mcp``
+actor), or when the session has no turn and asks the core (its ``agent.stop``).
 
 A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
 turn ends as a classified error, the conversation stays as recorded, and the next message finds
@@ -37,14 +41,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import pykka
 
 from actors.actor_registry import ActorHost, actor_factory
-from actors.agents.turn_workers import IdleTimers, ProcessEvents, WorkerPool
+from actors.agents.turn_workers import IdleTimers, WorkerPool
 from actors.bus.service import BusThread, RequestContext
 from rio.agent.conversations import (
     Conversation,
@@ -65,8 +68,9 @@ log = logging.getLogger("rio.agent.conversations")
 #: The longest a turn may run before the core gives up on it (the session's own limits —
 #: model requests and tool calls per turn — normally end it long before).
 TURN_TIMEOUT_S = 30 * 60.0
-#: How long a new session process gets to register on the bus before the turn fails.
-SPAWN_WAIT_S = 20.0
+#: How long system.spawn may take to answer (the supervisor answers within 20 s: ready,
+#: failed or timed out — actors/spawn_waits.py).
+SPAWN_WAIT_S = 25.0
 #: Quick forwards (stop, mode): a healthy session answers in milliseconds.
 FORWARD_TIMEOUT_S = 5.0
 #: An approval applies the edit (buffer.open, buffer.replace) before it answers.
@@ -141,8 +145,7 @@ class ConversationsActor(pykka.ThreadingActor):
                  turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
                  default_provider: Callable[[], str | None] | None = None,
                  known_providers: Callable[[], set[str]] | None = None,
-                 idle_stop_s: float | None = None,
-                 process_events: ProcessEvents | None = None):
+                 idle_stop_s: float | None = None):
         super().__init__()
         self.store = store
         self.bus = bus
@@ -151,11 +154,9 @@ class ConversationsActor(pykka.ThreadingActor):
         self.default_provider = default_provider or _configured_provider
         self.known_providers = known_providers or _installed_providers
         self.running: dict[str, RunningTurn] = {}        # conversation → its running turn
-        #: Conversations whose session answered its last turn: no readiness check before the
-        #: next one (it costs a system.status round trip). Touched by turn workers.
+        #: Conversations whose session answered its last turn: no system.spawn before the
+        #: next one (a round trip to the supervisor). Touched by turn workers.
         self.healthy: set[str] = set()
-        #: the supervisor's system.process events (a session process became ready …)
-        self.process_events = process_events or ProcessEvents()
         self.turns = WorkerPool("turn", 64)
         self.forwards = WorkerPool("forward", 4)
         #: A session process with no turn this long is stopped (system.restart again=false,
@@ -464,37 +465,33 @@ class ConversationsActor(pykka.ThreadingActor):
         self._tell(("finished", running.turn, outcome))
 
     def _call_session(self, running: RunningTurn, args: dict[str, Any]) -> TurnOutcome:
-        deadline = time.monotonic() + self.spawn_wait_s
+        """``session.turn`` to the conversation's process. One that has not answered a turn
+        yet (new, idle-stopped, or its last turn failed on the bus) is asked for first with
+        ``system.spawn``, which answers once the process is READY (registered on the bus) —
+        so there is no waiting here, no status polling and no retry loop; a ``no_route``
+        after that means it died again, once spawned a second time for a healthy one."""
+        cid = running.conversation
         spawned = False
-        delay = 0.02
-        if running.conversation not in self.healthy:
-            self._wait_ready(running, deadline)   # a session starting, or being restarted
+        if cid not in self.healthy:
+            failed = self._spawn_session(cid)
+            if failed is not None:
+                return failed
+            spawned = True
         while True:
             if running.stop_requested.is_set():
                 return TurnOutcome("stopped")
             try:
                 result = self.bus.call("session.turn", args, timeout=self.turn_timeout_s)
-                self.healthy.add(running.conversation)
+                self.healthy.add(cid)
                 break
             except BusError as err:
-                self.healthy.discard(running.conversation)
-                if err.kind != "bus.no_route" or time.monotonic() >= deadline:
+                self.healthy.discard(cid)
+                if err.kind != "bus.no_route" or spawned:
                     return TurnOutcome("error", error=classify_bus_failure(err), from_core=True)
-                if not spawned:
-                    try:
-                        got = self.bus.call("system.spawn", {"kind": "agent",
-                                                             "key": running.conversation},
-                                            timeout=FORWARD_TIMEOUT_S)
-                    except RioError as spawn_err:
-                        wire = spawn_err.to_wire()
-                        wire.pop("details", None)
-                        return TurnOutcome("error", error=wire, from_core=True)
-                    # An idle stop still under way: wait for it to end, then spawn again.
-                    spawned = not (isinstance(got, Mapping) and got.get("state") == "stopping")
-                    self._wait_ready(running, deadline)
-                    continue
-                running.stop_requested.wait(delay)
-                delay = min(delay * 2, 0.2)
+                failed = self._spawn_session(cid)    # it died since its last turn: once more
+                if failed is not None:
+                    return failed
+                spawned = True
             except RioError as err:
                 wire = err.to_wire()
                 wire.pop("details", None)
@@ -517,29 +514,23 @@ class ConversationsActor(pykka.ThreadingActor):
                            acp_session=acp_session if isinstance(acp_session, str) else None,
                            changed_files=on_disk)
 
-    def _wait_ready(self, running: RunningTurn, deadline: float) -> None:
-        """Wait until the supervisor reports the new session process ready: its ``system.process``
-        "ready" event, or a ``system.status`` already saying so (asked once, after the watch
-        began, so the event cannot slip between the two). Keeping ``session.turn`` back until
-        then keeps requests away from a process that is still registering on the bus."""
-        name = f"agent:{running.conversation}"
-        self.process_events.forget(name)
+    def _spawn_session(self, cid: str) -> TurnOutcome | None:
+        """Start the conversation's session process, or find it started: ``system.spawn``
+        answers when it is ready (a running one at once; one being stopped is started again
+        after its stop), or with why it is not (``bus.spawn_failed``: it exited first)."""
         try:
-            status = self.bus.call("system.status", {}, timeout=FORWARD_TIMEOUT_S)
-        except RioError:
-            return
-        proc = next((p for p in status.get("processes", ()) if p.get("name") == name), None)
-        if proc is None or proc.get("state") in ("failed", "stopped", "idle-stopped"):
-            return
-        if proc.get("ready") and proc.get("state") == "running":
-            return  # ("ready" stays set while a dead one waits for its restart)
-        while time.monotonic() < deadline and not running.stop_requested.is_set():
-            # Woken by the process's next event; the short slice only notices a Stop.
-            event = self.process_events.wait(name, min(0.1, deadline - time.monotonic()))
-            if event is not None and event != "started":
-                return        # ready — or exited/failed: session.turn says which
-            if event == "started":
-                self.process_events.forget(name)
+            self.bus.call("system.spawn", {"kind": "agent", "key": cid},
+                          timeout=self.spawn_wait_s)
+        except RioError as err:
+            if err.kind in ("bus.spawn_failed", "bus.timeout"):
+                return TurnOutcome("error", error=AgentError(
+                    "session_unavailable", f"The agent process did not start: {err.message}",
+                    "Check `rio status` and the agent's log; then send the message again."
+                ).to_wire(), from_core=True)
+            wire = err.to_wire()
+            wire.pop("details", None)
+            return TurnOutcome("error", error=wire, from_core=True)
+        return None
 
     def _merge_undo(self, running: RunningTurn, buffers: Any) -> None:
         label = undo_label(running.text)
@@ -617,7 +608,7 @@ class ConversationsActor(pykka.ThreadingActor):
     def _idle(self, cid: str, generation: int) -> None:
         if not self.idle.due(cid, generation) or cid in self.running:
             return      # a turn started meanwhile: the timer is stale
-        self.healthy.discard(cid)      # the next turn checks readiness (and spawns)
+        self.healthy.discard(cid)      # the next turn spawns it (answered when ready)
         args = {"process": f"agent:{cid}", "again": False, "reason": "idle"}
 
         def forward() -> None:
@@ -697,14 +688,11 @@ def _installed_providers() -> set[str]:
 @actor_factory("conversations")
 def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     store = ConversationStore(conversations_dir(project_state_dir(host.root)))
-    events = ProcessEvents()
-    ref = ConversationsActor.start(store, host.bus, process_events=events)
+    ref = ConversationsActor.start(store, host.bus)
     host.refs.append(ref)
 
     def on_event(event: Any) -> None:
         ref.tell(("event", event.topic, thaw(event.data)))
-    # A session process coming up: the turns waiting for it are woken (no status polling).
-    host.bus.subscribe("system.process", lambda event: events.record(thaw(event.data)))
     # The streamed text, kept for a turn whose session dies before it answers.
     host.bus.subscribe("agent.delta", on_event)
     return {"agent": ref.tell}

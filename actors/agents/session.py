@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import functools
 import logging
 import threading
@@ -39,6 +40,7 @@ from rio.agent.tools import TOOL_SPECS, Tools
 from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
 from rio.protocol.errors import AgentError, InternalError, ProtocolError, RioError
 from rio.protocol.frames import Event
+from rio.protocol.routing import turn_answer_conversation
 from rio.providers.base import Message, Provider
 
 log = logging.getLogger("rio.agent.session")
@@ -269,6 +271,8 @@ class AgentSession(AcpOwner):
         self.transport: Any = None
         self._starting = False  # a session.turn is setting up (no Turn object yet)
         self._stop_early = False  # session.stop arrived during that set-up
+        #: a turn stopped before its session.turn arrived (the core's stop overtook it)
+        self._stopped_ahead: str | None = None
         #: resolved at the end of a set-up with its _Running (None when set-up failed)
         self._setup: asyncio.Future[_Running | None] | None = None
         self.thread = threading.Thread(target=self._run_loop, name="rio-agent-loop", daemon=True)
@@ -316,16 +320,22 @@ class AgentSession(AcpOwner):
     # --- the loop ------------------------------------------------------------------------------
     def _dispatch(self, ctx: RequestContext) -> None:
         try:
-            if ctx.args.get("conversation") != self.conversation:
+            # agent.approve/stop/permission_answer come straight from the client: the hub
+            # routes a running turn's answers to its owner (rio/protocol/routing.py).
+            conversation = ctx.args.get("conversation") if ctx.op.startswith("session.") \
+                else turn_answer_conversation(ctx.op, ctx.args)
+            if conversation != self.conversation:
                 raise ProtocolError("bad_args", f"This session serves conversation "
-                                    f"{self.conversation!r}, not "
-                                    f"{ctx.args.get('conversation')!r}.")
+                                    f"{self.conversation!r}, not {conversation!r}.")
             if ctx.op == "session.turn":
                 self.loop.create_task(self._answering(ctx, self._turn(ctx)))
-            elif ctx.op == "session.approve":
+            elif ctx.op in ("session.approve", "agent.approve"):
                 self.loop.create_task(self._answering(ctx, self._approve(ctx)))
-            elif ctx.op == "session.stop":
+            elif ctx.op in ("session.stop", "agent.stop"):
                 self.loop.create_task(self._answering(ctx, self._stop(ctx)))
+            elif ctx.op == "agent.permission_answer":   # the same arguments, the same answer
+                self._dispatch(dataclasses.replace(ctx, request=dataclasses.replace(
+                    ctx.request, op="session.permission_answer")))
             elif ctx.op == "session.interrupt":
                 # The core asks before it sends a new message's turn: this process owns the
                 # turn's pending proposals and questions, so it decides (no event race).
@@ -342,11 +352,6 @@ class AgentSession(AcpOwner):
                 ctx.reply({"answered": bool(answered)})
             elif ctx.op == "session.close":
                 self.loop.create_task(self._answering(ctx, self._close_agent(ctx)))
-            elif ctx.op == "session.status":
-                running = self.running
-                ctx.reply({"conversation": self.conversation,
-                           "turn": running.turn.spec.turn if running else None,
-                           "pending": running.turn.pending_ids() if running else []})
             elif ctx.op == "session.pending":
                 # What waits for the user in the running turn, for a window started since.
                 running = self.running
@@ -354,6 +359,11 @@ class AgentSession(AcpOwner):
                            "events": running.turn.pending_events() if running else []})
             elif ctx.op in ("session.set_mode", "session.set_config", "session.authenticate"):
                 self.loop.create_task(self._answering(ctx, self._agent_setting(ctx)))
+            elif ctx.op == "session.status":
+                running = self.running
+                ctx.reply({"conversation": self.conversation,
+                           "turn": running.turn.spec.turn if running else None,
+                           "pending": running.turn.pending_ids() if running else []})
             else:
                 raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
         except Exception as exc:  # noqa: BLE001 -- every request gets an answer
@@ -401,6 +411,10 @@ class AgentSession(AcpOwner):
             # new one (the core records them only after this turn's).
             earlier = self._earlier
         self._earlier = ()
+        if args["turn"] == self._stopped_ahead:
+            self._stopped_ahead = None
+            ctx.reply(TurnResult("stopped", ()).to_wire())
+            return
         try:
             messages = tuple(Message.from_dict(m) for m in args["messages"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -492,6 +506,9 @@ class AgentSession(AcpOwner):
     async def _approve(self, ctx: RequestContext) -> None:
         running = self.running
         if running is None or running.turn.spec.turn != ctx.args["turn"]:
+            if ctx.op == "agent.approve":    # from the client: the core's answer, word for word
+                raise AgentError("unknown_turn", f"Turn {ctx.args['turn']!r} is not running "
+                                 "any more.", "Only a running turn's proposals can be answered.")
             ctx.reply({"applied": False, "reason": "That turn is not running any more."})
             return
         outcome = await running.turn.answer(str(ctx.args["proposal"]), ctx.args["decision"])
@@ -510,12 +527,23 @@ class AgentSession(AcpOwner):
         if running is None and self._starting and self._setup is not None:
             self._stop_early = True  # cancelled as soon as it exists
             running = await asyncio.shield(self._setup)
+        if running is None and ctx.op == "agent.stop":
+            # No turn here (yet): the core may hold one that has not reached this process
+            # (sent a moment ago). It answers, as it did before stops came here (the hub
+            # routes this process's own agent.stop to the core).
+            ctx.reply(await self.port.call("agent.stop", {"conversation": self.conversation},
+                                           timeout=10))
+            return
         if running is None or (wanted and running.turn.spec.turn != wanted):
+            if wanted:
+                self._stopped_ahead = wanted   # its session.turn may still be on its way
             ctx.reply({"stopped": False})
             return
         running.task.cancel()
         await running.done.wait()
-        ctx.reply({"stopped": True})
+        # agent.stop says which turn it stopped, as the core's answer did
+        ctx.reply({"stopped": True, "turn": running.turn.spec.turn} if ctx.op == "agent.stop"
+                  else {"stopped": True})
 
 
 class SessionKeeper(pykka.ThreadingActor):
@@ -546,4 +574,6 @@ def start_agent_session(host: ActorHost) -> dict[str, Callable[[RequestContext],
     keeper = SessionKeeper.start(session, host.name)
     host.refs.append(keeper)
     host.ping_targets.append(keeper)
-    return {"session": session.handle}
+    # "agent": the turn answers (agent.approve, agent.stop, agent.permission_answer) the hub
+    # routes here by conversation; the hub never registers this process for the prefix.
+    return {"session": session.handle, "agent": session.handle}

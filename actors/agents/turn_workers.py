@@ -97,32 +97,3 @@ class IdleTimers:
             timer.cancel()
         self._armed.clear()
 
-
-class ProcessEvents:
-    """The supervisor's ``system.process`` events, as a waiter needs them: "has process NAME
-    said anything since I started watching?" — so a turn waits for its session process to be
-    *ready* without asking ``system.status`` over and over (the events are recorded on the
-    bus thread, the waits run on turn workers)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._last: dict[str, str] = {}
-
-    def record(self, data: dict) -> None:
-        name, event = data.get("name"), data.get("event")
-        if not isinstance(name, str) or not isinstance(event, str):
-            return
-        with self._cond:
-            self._last[name] = event
-            self._cond.notify_all()
-
-    def forget(self, name: str) -> None:
-        """Start watching ``name`` afresh (call before reading its state another way)."""
-        with self._cond:
-            self._last.pop(name, None)
-
-    def wait(self, name: str, timeout: float) -> str | None:
-        """The last event of ``name`` since :meth:`forget`, waiting up to ``timeout``."""
-        with self._cond:
-            self._cond.wait_for(lambda: name in self._last, max(0.0, timeout))
-            return self._last.get(name)

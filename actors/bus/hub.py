@@ -3,7 +3,12 @@
 It binds a ROUTER for requests and an XPUB for events (ADR-0009). Services — the
 processes that host actors — connect like any client and register the op prefixes they serve
 (``bus.register {prefixes}``); the hub routes each request by its prefix and sends the reply back
-to whoever asked. Events reach the hub from services and leave on the XPUB with a per-topic ``seq``
+to whoever asked. A few are routed by an argument instead (rio/protocol/routing.py): ``host.*``
+by process name, ``session.*`` and the answers to a running turn (``agent.approve``,
+``agent.stop``, ``agent.permission_answer``) to the conversation's ``agent:<conversation>``
+process, which owns the turn (ADR-0027). A local handler (the supervisor's ``system.*``) may
+answer later: it returns :data:`DEFERRED` and calls :meth:`Hub.reply_later`. Events reach
+the hub from services and leave on the XPUB with a per-topic ``seq``
 the hub assigns, so a subscriber sees a gap instead of drifting.
 
 Frames on the ROUTER (after the identity the ROUTER adds):
@@ -38,9 +43,18 @@ from actors.bus.sockets import HWM, WELCOME, configure  # noqa: F401 -- HWM, WEL
 from rio.protocol import ops, roles
 from rio.protocol.errors import BusError, InternalError, ProtocolError
 from rio.protocol.frames import Event, Reply, Request, decode, encode, peek_id
+from rio.protocol.routing import BY_ARGUMENT, session_process, turn_answer_conversation
 
 log = logging.getLogger("rio.hub")
 
+
+class Deferred:
+    """What a local handler returns for a request it answers later, from another thread,
+    with :meth:`Hub.reply_later` (the supervisor's ``system.spawn``: answered once the new
+    process is ready — the hub's thread never waits)."""
+
+
+DEFERRED = Deferred()
 
 
 @dataclass
@@ -59,7 +73,8 @@ class Hub:
     def __init__(self, requests_endpoint: str, events_endpoint: str, *,
                  context: zmq.Context | None = None,
                  curve_secret: bytes | None = None,
-                 local_handler: Callable[[bytes, Request], Reply | None] | None = None):
+                 local_handler: Callable[[bytes, Request], Reply | Deferred | None] | None
+                 = None):
         self.requests_endpoint = requests_endpoint
         self.events_endpoint = events_endpoint
         self.ctx = context or zmq.Context.instance()
@@ -125,6 +140,17 @@ class Hub:
             sock.setsockopt(zmq.LINGER, 1000)
             sock.connect(self._inject_endpoint)
             sock.send(msgpack.packb([topic, data], use_bin_type=True))
+            sock.close()
+
+    def reply_later(self, client: bytes, reply: Reply) -> None:
+        """Answer a request a local handler deferred (:data:`DEFERRED`), from any thread:
+        the reply goes out on the hub's thread, after every event published before it."""
+        with self._inject_lock:
+            sock = self.ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(self._inject_endpoint)
+            sock.send(msgpack.packb(["__reply__", {"client": client, "payload": encode(reply)}],
+                                    use_bin_type=True))
             sock.close()
 
     def drop_service(self, name: str) -> None:
@@ -203,6 +229,9 @@ class Hub:
             topic, data = msgpack.unpackb(raw, raw=False)
             if topic == "__drop__":
                 self._drop_by_name(data["name"])
+            elif topic == "__reply__":
+                self.stats["replies"] += 1
+                self._send(data["client"], data["payload"])
             else:
                 self._publish(topic, data)
         except Exception:  # noqa: BLE001 -- the hub thread never dies of one message
@@ -274,11 +303,13 @@ class Hub:
             return
         if self._local_handler is not None:
             local = self._local_handler(sender, frame)
+            if isinstance(local, Deferred):
+                return      # answered later through reply_later
             if local is not None:
                 self._reply(sender, local)
                 return
         prefix = frame.op.split(".", 1)[0]
-        if prefix in ("host", "session"):
+        if prefix in BY_ARGUMENT:
             try:   # routed by an argument: a wrong one is bad_args, not "nothing serves it"
                 ops.validate(frame)
             except ProtocolError as err:
@@ -286,14 +317,12 @@ class Hub:
                 return
         if prefix == "host":
             # host.* ops go to one process by name (the supervisor's liveness pings)
-            wanted = frame.args.get("process")
-            target = next((i for i, s in self._services.items() if s.name == wanted), None)
+            target = self._named(str(frame.args.get("process")))
         elif prefix == "session":
             # session.* ops go to the conversation's own agent process, "agent:<conversation>"
-            wanted = f"agent:{frame.args.get('conversation')}"
-            target = next((i for i, s in self._services.items() if s.name == wanted), None)
+            target = self._named(session_process(str(frame.args.get("conversation"))))
         else:
-            target = self._routes.get(prefix)
+            target = self._turn_owner(sender, frame) or self._routes.get(prefix)
         if target is None:
             self._reply(sender, Reply.failure(frame.id, BusError(
                 "no_route", f"Nothing serves {prefix}.* ops right now.",
@@ -312,15 +341,39 @@ class Hub:
         key = (sender, frame.id)
         service.pending[key] = service.pending.get(key, 0) + 1
 
+    def registered_pid(self, name: str) -> int | None:
+        """The pid a service named ``name`` registered with, if one is registered (read on the
+        hub's thread: a local handler's question)."""
+        ident = self._named(name)
+        return None if ident is None else self._services[ident].pid
+
+    def _named(self, name: str) -> bytes | None:
+        return next((i for i, s in self._services.items() if s.name == name), None)
+
+    def _turn_owner(self, sender: bytes, frame: Request) -> bytes | None:
+        """The session process that answers this turn answer itself (agent.approve,
+        agent.stop, agent.permission_answer; rio/protocol/routing.py), if it is registered
+        and did not send the request itself; else None (the prefix route: the core)."""
+        conversation = turn_answer_conversation(frame.op, frame.args)
+        if conversation is None:
+            return None
+        name = session_process(conversation)
+        asking = self._service_of(sender)
+        if asking is not None and asking.name == name:
+            return None          # the session asks the core (its stop with no turn of its own)
+        return self._named(name)
+
     def _bus_op(self, sender: bytes, req: Request) -> Reply:
         try:
             args = ops.validate(req)   # typed like every op (bus.* in rio/protocol/ops.py)
         except ProtocolError as err:
             return Reply.failure(req.id, err)
         if req.op == "bus.register":
-            # host.* and session.* are routed by process name, never by prefix (many serve them)
-            prefixes = tuple(p for p in args["prefixes"] if p not in ("host", "session"))
+            # host.* and session.* are routed by process name, never by prefix (many serve
+            # them); so are the agent.* turn answers a conversation's session serves itself.
             name = args["name"] or sender.decode(errors="replace")
+            by_name = BY_ARGUMENT + (("agent",) if name.startswith(session_process("")) else ())
+            prefixes = tuple(p for p in args["prefixes"] if p not in by_name)
             taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
                      and self._routes[p] in self._services
                      and self._services[self._routes[p]].name != name]

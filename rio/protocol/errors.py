@@ -24,6 +24,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     nothing_to_redo, dirty, untitled, path_open, bad_format, bad_pattern, bad_replacement,
     │     loading, no_editor, unsupported, stale_base
     ├── BusError               bus.*        the message bus could not carry a request
+    │     spawn_failed (system.spawn: the process ended before it was ready),
     │     timeout, unreachable, no_route, actor_dead, closed, instance_exists,
     │     ambiguous_instance, path_too_long, unsafe_runtime_dir, prefix_taken, listen_failed,
     │     bad_listen_address, no_server_key(s), no_client_key, ambiguous_client_key,

@@ -7,6 +7,7 @@ core and the terminal client are tested without the agent loop or a model.
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 from actors.bus.client import Endpoints
@@ -39,12 +40,17 @@ class FakeSession:
         self.turns: list[dict] = []
         self.approvals: list[dict] = []
         self.stops: list[dict] = []
+        #: (op, client identity) of every approval and stop this process answered: the
+        #: client's own agent.approve/agent.stop come here straight (the hub routes them)
+        self.answered: list[tuple[str, bytes]] = []
+        self.conversation = conversation
         self.pending: list[RequestContext] = []
         self.on_turn = on_turn
         self.on_stop = on_stop
         self.on_approve = on_approve
         self.bus = BusThread(Endpoints(info["requests"], info["events"]),
-                             name=f"agent:{conversation}", handlers={"session": self._serve})
+                             name=f"agent:{conversation}",
+                             handlers={"session": self._serve, "agent": self._serve})
         self.bus.start()
         #: turns with a proposal out (published through self.bus.publish), which a new
         #: message interrupts — the real session knows its pending proposals the same way
@@ -61,26 +67,39 @@ class FakeSession:
         if ctx.op == "session.turn":
             self.turns.append(dict(ctx.args))
             self.on_turn(self, ctx)
-        elif ctx.op == "session.approve":
-            self.approvals.append(dict(ctx.args))
+        elif ctx.op in ("session.approve", "agent.approve"):
+            self.answered.append((ctx.op, ctx.client))
+            self.approvals.append({"conversation": self.conversation, **ctx.args})
             ctx.reply({"applied": ctx.args["decision"] != "reject"})
             if self.on_approve is not None:
-                self.on_approve(self, dict(ctx.args))
+                self.on_approve(self, dict(self.approvals[-1]))
         elif ctx.op == "session.interrupt":
             # Like the real session: a turn with a proposal out is interrupted; the new
             # message's session.turn follows. Otherwise the core answers agent.busy.
             turn = str(ctx.args.get("turn"))
             ctx.reply({"interrupted": turn in self.proposed, "running": bool(self.pending)})
             self.proposed.discard(turn)
-        elif ctx.op == "session.stop":
-            self.stops.append(dict(ctx.args))
+        elif ctx.op == "agent.stop" and not self.pending and self.on_stop is None:
+            # Like the real session: no turn here, so the core answers (it may hold one).
+            threading.Thread(target=self._stop_via_core, args=(ctx,), daemon=True).start()
+        elif ctx.op in ("session.stop", "agent.stop"):
+            self.answered.append((ctx.op, ctx.client))
+            turn = ctx.args.get("turn") or (self.pending[0].args["turn"] if self.pending
+                                            else None)
+            self.stops.append({"conversation": self.conversation, "turn": turn})
             if self.on_stop is not None:
                 self.on_stop(self, ctx)
             else:
-                ctx.reply({"stopped": True})
+                ctx.reply({"stopped": True, "turn": turn})
                 for held in self.pending:
                     held.reply({"status": "stopped", "messages": [], "buffers": []})
                 self.pending.clear()
+
+    def _stop_via_core(self, ctx: RequestContext) -> None:
+        try:
+            ctx.reply(self.bus.call("agent.stop", {"conversation": self.conversation}))
+        except Exception as exc:  # noqa: BLE001 -- the request is answered either way
+            ctx.fail(exc)
 
     def stop(self) -> None:
         self.bus.stop()
