@@ -321,13 +321,13 @@ class Supervisor:
         if req.op == "system.spawn":     # answered once the process is ready (or is not)
             return self.spawn_waits.request(sender, req)
         try:
-            return self._system_op(req)
+            return self._system_op(req, sender)
         except Exception as exc:  # noqa: BLE001 -- this runs on the hub thread: never kill it
             log.exception("%s failed", req.op)
             from actors.bus.client import as_error
             return Reply.failure(req.id, as_error(exc))
 
-    def _system_op(self, req: Request) -> Reply:
+    def _system_op(self, req: Request, sender: bytes = b"") -> Reply:
         try:
             args = ops.validate(req)
         except ProtocolError as err:
@@ -343,6 +343,11 @@ class Supervisor:
             self.stop_requested.set()
             return Reply.success(req.id, {"stopping": self.name})
         try:  # a refused spawn or restart is an error reply, never an exception in the hub
+            if req.op == "system.open_folder":
+                from actors.open_folder import open_folder
+                from rio.protocol.roles import REMOTE_PREFIX
+                return Reply.success(req.id, open_folder(
+                    args, remote=sender.startswith(REMOTE_PREFIX)))
             if req.op == "system.spawn":
                 return Reply.success(req.id, self.spawn_on_demand(args))
             if req.op == "system.restart":

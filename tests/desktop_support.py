@@ -99,15 +99,17 @@ class InProcessApp:
     """
 
     def __init__(self, tk_root: Any, srv: RioServer, *, state_dir: Path | None = None,
-                 geometry: str = "1000x700"):
+                 geometry: str = "1000x700", conn: Any = None, remote: str | None = None):
+        """``conn`` and ``remote``: a window on a remote instance (``rio --connect``), on a
+        connection the caller made (actors.bus.client.connect_remote)."""
         from ui.tk.app import App
         from ui.tk.bus_pump import BusPump
         self.root = tk_root
         self.srv = srv
-        self.conn = srv.connect("ui")
+        self.conn = conn if conn is not None else srv.connect("ui")
         tk_root.geometry(geometry)
         self.app = App(tk_root, self.conn, project_root=str(srv.root), instance=srv.name,
-                       state_dir=state_dir)
+                       state_dir=state_dir, remote=remote)
         self.opened: list[tuple[str, int | None, int | None]] = []
         real_open = self.app.open_path
 

@@ -23,6 +23,8 @@ def test_strip_mnemonic_finds_the_underlined_letter():
     ("Ctrl+Tab", ("<Control-Tab>",)),
     ("Ctrl+Shift+Tab", ("<Control-Shift-Tab>", "<Control-ISO_Left_Tab>")),
     ("Insert", ("<Insert>",)),
+    ("Alt+1", ("<Alt-Key-1>",)),       # "<Alt-1>" is Alt + mouse button 1 in Tk
+    ("Ctrl+0", ("<Control-Key-0>",)),
     ("", ()),
 ])
 def test_accelerators_become_tk_sequences(accel, seqs):

@@ -394,6 +394,26 @@ def connect(info_or_endpoints: Any, *, name: str = "client", timeout: float = 5.
     return conn
 
 
+def connect_remote(address: str, server_key: str | None, *, name: str = "client",
+                   timeout: float = 5.0, subscribe: tuple[str, ...] = ()) -> BusConnection:
+    """A connection to a remote instance (``rio serve --listen tcp://HOST:PORT``) over CURVE:
+    events on PORT+1, the server checked against ``server_key`` (else ``RIO_SERVER_KEY``), this
+    client's own key from ``RIO_CLIENT_KEY_DIR`` or ``~/.config/rio/curve/clients/``. Here, with
+    the client, so ``rio --connect`` and the desktop (which may import nothing else of the
+    actors) connect the same way."""
+    key = server_key or os.environ.get("RIO_SERVER_KEY")
+    if not key:
+        raise BusError("no_server_key", "A tcp:// connection needs the server's public key.",
+                       "Pass --server-key KEY or set RIO_SERVER_KEY (the key is printed by "
+                       "`rio keys` on the server).")
+    from actors.bus.curve_keys import check_public_key, load_client_keys
+    from actors.bus.remote import parse_listen
+    requests, events = parse_listen(address)
+    mine = load_client_keys()
+    return connect(Endpoints(requests, events, check_public_key(key), mine.public, mine.secret),
+                   name=name, timeout=timeout, subscribe=subscribe)
+
+
 def encode_reply(reply: Reply) -> bytes:
     """The reply's bytes; when its result cannot travel (over the frame limit, nested too deep,
     not encodable) the error that says so, under the same id."""

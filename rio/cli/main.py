@@ -35,6 +35,7 @@ Rio: a lightweight '90s-style text editor and development environment that drive
 Start here:
   rio [PATH...]                 open the desktop editor on a folder (default: the current one)
   rio serve [--root DIR]        run Rio headless in the foreground (Ctrl+C or `rio stop` ends it)
+  rio --connect tcp://HOST:PORT the desktop on a remote `rio serve --listen` (docs/deploy.md)
   rio call OP [JSON_ARGS]       send one request to a running Rio, print the reply as JSON
   rio events [--topic PREFIX]   print the event stream as JSON lines
   rio status / rio stop         what is running / stop it
@@ -79,21 +80,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()) -> BusConnection:
-    from actors.bus.client import Endpoints, connect
+    from actors.bus.client import connect, connect_remote
     from rio.config.instance import find_instance
     if getattr(args, "connect", None):
-        key = args.server_key or os.environ.get("RIO_SERVER_KEY")
-        if not key:
-            raise BusError("no_server_key", "A tcp:// connection needs the server's public key.",
-                           "Pass --server-key KEY or set RIO_SERVER_KEY (the key is printed by "
-                           "`rio keys` on the server).")
-        from actors.bus.curve_keys import check_public_key, load_client_keys
-        from actors.bus.remote import parse_listen
-        requests, events = parse_listen(args.connect)   # events on PORT+1, as the server binds
-        mine = load_client_keys()   # RIO_CLIENT_KEY_DIR or config/curve/clients/
-        return connect(Endpoints(requests, events, check_public_key(key), mine.public,
-                                 mine.secret), name="cli", timeout=args.timeout,
-                       subscribe=subscribe)
+        return connect_remote(args.connect, args.server_key, name="cli", timeout=args.timeout,
+                              subscribe=subscribe)
     info = find_instance(args.instance)
     return connect(info, name="cli", timeout=args.timeout, subscribe=subscribe)
 
@@ -133,6 +124,8 @@ def check_desktop_paths(paths: Sequence[str], commands: Sequence[str]) -> int | 
 
 
 def cmd_desktop(args: argparse.Namespace) -> int:
+    if args.connect:
+        return cmd_remote_desktop(args)
     paths = [Path(p) for p in args.paths]
     folders = [p for p in paths if p.is_dir()]
     root = (folders[0] if folders else Path(".")).resolve()
@@ -161,6 +154,28 @@ def cmd_desktop(args: argparse.Namespace) -> int:
     from actors.supervisor import run_supervisor
     return run_supervisor(root=root, instance=name, desktop=True, open_files=files,
                           window=window)
+
+
+def cmd_remote_desktop(args: argparse.Namespace) -> int:
+    """``rio --connect tcp://HOST:PORT [FILE]...``: the desktop on a remote headless instance
+    (``rio serve --listen``), over CURVE; FILEs are paths in the remote project."""
+    if not os.environ.get("DISPLAY"):
+        print_error("usage", "there is no display to open the window on (DISPLAY is not set)",
+                    "run `rio --connect` from a desktop session")
+        return EXIT_USAGE
+    if args.instance:
+        print_error("usage", "--instance names a local instance; --connect a remote one",
+                    "give one of them")
+        return EXIT_USAGE
+    argv = [sys.executable, "-m", "ui.tk", "--connect", args.connect]
+    if args.server_key:
+        argv += ["--server-key", args.server_key]
+    for path in args.paths:
+        argv += ["--open", path]
+    sys.stdout.flush()
+    # This process becomes the window: a signal to `rio --connect` reaches the desktop itself
+    # (a child would outlive a killed parent).
+    os.execv(sys.executable, argv)
 
 
 def _instance_for_root(root: Path, name: str | None) -> InstanceInfo | None:
@@ -446,7 +461,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
                           formatter_class=argparse.RawDescriptionHelpFormatter)
         desktop.add_argument("paths", nargs="*", help="a folder or files to open")
         desktop.add_argument("--instance")
+        desktop.add_argument("--connect", metavar="tcp://HOST:PORT",
+                             help="open the desktop on a remote instance (`rio serve --listen`)")
+        desktop.add_argument("--server-key", help="the remote server's public key (`rio keys`)")
         args = desktop.parse_args(argv)
+        if args.connect:
+            return cmd_desktop(args)
         refused = check_desktop_paths(args.paths, sorted(known))
         return refused if refused is not None else cmd_desktop(args)
     parser = build_parser()
@@ -471,16 +491,19 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return _fail(err)
 
 
+_DESKTOP_OPTIONS = ("--instance", "--connect", "--server-key")
+
+
 def _first_word(argv: Sequence[str]) -> str | None:
-    """The first word that is not a desktop option (``--instance NAME``): "" when there is
-    none (``rio``, ``rio --instance X``), None when another option comes first (``--help``,
-    ``--version``: the main parser's)."""
+    """The first word that is not a desktop option (``--instance NAME``, ``--connect ADDRESS``,
+    ``--server-key KEY``): "" when there is none (``rio``, ``rio --instance X``), None when
+    another option comes first (``--help``, ``--version``: the main parser's)."""
     i = 0
     while i < len(argv):
         word = argv[i]
-        if word == "--instance":
+        if word in _DESKTOP_OPTIONS:
             i += 2
-        elif word.startswith("--instance="):
+        elif word.startswith(tuple(f"{o}=" for o in _DESKTOP_OPTIONS)):
             i += 1
         elif word.startswith("-") and word != "-":
             return None

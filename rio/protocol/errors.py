@@ -28,7 +28,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     timeout, unreachable, no_route, actor_dead, closed, instance_exists,
     │     ambiguous_instance, path_too_long, unsafe_runtime_dir, prefix_taken, listen_failed,
     │     bad_listen_address, no_server_key(s), no_client_key, ambiguous_client_key,
-    │     remote_not_allowed, no_window, spawn_limit
+    │     remote_not_allowed, no_window, spawn_limit, no_display
     ├── ConfigError            config.*     a configuration file or setting is wrong
     │     invalid, unknown_placement, invalid_instance_name, insecure_credentials,
     │     credentials_unreadable, empty_key, keyring_failed, bad_key_file, bad_public_key,

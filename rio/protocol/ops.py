@@ -233,6 +233,10 @@ define("system.ping", "Is the instance alive? Replies with its pid.")
 define("system.status", "Processes, their pids, restarts and memory.")
 define("system.stop", "Stop the instance.")
 define("system.ops", "This catalogue.")
+define("system.open_folder", "File → Open Folder: start another Rio instance (`rio FOLDER`) on a "
+       "folder of this machine, in a new window (local desktops only).",
+       Arg("path", str, check=non_empty, doc="the folder's absolute path"),
+       Arg("display", str, False, None, doc="the X display of the asking desktop"))
 define("system.spawn", "Start an on-demand process (one per agent conversation).",
        Arg("kind", str, check=non_empty), Arg("key", str, check=non_empty))
 define("system.restart", "Stop one process with the stop sequence and start it again.",

@@ -49,7 +49,7 @@ _OWNER = (
     "session.turn", "session.approve", "session.stop", "session.status",
     "session.interrupt", "session.permission_answer", "session.close",
     "session.set_mode", "session.set_config", "session.authenticate",
-    "system.spawn", "system.stop", "system.restart", "system.fault",
+    "system.spawn", "system.stop", "system.restart", "system.fault", "system.open_folder",
     "host.ping", "host.stop", "bus.register", "bus.unregister",
     "ui.state", "ui.type", "ui.key", "ui.menu", "ui.open", "ui.dialog", "ui.dialog_answer",
     "ui.screenshot", "ui.quit", "ui.raise", "ui.agent",

@@ -1,4 +1,6 @@
 """``python -m ui.tk --instance NAME [--open FILE]...``: the desktop process.
+``python -m ui.tk --connect tcp://HOST:PORT [--server-key KEY] [--open FILE]...`` (what
+``rio --connect`` runs): the same desktop on a remote headless instance, over CURVE.
 
 Started (and restarted after a crash) by the supervisor in desktop mode. It connects to the
 instance's bus, serves the ``ui.*`` ops, rebuilds its tabs from the core and the saved session,
@@ -10,6 +12,10 @@ mapped, at its saved size and with its title, before the bus connection, the App
 and the core's first answers; the rest fills in behind it (docs/adr/0026-start-path-and-long-
 line-keys.md). Started by hand, it must first ask the bus whether the instance already has a
 window (one window per instance), so there the connection still comes first.
+
+On a remote instance the desktop does everything over the bus as it does locally (it never
+reads the project's files itself: ``fs.*``); it serves no ``ui.*`` ops (a remote client may
+not register a service) and File → Open Folder says why it is not offered.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import sys
 import tkinter as tk
 from pathlib import Path
 
-from actors.bus.client import connect, end_with_supervisor
+from actors.bus.client import connect, connect_remote, end_with_supervisor
 from rio.config.instance import InstanceInfo, find_instance, project_state_dir
 from rio.protocol.errors import RioError
 from ui.tk.early import EARLY_CONNECT_S, early_window
@@ -34,9 +40,14 @@ def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
     parser = argparse.ArgumentParser(prog="python -m ui.tk", description="Rio's desktop window")
     parser.add_argument("--instance", default=os.environ.get("RIO_INSTANCE"))
     parser.add_argument("--open", action="append", default=[], metavar="FILE")
+    parser.add_argument("--connect", metavar="tcp://HOST:PORT",
+                        help="a remote instance (`rio serve --listen`) instead of a local one")
+    parser.add_argument("--server-key", help="the remote server's public key (`rio keys`)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s ui[%(process)d] %(name)s: %(message)s")
+    if args.connect:
+        return remote_main(args.connect, args.server_key, args.open)
     supervised = end_with_supervisor()
     root: tk.Tk | None = window
     try:
@@ -78,6 +89,45 @@ def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
         conn.call("bus.unregister", {}, timeout=2)
     except RioError:
         pass
+    conn.close()
+    try:
+        root.destroy()
+    except tk.TclError:
+        pass
+    return app.exit_code
+
+
+def remote_main(address: str, server_key: str | None, files: list[str]) -> int:
+    """The desktop on a remote instance: connect over CURVE, ask the instance for its project,
+    then run as a local window does (without the ``ui.*`` control service)."""
+    try:
+        conn = connect_remote(address, server_key, name="ui", timeout=10)
+    except RioError as err:
+        print(f"rio: {err.kind}: {err.message} — {err.next}", file=sys.stderr)
+        return 2
+    try:
+        status = conn.call("system.status", {}, timeout=10)
+    except RioError as err:
+        conn.close()
+        print(f"rio: {err.kind}: {err.message} — {err.next}", file=sys.stderr)
+        return 2
+    project = str(status["root"])
+    root = early_window(project)
+    if root is None:
+        conn.close()
+        return 1
+    from ui.tk.app import App
+    from ui.tk.bus_pump import BusPump
+
+    # Its session (tabs, layout) is kept apart from a local project of the same path.
+    app = App(root, conn, project_root=project, instance=str(status["instance"]),
+              state_dir=project_state_dir(Path(f"{address}{project}")), remote=address)
+    pump = BusPump(root, conn)
+    app.start(list(files))
+    pump.start()
+    root.mainloop()
+    pump.stop()
+    app.save_session()
     conn.close()
     try:
         root.destroy()

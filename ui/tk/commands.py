@@ -108,6 +108,9 @@ def tk_sequences(accel: str) -> tuple[str, ...]:
         if "Shift" in tk_mods:
             return (f"<{prefix}{key.upper()}>",)
         return (f"<{prefix}{key.lower()}>", f"<{prefix}{key.upper()}>")
+    if len(key) == 1 and key.isdigit():
+        # "<Alt-1>" would be Alt + mouse button 1: a digit key is spelt "Key-1".
+        return (f"<{prefix}Key-{key}>",)
     name = _KEY_NAMES.get(key, key)
     if "Shift" in tk_mods and name == "Tab":
         # X turns Shift+Tab into ISO_Left_Tab on most keymaps; bind both.

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import subprocess
-import sys
 import tkinter as tk
 from pathlib import Path
 from tkinter import ttk
@@ -108,19 +106,26 @@ class FileActions:
         fill(start)
 
     def open_folder_dialog(self) -> None:
+        """A folder is a project of its own: its own instance and window, like `rio DIR`,
+        started by the supervisor (``system.open_folder``): the window starts no processes.
+        A window on a remote instance has no folder of this machine to offer: it says so."""
+        if self.remote:
+            self.show_error(RioError(
+                "bus.remote_not_allowed",
+                f"Open Folder opens a folder of this machine in a new window; this window "
+                f"shows the Rio instance at {self.remote}.",
+                "Run `rio FOLDER` here for a local folder, or `rio --connect tcp://HOST:PORT` "
+                "for another server's project."))
+            return
+
         def answer(button: str, values: dict[str, str]) -> None:
             folder = values.get("folder", "").strip()
             if button != "Open" or not folder:
                 return
-            if not os.path.isdir(folder):
-                self.show_error(RioError("path.not_a_directory", f"{folder} is not a folder.",
-                                         "Type the path of an existing folder."))
-                return
-            # A folder is a project of its own: its own instance and window, like `rio DIR`.
-            subprocess.Popen([sys.executable, "-m", "rio.cli", os.path.abspath(folder)],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
-            self.set_message(f"Opening {folder} in a new window…")
+            path = os.path.abspath(os.path.expanduser(folder))
+            self._request("system.open_folder",
+                          {"path": path, "display": os.environ.get("DISPLAY") or None},
+                          lambda _res: self.set_message(f"Opening {folder} in a new window…"))
         Dialog(self, "open_folder", "Open Folder", "Open a folder as a project in a new window:",
                ["Open", "Cancel"], answer,
                fields=[Field("folder", "Folder:", str(Path(self.project_root).parent))],
