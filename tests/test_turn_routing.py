@@ -9,7 +9,7 @@ import threading
 
 import pytest
 import zmq
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.bus.client import Endpoints, connect
@@ -43,6 +43,7 @@ def test_other_requests_take_their_ordinary_route():
     assert turn_answer_conversation("agent.stop", {"conversation": "../../etc"}) is None
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])   # a busy machine
 @given(st.sampled_from(TURN_ANSWERS + ("agent.send", "buffer.open")),
        st.dictionaries(st.sampled_from(["turn", "conversation", "proposal"]),
                        st.one_of(st.text(max_size=40), st.integers(), st.none())))
