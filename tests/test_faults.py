@@ -88,6 +88,32 @@ def test_bus_faults_and_failing_saves(tmp_path: Path) -> None:
                                                     "save ENOSPC", "save EIO"}
 
 
+def _acp_family(tmp_path: Path, names: list[str]) -> dict:
+    code, data, err = faults(tmp_path, "--runs", "1", *scenario_args(names))
+    assert code == 0 and data is not None, (err, data and data.get("faults"))
+    assert [s["scenario"] for s in data["scenarios"]] == names
+    assert data["totals"]["faults"] == data["totals"]["recovered"] == len(names)
+    assert data["totals"]["orphans"] == data["totals"]["lost"] == 0
+    assert data["shutdown_orphans"] == 0 and data["ok"] is True
+    assert all(f["note"] == "" and f["recover_s"] is not None for f in data["faults"])
+    no_scratch_left(data)
+    return data
+
+
+def test_the_acp_family_crash_and_helpers(tmp_path: Path) -> None:
+    """The fault agent shipped with Rio (actors/faults/acp_fake.py), no real agent: a crash
+    mid-turn with helpers left (resumed, helpers gone), and a stop with three helpers (one
+    in the group, one setsid, one double-forked) — 0 orphans."""
+    data = _acp_family(tmp_path, ["acp_crash", "acp_helpers"])
+    assert [f["fault"] for f in data["faults"]] == ["agent crash mid-turn",
+                                                    "stop with 3 helpers"]
+
+
+def test_the_acp_family_silence_and_a_stderr_flood(tmp_path: Path) -> None:
+    data = _acp_family(tmp_path, ["acp_silent", "acp_stderr"])
+    assert [f["fault"] for f in data["faults"]] == ["agent goes silent", "stderr flood 4 MB"]
+
+
 def test_a_broken_invariant_fails_the_run(tmp_path: Path) -> None:
     code, data, err = faults(tmp_path, "--runs", "1", "--scenario", "bus", hook="lose_edit")
     assert code == 1, err

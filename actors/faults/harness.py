@@ -40,7 +40,8 @@ from rio.faults.report import FaultResult, ProcInfo, Report, orphans, summarize
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
 
 SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save",
-             "journal_full", "journal_damage", "recovery_kill", "stale_resend")
+             "journal_full", "journal_damage", "recovery_kill", "stale_resend",
+             "acp_crash", "acp_helpers", "acp_silent", "acp_stderr")
 #: The fake agents every run keeps alive: a polite one, a stubborn one (ignores stdin close and
 #: TERM), one whose helpers double-fork and setsid.
 FAKES = ("polite-polite-1", "stubborn-stubborn-1", "stubborn-forking-2")
@@ -387,6 +388,23 @@ class Harness:
         from actors.faults.resend import scenario_stale_resend
         scenario_stale_resend(self)
 
+    # The ACP family (a misbehaving external agent) lives in actors/faults/acp_family.py.
+    def scenario_acp_crash(self) -> None:
+        from actors.faults import acp_family as acp
+        acp.run(self, "acp_crash")
+
+    def scenario_acp_helpers(self) -> None:
+        from actors.faults import acp_family as acp
+        acp.run(self, "acp_helpers")
+
+    def scenario_acp_silent(self) -> None:
+        from actors.faults import acp_family as acp
+        acp.run(self, "acp_silent")
+
+    def scenario_acp_stderr(self) -> None:
+        from actors.faults import acp_family as acp
+        acp.run(self, "acp_stderr")
+
     # --- the whole run --------------------------------------------------------------------------
     def run(self) -> Report:
         began = time.monotonic()
@@ -463,6 +481,8 @@ class Harness:
             return "only against the harness's own instance"
         if scenario in ("save", "journal_full") and not self.fault_injection:
             return "the instance runs without --fault-injection"
+        if scenario.startswith("acp_") and not self.instance.own:
+            return "only against the harness's own instance (it configures its fault agent)"
         if scenario == "journal_damage" and not self.instance.own:
             return "only against the harness's own instance (it writes into the journal)"
         return ""

@@ -151,7 +151,7 @@ class AcpClient(AgentRequests, AgentWire):
                              f"[agents.{s.name}] in config.toml.") from None
         self.log.note("·", f"started pid {self.process.pid}: {list(s.argv)}")
         self._exit = asyncio.ensure_future(self.process.wait())
-        self._tasks.append(self._exit)  # type: ignore[arg-type]
+        self._tasks.append(self._exit)
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
         self._tasks += [asyncio.create_task(self._pump_stdout(reader)),
                         asyncio.create_task(self._drain_stderr())]

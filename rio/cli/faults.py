@@ -12,7 +12,8 @@ import argparse
 from typing import Any
 
 SCENARIO_HELP = ("kill, hang, stubborn, forking, supervisor, bus, save, journal_full, "
-                 "journal_damage, recovery_kill, stale_resend (default: all)")
+                 "journal_damage, recovery_kill, stale_resend, acp_crash, acp_helpers, "
+                 "acp_silent, acp_stderr (default: all)")
 
 
 def register(subparsers: Any) -> None:
