@@ -498,9 +498,17 @@ class FaultyFilePort:
 
 def load_file(path: str | os.PathLike[str], *, port: FilePort | None = None,
               max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedFile:
-    """Read and decode one file, keeping its format and a fingerprint for conflict checks."""
-    port = port or OsFilePort()
+    """Read and decode one file, keeping its format and a fingerprint for conflict checks.
+    (A document is loaded with :func:`rio.files.chunked_load.load_file_chunks` instead.)"""
     path = Path(path)
+    data, st = read_for_load(path, port or OsFilePort(), max_bytes)
+    text, fmt = decode_for_load(path, data)
+    return LoadedFile(text=text, format=fmt, fingerprint=fingerprint_of(data, st), mode=st.mode)
+
+
+def read_for_load(path: Path, port: FilePort, max_bytes: int) -> tuple[bytes, FileStat]:
+    """A regular file's bytes and stat, refused when over ``max_bytes`` (before and after
+    the read: it may grow between the two)."""
     st = _stat_for_load(path, port)
     _refuse_too_large(path, st.size, max_bytes)
     try:
@@ -508,14 +516,26 @@ def load_file(path: str | os.PathLike[str], *, port: FilePort | None = None,
     except OSError as exc:
         raise _read_failed(path, exc) from None
     _refuse_too_large(path, len(data), max_bytes)  # it grew between stat and read
+    return data, st
+
+
+def decode_for_load(path: Path, data: bytes) -> tuple[str, FileFormat]:
+    """:func:`decode_bytes`, its errors naming the file."""
     try:
-        text, fmt = decode_bytes(data)
+        return decode_bytes(data)
     except FileError as exc:
         raise FileError(exc.kind, f"{path.name}: {exc.message[0].lower()}{exc.message[1:]}",
                         next=exc.next, path=str(path)) from None
-    fingerprint = Fingerprint(size=len(data), mtime_ns=st.mtime_ns,
-                              sha256=hashlib.sha256(data).hexdigest())
-    return LoadedFile(text=text, format=fmt, fingerprint=fingerprint, mode=st.mode)
+
+
+def fingerprint_of(data: bytes, st: FileStat) -> Fingerprint:
+    return Fingerprint(size=len(data), mtime_ns=st.mtime_ns,
+                       sha256=hashlib.sha256(data).hexdigest())
+
+
+def starts_with_bom(data: bytes) -> bool:
+    """Does ``data`` begin with a byte-order mark :func:`decode_bytes` looks for?"""
+    return any(data.startswith(bom) for _, bom in _CODEC_AND_BOM.values() if bom)
 
 
 def _stat_for_load(path: Path, port: FilePort) -> FileStat:

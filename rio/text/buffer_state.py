@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from rio.files.chunked_load import load_file_chunks
 from rio.files.files import (
     DEFAULT_MAX_BYTES,
     FileFormat,
@@ -32,6 +33,7 @@ from rio.protocol.ops import unknown_op
 from rio.text.document import Change, Document
 from rio.text.journal import JournalWriter, damage_report, journal_write_failed, recover
 from rio.text.journal_store import JournalStore, OsJournalStore, damaged_name
+from rio.text.text import CHUNK_CHARS, ChunkedText
 
 log = logging.getLogger("rio.buffers")
 
@@ -426,9 +428,10 @@ class BufferFactory:
         return "b" + uuid.uuid4().hex[:10]
 
     def open(self, path: Path) -> OpenBuffer:
-        loaded = load_file(path, port=self.file_port, max_bytes=self.max_file_bytes)
-        return OpenBuffer(self._new_id(), Document(loaded.text,
-                                                   undo_text_limit=self.undo_text_limit),
+        loaded = load_file_chunks(path, port=self.file_port, max_bytes=self.max_file_bytes,
+                                  chunk_chars=CHUNK_CHARS)   # never one str of the whole file
+        text = ChunkedText.from_chunks(loaded.chunks)
+        return OpenBuffer(self._new_id(), Document(text, undo_text_limit=self.undo_text_limit),
                           path=path,
                           workspace=self.workspace, fmt=loaded.format,
                           fingerprint=loaded.fingerprint, journal_store=self.journal_store,

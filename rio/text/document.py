@@ -136,10 +136,12 @@ def _stale(message: str) -> DocumentError:
 class Document:
     """Text + versions + undo/redo; see the module docstring."""
 
-    def __init__(self, text: str = "", *, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, text: str | ChunkedText = "", *,
+                 clock: Callable[[], float] = time.monotonic,
                  version: int = 0, history_limit: int = HISTORY_LIMIT,
                  undo_limit: int = UNDO_LIMIT, undo_text_limit: int = UNDO_TEXT_LIMIT) -> None:
-        self.buffer = ChunkedText(text)
+        # a ChunkedText is taken as it is (a file decoded straight into chunks)
+        self.buffer = text if isinstance(text, ChunkedText) else ChunkedText(text)
         self.version = version
         self._clock = clock
         self._log: deque[Change] = deque()

@@ -117,6 +117,18 @@ class ChunkedText:
         self._chunks: list[str] = _cut(text) or [""]
         self._reindex()
 
+    @classmethod
+    def from_chunks(cls, chunks: list[str]) -> ChunkedText:
+        """Text already cut into pieces of at most :data:`CHUNK_CHARS` (a file decoded slice by
+        slice, :mod:`rio.files.chunked_load`): taken as the chunks, never joined into one str.
+        Empty pieces are dropped."""
+        if any(len(c) > MAX_CHUNK_CHARS for c in chunks):
+            raise ValueError(f"a chunk is longer than {MAX_CHUNK_CHARS} characters")
+        self = cls.__new__(cls)
+        self._chunks = [c for c in chunks if c] or [""]
+        self._reindex()
+        return self
+
     # --- structure ----------------------------------------------------------------------------
 
     def _reindex(self) -> None:
