@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def test_the_first_call_waits_for_the_core_to_come_up(tmp_path, monkeypatch):
-    from ui.tk.app import App
+    from ui.tk.core_events import call_when_up
     sock = tmp_path / "s"
     sock.mkdir()
     endpoints = Endpoints(f"ipc://{sock}/r", f"ipc://{sock}/e")
@@ -37,7 +36,7 @@ def test_the_first_call_waits_for_the_core_to_come_up(tmp_path, monkeypatch):
     later.start()
     t0 = time.monotonic()
     try:
-        assert App._call_when_up(SimpleNamespace(conn=conn), "buffer.list", wait_s=20) == []
+        assert call_when_up(conn, "buffer.list", wait_s=20) == []
         assert time.monotonic() - t0 < 10
         assert slept == []
         assert conn._handlers == []          # its subscription is gone again

@@ -78,6 +78,9 @@ def test_tree_lists_lazily_and_opens_files(app):
     tree.select("src/deep/b.py")
     tree.tree.event_generate("<Return>")
     assert app.opened[-1][0] == "src/deep/b.py"
+    # The tab comes when the core answers and takes the focus: wait, then focus the tree.
+    assert app.pump(lambda: app.active is not None and app.active.ready
+                    and app.active.summary["path"].endswith("b.py"))
     assert app.handler("project.refresh_tree") == tree.refresh
     app.handler("view.focus_tree")()
     app.root.update()

@@ -237,7 +237,7 @@ def test_a_ticked_box_and_a_selected_radio_button_stand_out(tk_root, name, widge
 @pytest.mark.timeout(30)
 @pytest.mark.skipif(shutil.which("import") is None, reason="needs ImageMagick's import")
 def test_menu_shortcuts_keep_a_margin_from_the_right_edge(tk_root, tmp_path):
-    from ui.tk.app import _menu_accel
+    from ui.tk.menus import menu_accel as _menu_accel
     t = apply_theme(tk_root, "classic")
     menu = tk.Menu(tk_root, tearoff=False)
     for label, accel in [("Save", "Ctrl+S"), ("Save As...", "Ctrl+Shift+S")]:

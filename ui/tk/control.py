@@ -134,8 +134,7 @@ class ControlServer:
                 "dialogs_open": [d.describe() for d in app.dialogs.values()],
                 "theme": app.theme.name, "settings": dict(app.settings),
                 "bookmarks": active.bookmark_lines() if active and active.ready else [],
-                "agent": app.agent_panel.describe()
-                if getattr(app, "agent_panel", None) is not None else None,
+                "agent": app.agent_panel.describe() if app.agent_panel is not None else None,
                 "tree_selection": _tree_selection(app),
                 "menu_marks": _menu_marks(app),
                 "window": {"geometry": app.root.winfo_geometry(),
@@ -213,12 +212,10 @@ class ControlServer:
         elif name == "unsaved":
             self.app.close_editor(self._editor())
         elif name == "find_in_files" and args.get("fields") and \
-                hasattr(getattr(self.app, "output_pane", None), "show_find"):
+                self.app.output_pane is not None:
             pane = self.app.output_pane
             pane.show_find(str(args["fields"].get("pattern", "")))
-            start = getattr(getattr(pane, "find", None), "start", None)
-            if callable(start):
-                start()
+            pane.find.start()
         elif name in DIALOG_COMMANDS:
             self.app.invoke(DIALOG_COMMANDS[name])
         else:
@@ -280,7 +277,7 @@ class ControlServer:
 
     def agent(self, args: dict[str, Any], respond: Respond) -> Any:
         """The agent panel (ui/tk/agent_panel.py): open, close, send, approve … as a user would."""
-        panel = getattr(self.app, "agent_panel", None)
+        panel = self.app.agent_panel
         if panel is None:
             raise ProtocolError("bad_args", "The agent panel is not available in this window.",
                                 "Wait until ui.state shows an agent part, then try again.")
@@ -321,7 +318,7 @@ def _wrapper_geometry(title: str) -> tuple[int, int, int, int] | None:
 
 
 def _tree_selection(app: "App") -> str | None:
-    tree = getattr(app, "project_tree", None)
+    tree = app.project_tree
     return tree.selected() if tree is not None else None
 
 

@@ -80,6 +80,8 @@ class EditorTab(EditorDecorations, EditorResync, EditorTyping, EditorWindowing, 
         self._maybe_astral = False               # any non-ASCII text since loading (ADR-0022)
         self._recovering = False                 # offline: finding the core again (resync)
         self._bm_seq = 0
+        self._current_line_at: tuple[str, str] | None = None   # ui/tk/editor_decor.py
+        self._gutter_key: tuple[Any, ...] | None = None
         self._build()
 
     # --- widgets --------------------------------------------------------------------------------

@@ -34,6 +34,8 @@ class EditorDecorations:
     _hl_job: Any
     _idle_job: Any
     _ui_job: Any
+    _current_line_at: tuple[str, str] | None
+    _gutter_key: tuple[Any, ...] | None
 
     # --- bookmarks ---------------------------------------------------------------------------------
     def bookmark_lines(self) -> list[int]:
@@ -125,7 +127,7 @@ class EditorDecorations:
         # count is in the key: joining lines brings untagged text into this one.
         self._snap_insert()
         here = (str(self.orig("index", "insert linestart")), str(self.orig("index", "end")))
-        if here != getattr(self, "_current_line_at", None):
+        if here != self._current_line_at:
             self._current_line_at = here
             self.orig("tag", "remove", "current_line", "1.0", "end")
             self.orig("tag", "add", "current_line", "insert linestart", "insert lineend+1c")
@@ -178,7 +180,7 @@ class EditorDecorations:
                self.app.settings.get("line_numbers", True), str(font.cget("size")),
                str(font.cget("family")), font.metrics("linespace"),
                self._theme.name, self.window.first_line if self.window is not None else -1)
-        if key == getattr(self, "_gutter_key", None):
+        if key == self._gutter_key:
             return
         self._gutter_key = key
         g.delete("all")

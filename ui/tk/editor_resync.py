@@ -40,15 +40,16 @@ class EditorResync:
     window: Any
     buffer_id: str
     _recovering: bool
+    ready: bool
 
     def can_rebase(self) -> bool:
         """Keep the local edits (rather than reload) when the text is loaded and not windowed."""
-        return self.replica is not None and self.window is None and getattr(self, "ready", False)
+        return self.replica is not None and self.window is None and self.ready
 
     def recover(self) -> None:
         """Go offline and bring this copy back in step with the core, keeping every edit."""
         self.replica.go_offline()
-        if getattr(self, "_recovering", False):
+        if self._recovering:
             return
         self._recovering = True
         self._learn_fate()

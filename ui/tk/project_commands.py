@@ -78,9 +78,8 @@ class RunController:
             self.app.conn.request("run.start", {"command": command, "cwd": cwd or "."}, reply)
 
         # Like every IDE of the time: save the open files first, so the build sees them.
-        save_all = getattr(self.app, "save_all", None)
-        if callable(save_all) and self.app.settings.get("save_before_run", True):
-            save_all(then=go)
+        if self.app.settings.get("save_before_run", True):
+            self.app.save_all(then=go)
             return
         go()
 
@@ -116,7 +115,7 @@ class CommandsDialog:
     def __init__(self, controller: RunController, then: Callable[[], None] | None):
         self.c = controller
         self.then = then
-        root = getattr(controller.app, "root", None) or controller.pane.notebook.winfo_toplevel()
+        root = controller.app.root
         self.top = top = tk.Toplevel(root)
         top.title("Run/Build Commands")
         top.transient(root)

@@ -23,7 +23,7 @@ _NOTE = "<note>/"
 def _icons(app: Any, root: tk.Misc) -> dict[str, Any]:
     try:
         from ui.tk.icons import icon
-        theme = str(getattr(app, "settings", {}).get("theme", "classic"))
+        theme = str(app.settings.get("theme", "classic"))
         return {"dir": icon("open", theme, root), "file": icon("new", theme, root)}
     except Exception:  # noqa: BLE001 -- icons are decoration; the tree works without them
         return {}
@@ -184,7 +184,7 @@ class ProjectTree:
         if kind == "file":
             menu.add_command(label="Open", underline=0, command=lambda: self.open(iid))
         folder = iid if kind == "dir" else (iid.rsplit("/", 1)[0] if "/" in iid else ".")
-        pane = getattr(self.app, "output_pane", None)
+        pane = self.app.output_pane
         if pane is not None:
             menu.add_command(label="Find in Folder…", underline=0,
                              command=lambda: self.find_in_folder(folder))
@@ -200,7 +200,7 @@ class ProjectTree:
         return "break"
 
     def find_in_folder(self, folder: str) -> None:
-        pane = getattr(self.app, "output_pane", None)
+        pane = self.app.output_pane
         if pane is not None:
             pane.find.folder.set(folder or ".")
             pane.show_find()

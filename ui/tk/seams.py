@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tkinter as tk
 import tkinter.font as tkfont
+from tkinter import ttk
 from typing import Any, Callable, Protocol
 
 from rio.protocol.errors import RioError
@@ -75,3 +76,41 @@ class FindHost(Protocol):
     def register_command(self, name: str, label: str, accel: str, fn: Callable[[], object],
                          menu: str = "", icon: str | None = None, toggle: str | None = None,
                          group: int | None = None) -> Any: ...
+
+
+class MenuHost(Protocol):
+    """What the menus, toolbar and keys (ui/tk/menus.py) use of the window."""
+
+    root: tk.Tk
+    theme: Theme
+    commands: Any                       # ui.tk.commands.CommandTable
+    session: Any                        # ui.tk.session.Session: its ``recent`` files
+    toolbar_hooks: list[Callable[[], object]]
+
+    def invoke(self, name: str) -> object: ...
+    def open_path(self, path: str) -> None: ...
+    def toggle_values(self) -> dict[str, bool]: ...
+    def choice_values(self) -> dict[str, str]: ...
+
+
+class CoreEventsHost(Protocol):
+    """What start-up and the core's events (ui/tk/core_events.py) use of the window."""
+
+    conn: Any
+    session: Any                        # ui.tk.session.Session, replaced as it changes
+    notebook: ttk.Notebook
+    editors: dict[str, Any]             # buffer id → its EditorTab
+    unprotected: dict[str, str]         # buffer id → name, while its journal fails
+    dialogs: dict[str, Any]             # ui.tk.dialogs.Dialog registers itself here
+
+    def add_tab(self, summary: dict[str, Any], *, select: bool = True,
+                cursor: tuple[int, int, int] | None = None) -> Any: ...
+    def remove_tab(self, ed: Any) -> None: ...
+    def conflict_prompt(self, ed: Any, *, on_save: bool = False,
+                        then: Callable[[bool], None] | None = None) -> None: ...
+    def set_message(self, text: str) -> None: ...
+    def save_session(self) -> None: ...
+    def resync_all(self) -> None: ...
+    def _request(self, op: str, args: dict[str, Any], ok: Callable[[Any], object],
+                 fail: Callable[[RioError], object] | None = None,
+                 timeout: float = 30) -> None: ...
