@@ -6,6 +6,8 @@ project is another machine's)."""
 
 from __future__ import annotations
 
+import builtins
+import io
 import os
 import shutil
 import subprocess
@@ -23,6 +25,13 @@ from tests.test_remote import free_port_pair
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(180)]
 
 HELLO = "def hello():\n    return 1\n"
+_REAL_OPEN = io.open
+
+
+def disk_text(path: Path) -> str:
+    """The file as the server's disk has it (read past the desktop's guard)."""
+    with _REAL_OPEN(path, encoding="utf-8") as f:
+        return f.read()
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +77,34 @@ def desk(remote, tk_root, monkeypatch, tmp_path):
         yield app
     finally:
         app.close()
-        (srv.root / "hello.py").write_text(HELLO)
+        with _REAL_OPEN(srv.root / "hello.py", "w", encoding="utf-8") as f:
+            f.write(HELLO)
 
 
-def test_tree_open_type_save_find_and_run_on_a_remote_instance(desk, remote):
+@pytest.fixture
+def no_local_project(remote, monkeypatch):
+    """The desktop in this process may not touch the project on this disk (on a real remote
+    window it is another machine's): every stat, listing or open of a path under it is
+    refused and recorded. The server's processes are others, and unaffected."""
+    root = str(remote[0].root)
+    touched: list[tuple[str, str]] = []
+
+    def guard(fn):
+        def guarded(path, *args, **kwargs):
+            name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+            if isinstance(name, str) and (name == root or name.startswith(root + os.sep)):
+                touched.append((fn.__name__, name))
+                raise PermissionError(f"the desktop touched {name} on its own disk")
+            return fn(path, *args, **kwargs)
+        return guarded
+    for name in ("stat", "lstat", "scandir", "listdir", "open"):
+        monkeypatch.setattr(os, name, guard(getattr(os, name)))
+    monkeypatch.setattr(builtins, "open", guard(builtins.open))
+    monkeypatch.setattr(io, "open", guard(io.open))
+    return touched
+
+
+def test_tree_open_type_save_find_and_run_on_a_remote_instance(desk, remote, no_local_project):
     srv, address, _key, _dir = remote
     app = desk.app
     tree = app.project_tree
@@ -89,7 +122,7 @@ def test_tree_open_type_save_find_and_run_on_a_remote_instance(desk, remote):
     bid = ed.buffer_id
     assert desk.pump(lambda: desk.core_text(bid) == HELLO + "x = 2\n", 15)
     app.invoke("file.save")
-    assert desk.pump(lambda: (srv.root / "hello.py").read_text() == HELLO + "x = 2\n", 15)
+    assert desk.pump(lambda: disk_text(srv.root / "hello.py") == HELLO + "x = 2\n", 15)
 
     # Find in Files: the core searches (the unsaved text of an open buffer included).
     ed.text.insert("1.0", "# needle, unsaved\n")
@@ -102,10 +135,15 @@ def test_tree_open_type_save_find_and_run_on_a_remote_instance(desk, remote):
 
     # Run: the command runs on the server; its output comes back over the bus.
     save_project_commands(project_state_dir(pane.root_path),
-                          ProjectCommands(run="echo ran in $(basename $PWD)"))
+                          ProjectCommands(run="echo ran in $(basename $PWD); echo hello.py:2: x"))
     app.invoke("project.run")
     assert desk.pump(lambda: "Finished" in pane.output.text.get("1.0", "end"), 30)
-    assert f"ran in {srv.root.name}" in pane.output.text.get("1.0", "end")
+    shown = pane.output.text.get("1.0", "end-1c").splitlines()
+    assert f"ran in {srv.root.name}" in shown
+    # A reference to a file of the remote project is a link (known from fs.walk, not the disk).
+    row = shown.index("hello.py:2: x") + 1
+    assert desk.pump(lambda: pane.output.link_at(f"{row}.2") == ("hello.py", 2, None), 10)
+    assert no_local_project == []
 
 
 def test_open_folder_on_a_remote_window_says_why_and_starts_nothing(desk):

@@ -37,6 +37,8 @@ _HELD_RUNS = 8
 #: Drawing run output: at most this long per slice, and this many characters per insert.
 DRAW_SLICE_S = 0.010
 DRAW_CHUNK_CHARS = 8_192
+#: A remote window links run output references to at most this many of the project's files.
+REMOTE_LINK_FILES = 20_000
 
 
 def project_root(app: Any) -> Path:
@@ -345,7 +347,8 @@ class OutputTab:
         if key not in self._resolved:
             if len(self._resolved) > 10_000:
                 self._resolved.clear()
-            self._resolved[key] = resolve_ref(path, self.pane.root_path, cwd)
+            self._resolved[key] = resolve_ref(path, self.pane.root_path, cwd,
+                                              exists=self.pane.file_exists)
         return self._resolved[key]
 
     def _refs(self, line: str, cwd: str) -> list[tuple[int, int, tuple[str, int, int | None]]]:
@@ -421,6 +424,8 @@ class OutputPane:
         self.app = app
         self.colours = _theme_colours(app)
         self._root_path: Path | None = None
+        #: a remote instance's files (fs.walk), for run output links (see file_exists)
+        self._remote_files: set[str] | None = None
         slot = parent if parent is not None else app.output_pane_slot
         self.notebook = ttk.Notebook(slot)
         self.notebook.pack(fill="both", expand=True)
@@ -478,8 +483,36 @@ class OutputPane:
     @property
     def root_path(self) -> Path:
         if self._root_path is None:
-            self._root_path = project_root(self.app).resolve()
+            root = project_root(self.app)
+            # A remote project's folder is the server's: nothing to resolve on this disk.
+            self._root_path = root if self.remote else root.resolve()
         return self._root_path
+
+    @property
+    def remote(self) -> bool:
+        return bool(getattr(self.app, "remote", None))
+
+    def file_exists(self, full: Path) -> bool:
+        """Is ``full`` (inside the project) a file, for a run output reference to become a
+        link? On a remote instance the answer comes from the core's ``fs.walk`` listing
+        (asked at each run start), never from this machine's disk."""
+        if not self.remote:
+            return full.is_file()
+        if self._remote_files is None:
+            return False
+        try:
+            return full.relative_to(self.root_path).as_posix() in self._remote_files
+        except ValueError:
+            return False
+
+    def _list_remote_files(self) -> None:
+        def got(rep: Any) -> None:
+            if rep.ok:
+                self._remote_files = set(thaw(rep.result)["files"])
+                self.output._resolved.clear()
+                self.output.link_view()
+        self.app.conn.request("fs.walk", {"path": ".", "max_files": REMOTE_LINK_FILES}, got,
+                              timeout=30)
 
     def unsaved_texts(self) -> dict[str, str]:
         """The text of every open, modified buffer by its path, so Find in Files (run by the
@@ -526,6 +559,8 @@ class OutputPane:
         run = record["run"]
         self.current_run = run
         self.runs[run] = record
+        if self.remote:
+            self._list_remote_files()
         self.output.cwd[run] = record.get("cwd", ".")
         self._shown.clear()  # whatever was still waiting belongs to the previous run
         self.output.clear()
