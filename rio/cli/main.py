@@ -169,7 +169,7 @@ def cmd_remote_desktop(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     argv = [sys.executable, "-m", "ui.tk", "--connect", args.connect]
     if args.server_key:
-        argv += ["--server-key", args.server_key]
+        argv.append(f"--server-key={args.server_key}")   # a key may start with "-"
     for path in args.paths:
         argv += ["--open", path]
     sys.stdout.flush()
@@ -453,7 +453,7 @@ COMMANDS = ("agents", "call", "chat", "events", "faults", "key", "keys", "mcp", 
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = glue_server_key(list(sys.argv[1:] if argv is None else argv))
     known = set(COMMANDS)
     first = _first_word(argv)
     if first == "" or (first is not None and first not in known):
@@ -492,6 +492,21 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 
 _DESKTOP_OPTIONS = ("--instance", "--connect", "--server-key")
+
+
+def glue_server_key(argv: list[str]) -> list[str]:
+    """``--server-key KEY`` → ``--server-key=KEY``: a Z85 key may start with "-" (1 key in 85),
+    which argparse would take for an option and refuse the command."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--server-key" and i + 1 < len(argv):
+            out.append(f"--server-key={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def _first_word(argv: Sequence[str]) -> str | None:
