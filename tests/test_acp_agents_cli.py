@@ -116,3 +116,40 @@ def test_agents_list_through_a_running_instance(tmp_path):
         assert rows["opencode"]["path"] == str(agent)
     finally:
         server.stop()
+
+
+@pytest.mark.timeout(120)
+def test_rio_agents_logout_signs_out_where_the_agent_offers_it(machine, capsys):
+    """The agent is started on its own, sent ACP logout (it advertised auth.logout) and
+    stopped; one that does not advertise it is not sent anything and the error names the
+    agent's own way out. The core's agents.logout does the same."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from rio.protocol.errors import AgentError
+    home, _, config = machine
+    fake = Path(__file__).parent / "fakes" / "acp_agent.py"
+    marker = home / "logged-out"
+    offers = home / "offers.json"
+    offers.write_text(json.dumps({"logout": str(marker)}))
+    silent = home / "silent.json"
+    silent.write_text(json.dumps({}))
+    (config / "config.toml").write_text(
+        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{fake}", "{offers}"]\n'
+        f'[agents.plain]\ncommand = "{sys.executable}"\nargs = ["{fake}", "{silent}"]\n')
+    assert cli.main(["agents", "logout", "fake", "--root", str(home)]) == 0
+    assert "Signed out of fake" in capsys.readouterr().out
+    assert marker.read_text() == "logged out\n"
+    assert cli.main(["agents", "logout", "plain", "--root", str(home)]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "agent.logout_not_offered" in err and "own command" in err
+    marker.unlink()
+    actor = AgentsActor(home)
+    ctx = SimpleNamespace(args={"agent": "fake"})
+    assert actor.logout_op(ctx) == {"agent": "fake", "signed_out": True}
+    assert marker.exists()
+    with pytest.raises(AgentError) as caught:
+        actor.logout_op(SimpleNamespace(args={"agent": "plain"}))
+    assert caught.value.kind == "agent.logout_not_offered"
+    assert ops.validate(Request("1", "agents.logout", {"agent": "fake"})) == {"agent": "fake"}
+    assert roles.required("agents.logout") == "owner"

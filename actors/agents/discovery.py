@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pykka
@@ -25,8 +26,9 @@ CACHE_S = 60.0
 class AgentsActor(pykka.ThreadingActor):
     handles: OpTable[AgentsActor] = OpTable()
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         super().__init__()
+        self.root = root or Path.cwd()   # the project (an agent starts in it)
         self._cached: tuple[float, Any, list[dict[str, Any]]] | None = None
 
     def on_receive(self, message: Any) -> Any:
@@ -38,6 +40,17 @@ class AgentsActor(pykka.ThreadingActor):
     @handles("agents.list")
     def list_op(self, ctx: RequestContext) -> Any:
         return {"agents": self.list(bool(ctx.args.get("refresh")))}
+
+    @handles("agents.logout")
+    def logout_op(self, ctx: RequestContext) -> Any:
+        """Sign agent ``agent`` out (rio/acp/logout.py): started on its own in this actor's
+        thread, as the version probes are, and stopped again."""
+        import asyncio
+
+        from actors.agents.acp_process import ProcessControlPort
+        from rio.acp.logout import sign_out
+        return asyncio.run(sign_out(str(ctx.args["agent"]), self.root, os.environ,
+                                    config_dir(), ProcessControlPort()))
 
     def list(self, refresh: bool) -> list[dict[str, Any]]:
         now = time.monotonic()
@@ -57,6 +70,6 @@ class AgentsActor(pykka.ThreadingActor):
 @actor_factory("agents")
 def start_agents(host: ActorHost) -> dict[str, Any]:
     """agents.*: the installed ACP agents, their versions and sign-in hints."""
-    ref = AgentsActor.start()
+    ref = AgentsActor.start(host.root)
     host.refs.append(ref)
     return {"agents": ref.tell}

@@ -219,6 +219,27 @@ class AcpClient(AgentRequests, AgentWire):
         self.state = "ready"
         self._publish("agent.sign_in", {"state": "signed_in", "method": method_id})
 
+    @property
+    def can_logout(self) -> bool:
+        """The agent advertises ``logout`` (``agentCapabilities.auth.logout``, an unstable
+        method in ACP 0.12: the SDK has the schema but no call for it)."""
+        caps = getattr(self.init, "agent_capabilities", None)
+        auth = getattr(caps, "auth", None)
+        return getattr(auth, "logout", None) is not None
+
+    async def logout(self) -> None:
+        """Sign the agent out of its own account (its credentials; Rio holds none). Raises
+        ``agent.logout_not_offered`` when the agent does not advertise it."""
+        if not self.can_logout:
+            raise AgentError("logout_not_offered", f"The agent {self.settings.name!r} does not "
+                             "offer to sign out through ACP.", "Sign out with the agent's own "
+                             "command or settings (docs/agent-chat.md, section 4).")
+        # The SDK's connection has no logout(): the request goes through its JSON-RPC layer.
+        await self._request("logout", self.conn._conn.send_request("logout", {}))
+        self.state = "sign_in_needed"
+        self._publish("agent.note", {"note": "signed_out",
+                                     "text": f"Signed out of {self.settings.name}."})
+
     async def set_mode(self, mode_id: str) -> None:
         await self._request("session/set_mode", self.conn.set_session_mode(
             session_id=self._session(), mode_id=mode_id))

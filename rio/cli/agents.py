@@ -5,6 +5,8 @@
     rio agents --timeout S     how long the version probes may take together (default 3)
     rio agents log CONVERSATION [--root DIR]
                                the conversation's ACP protocol log (bounded; secrets redacted)
+    rio agents logout NAME     sign the agent out of its own account, where it offers that
+                               through ACP (it is started for this, then stopped)
 
 It runs discovery right here, in this shell's environment — no Rio instance is needed (a
 running instance answers ``agents.list`` from its own environment). Nothing is started but
@@ -39,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--timeout", type=float, default=discovery.VERSION_TIMEOUT_S, metavar="S",
                    help="seconds the version probes may take together (default %(default)s)")
-    p.add_argument("action", nargs="*", metavar="log CONVERSATION",
-                   help="print a conversation's ACP protocol log")
+    p.add_argument("action", nargs="*", metavar="log CONVERSATION | logout NAME",
+                   help="print a conversation's ACP protocol log; sign an agent out")
     p.add_argument("--root", help="the project folder of the conversation (default: here)")
     p.set_defaults(func=cmd_agents)
 
@@ -67,13 +69,34 @@ def cmd_log(conversation: str, root: str | None) -> int:
     return 0
 
 
+def cmd_logout(name: str, root: str | None) -> int:
+    """``rio agents logout NAME``: the agent started here, signed out, stopped."""
+    import asyncio
+    from pathlib import Path
+
+    from actors.agents.acp_process import ProcessControlPort
+    from rio.acp.logout import sign_out
+    from rio.cli.main import EXIT_ERROR, print_error
+    from rio.protocol.errors import RioError
+    try:
+        asyncio.run(sign_out(name, Path(root or ".").resolve(), os.environ, config_dir(),
+                             ProcessControlPort()))
+    except RioError as err:
+        print_error(err.kind, err.message, err.next)
+        return EXIT_ERROR
+    print(f"Signed out of {name}. Its next session asks you to sign in again.")
+    return 0
+
+
 def cmd_agents(args: argparse.Namespace) -> int:
     action = list(getattr(args, "action", None) or ())
     if action:
-        if len(action) != 2 or action[0] != "log":
-            print("rio agents: usage: rio agents log CONVERSATION [--root DIR]",
-                  file=sys.stderr)
+        if len(action) != 2 or action[0] not in ("log", "logout"):
+            print("rio agents: usage: rio agents log CONVERSATION [--root DIR] | "
+                  "rio agents logout NAME", file=sys.stderr)
             return 3
+        if action[0] == "logout":
+            return cmd_logout(action[1], args.root)
         return cmd_log(action[1], args.root)
     config = discovery.load_agents_config(config_dir())
     infos = discovery.discover(os.environ, discovery.RealHost(), discovery.run_version_probes,

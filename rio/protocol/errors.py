@@ -43,7 +43,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     unknown_turn, too_large,
     │     ACP agents (rio/acp, docs/agent-chat.md): agent_not_found, agent_start_failed,
     │     agent_exited, agent_silent, sign_in_needed, agent_failed, agent_timeout,
-    │     agent_not_running,
+    │     agent_not_running, logout_not_offered,
     │     Rio's MCP tools (actors/agents/mcp.py): tool_refused
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
           unexpected, bad_error, unknown

@@ -344,6 +344,9 @@ define("agent.authenticate", "Sign in to an ACP agent with one of its own 'agent
 define("agents.list", "The known and configured ACP agents: found or not, path, version, "
        "signed-in hint, key variables set (names only).",
        Arg("refresh", bool, False, False, doc="ask the versions again (else kept 60 s)"))
+define("agents.logout", "Sign an ACP agent out of its own account, where it offers that (ACP "
+       "logout): started on its own for it, then stopped.",
+       Arg("agent", str, check=non_empty, doc="the discovery name (rio agents)"))
 
 
 # --- mcp.*: Rio's MCP tools for external agents (actors/agents/mcp.py, rio/mcp/tools.py) -----

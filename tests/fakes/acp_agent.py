@@ -6,6 +6,7 @@ JSON). Keys, all optional::
     {"auth": "none" | "new_session" | "prompt",      # where -32000 comes until authenticate
      "auth_methods": [{"id", "name", "type"?: "terminal"|"env_var", "args"?, "vars"?}],
      "load_session": true,                           # offer session/load
+     "logout": "/tmp/marker",                        # offer ACP logout; write the marker
      "state": "/tmp/x.json",                         # sessions kept here across processes
      "modes": {"current": "ask", "available": ["ask", "code"]},
      "commands": [{"name": "review", "description": "…"}],
@@ -63,6 +64,7 @@ from acp.helpers import (
     update_user_message_text,
 )
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
     AuthEnvVar,
@@ -74,6 +76,9 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    LogoutCapabilities,
+    LogoutRequest,
+    LogoutResponse,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
@@ -122,6 +127,14 @@ class FakeAgent:
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
+        if self.script.get("logout"):   # ACP 0.12's SDK routes no logout on the agent side
+            conn._conn._handler.route_request("logout", LogoutRequest, self, "logout")
+
+    async def logout(self, **kw: Any) -> LogoutResponse:
+        with open(self.script["logout"], "w", encoding="utf-8") as fh:
+            fh.write("logged out\n")
+        self.authed = False
+        return LogoutResponse()
 
     # --- client → agent -----------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: Any = None,
@@ -144,7 +157,8 @@ class FakeAgent:
         return InitializeResponse(
             protocol_version=1, auth_methods=methods,
             agent_capabilities=AgentCapabilities(load_session=bool(
-                self.script.get("load_session"))),
+                self.script.get("load_session")), **({"auth": AgentAuthCapabilities(
+                    logout=LogoutCapabilities())} if self.script.get("logout") else {})),
             agent_info=Implementation(name="fake-acp", version="1.2.3"))
 
     async def authenticate(self, method_id: str, **kw: Any) -> AuthenticateResponse:
