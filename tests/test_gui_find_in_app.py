@@ -10,6 +10,7 @@ import pytest
 
 from rio.config.instance import project_state_dir
 from rio.runs.runner import ProjectCommands, save_project_commands
+from tests.desktop_support import InProcessApp
 from tests.support import RioServer
 from ui.tk import find_dialog
 
@@ -26,27 +27,18 @@ def desktop(tk_root, tmp_path, monkeypatch):
     srv = RioServer(root, tmp_path).start()
     for key in ("RIO_STATE_DIR", "RIO_CONFIG_DIR", "RIO_RUNTIME_DIR"):
         monkeypatch.setenv(key, srv.env[key])
-    conn = srv.connect("ui")
-    from ui.tk.app import App
-    from ui.tk.bus_pump import BusPump
-    tk_root.geometry("1000x700")
-    app = App(tk_root, conn, project_root=str(root), instance=srv.name,
-              state_dir=project_state_dir(root))
-    pump = BusPump(tk_root, conn)
-    app.start([])
-    pump.start()
-    # The app installs the plug-in modules just after its first paint (a cold-start measure).
-    assert wait(tk_root, lambda: getattr(app, "project_tree", None) is not None
-                and getattr(app, "output_pane", None) is not None)
     try:
-        yield app, srv
+        # The app installs the plug-in modules just after its first paint (a cold-start measure).
+        desk = InProcessApp(tk_root, srv, state_dir=project_state_dir(root))
+        app = desk.app
+        try:
+            yield app, srv
+        finally:
+            if app.run_controller is not None and app.output_pane.running():
+                app.run_controller.stop()
+                wait(tk_root, lambda: not app.output_pane.running(), 20)
+            desk.close()
     finally:
-        controller = getattr(app, "run_controller", None)
-        if controller is not None and app.output_pane.running():
-            controller.stop()
-            wait(tk_root, lambda: not app.output_pane.running(), 20)
-        pump.stop()
-        conn.close()
         srv.stop()
 
 
