@@ -189,6 +189,7 @@ def test_an_op_has_one_method_per_table():
 
 
 def _tables():
+    from actors.agents.conversations import ConversationsActor
     from actors.agents.discovery import AgentsActor
     from actors.agents.gate import GateActor
     from actors.agents.mcp import McpService
@@ -201,6 +202,7 @@ def _tables():
     return [(GateActor.handles, "gate", None), (RunnerActor.handles, "run", None),
             (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
             (McpService.handles, "mcp", None), (FsOps.handles, "fs", None),
+            (ConversationsActor.handles, "agent", None),
             # the registry serves four buffer ops, each buffer's own actor the rest
             (DocumentsActor.handles, "buffer", REGISTRY_OPS),
             (OpenBuffer.handles, "buffer", buffer_ops - REGISTRY_OPS)]

@@ -42,13 +42,13 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import pykka
 
 from actors.actor_registry import ActorHost, actor_factory
 from actors.agents.turn_workers import IdleTimers, WorkerPool
-from actors.bus.service import BusThread, RequestContext
+from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve
 from rio.agent.conversations import (
     Conversation,
     ConversationStore,
@@ -138,8 +138,37 @@ def classify_bus_failure(err: RioError) -> dict[str, Any]:
     return wire
 
 
+class AgentEvent(NamedTuple):
+    """An ``agent.delta`` event (the streamed text, kept for a turn whose session dies)."""
+    topic: str
+    data: Mapping[str, Any]
+
+
+class TurnFinished(NamedTuple):
+    """From a turn worker (or a stop nobody answered): the turn ended with ``outcome``."""
+    turn: str
+    outcome: TurnOutcome
+
+
+class InterruptAnswered(NamedTuple):
+    """From a worker: the session said whether a new message interrupted the running turn;
+    ``ctx`` is that message's ``agent.send``, answered now."""
+    ctx: RequestContext
+    turn: str
+    text: str
+    ok: bool
+
+
+class IdleDue(NamedTuple):
+    """From the idle timers: the conversation's session process had no turn for a while."""
+    conversation: str
+    generation: int
+
+
 class ConversationsActor(pykka.ThreadingActor):
     """Serves ``agent.*``; see the module docstring."""
+
+    handles: OpTable[ConversationsActor] = OpTable()
 
     def __init__(self, store: ConversationStore, bus: BusThread, *,
                  turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
@@ -163,7 +192,7 @@ class ConversationsActor(pykka.ThreadingActor):
         #: reason idle); the next message spawns it again. 0: never (config idle_stop_s).
         self.idle_stop_s = _configured_idle_stop() if idle_stop_s is None else idle_stop_s
         self.idle = IdleTimers(self.idle_stop_s, lambda cid, generation: self._tell(
-            ("idle", cid, generation)))
+            IdleDue(cid, generation)))
 
     def on_stop(self) -> None:
         self.idle.close()
@@ -172,32 +201,28 @@ class ConversationsActor(pykka.ThreadingActor):
 
     # --- the mailbox -----------------------------------------------------------------------
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, tuple):
-            kind = message[0]
-            if kind == "event":
-                self._on_event(message[1], message[2])
-            elif kind == "finished":
-                self._finished(message[1], message[2])
-            elif kind == "interrupt":
-                self._interrupt_answered(*message[1:])
-            elif kind == "idle":
-                self._idle(message[1], message[2])
-            return None
-        ctx: RequestContext = message
-        try:
-            handler = getattr(self, "op_" + ctx.op.split(".", 1)[1], None)
-            if handler is None:
-                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
-            handler(ctx)
-        except RioError as err:
-            ctx.fail(err)
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            log.exception("%s failed", ctx.op)
-            ctx.fail(exc)
+        match message:
+            case RequestContext():
+                self.handles.serve(self, message)
+            case AgentEvent(topic, data):
+                self._on_event(topic, data)
+            case TurnFinished(turn, outcome):
+                self._finished(turn, outcome)
+            case InterruptAnswered(ctx, turn, text, ok):
+                serve(ctx, lambda c: self._interrupt_answered(c, turn, text, ok))
+            case IdleDue(cid, generation):
+                self._idle(cid, generation)
         return None
 
+    def _forward(self, ctx: RequestContext, call: Callable[[], Any]) -> Any:
+        """Answer ``ctx`` from a worker with what ``call`` returns (a request to another
+        process, which may take seconds): the mailbox keeps serving meanwhile."""
+        self.forwards.submit(lambda: serve(ctx, lambda _: call()))
+        return ANSWERED
+
     # --- ops ---------------------------------------------------------------------------------
-    def op_new(self, ctx: RequestContext) -> None:
+    @handles("agent.new")
+    def op_new(self, ctx: RequestContext) -> Any:
         agent = ctx.args.get("agent")
         if agent:
             # An ACP agent (discovery name): refused now if there is no such name; a known
@@ -206,9 +231,8 @@ class ConversationsActor(pykka.ThreadingActor):
             from rio.agent.config import config_dir
             spec_for(agent, load_agents_config(config_dir()))
             conv = self.store.create(title=ctx.args.get("title"), agent=agent)
-            ctx.reply({"conversation": conv.conversation, "title": conv.title,
-                       "provider": None, "agent": agent})
-            return
+            return {"conversation": conv.conversation, "title": conv.title,
+                    "provider": None, "agent": agent}
         provider = ctx.args.get("provider") or self.default_provider()
         if ctx.args.get("provider"):
             installed = self.known_providers()
@@ -224,16 +248,19 @@ class ConversationsActor(pykka.ThreadingActor):
                 raise unusable_endpoint(provider or "the provider", endpoint)
         conv = self.store.create(title=ctx.args.get("title"), provider=provider,
                                  endpoint=ctx.args.get("endpoint"), model=ctx.args.get("model"))
-        ctx.reply({"conversation": conv.conversation, "title": conv.title,
-                   "provider": conv.provider})
+        return {"conversation": conv.conversation, "title": conv.title,
+                "provider": conv.provider}
 
-    def op_list(self, ctx: RequestContext) -> None:
-        ctx.reply([c.summary() for c in self.store.list()])
+    @handles("agent.list")
+    def op_list(self, ctx: RequestContext) -> Any:
+        return [c.summary() for c in self.store.list()]
 
-    def op_history(self, ctx: RequestContext) -> None:
-        ctx.reply(self.store.get(ctx.args["conversation"]).history())
+    @handles("agent.history")
+    def op_history(self, ctx: RequestContext) -> Any:
+        return self.store.get(ctx.args["conversation"]).history()
 
-    def op_send(self, ctx: RequestContext) -> None:
+    @handles("agent.send")
+    def op_send(self, ctx: RequestContext) -> Any:
         cid = check_conversation_id(ctx.args["conversation"])
         self.store.get(cid)  # unknown conversations fail here, before anything is recorded
         running = self.running.get(cid)
@@ -243,6 +270,7 @@ class ConversationsActor(pykka.ThreadingActor):
             self._ask_interrupt(ctx, running, ctx.args["text"])
         else:
             raise _busy(running.turn)
+        return ANSWERED     # by _launch, or once the session said whether it interrupted
 
     def _ask_interrupt(self, ctx: RequestContext, running: RunningTurn, text: str) -> None:
         """A message while a turn runs: the session, which owns the turn's proposals and
@@ -258,36 +286,28 @@ class ConversationsActor(pykka.ThreadingActor):
             except RioError as err:
                 log.info("turn %s: session.interrupt failed (%s)", running.turn, err.kind)
                 ok = False
-            self._tell(("interrupt", ctx, running.turn, text, ok))
+            self._tell(InterruptAnswered(ctx, running.turn, text, ok))
         self.forwards.submit(forward)
 
-    def _interrupt_answered(self, ctx: RequestContext, turn: str, text: str, ok: bool) -> None:
+    def _interrupt_answered(self, ctx: RequestContext, turn: str, text: str, ok: bool) -> Any:
         cid = conversation_of_turn(turn)
         running = self.running.get(cid)
-        try:
-            if running is None:
-                self._start_turn(ctx, cid, text)      # the turn ended meanwhile
-            elif ok and running.turn == turn and running.successor is None:
-                self._interrupt(ctx, running, text)
-            else:
-                raise _busy(running.turn)
-        except RioError as err:
-            ctx.fail(err)
+        if running is None:
+            self._start_turn(ctx, cid, text)      # the turn ended meanwhile
+        elif ok and running.turn == turn and running.successor is None:
+            self._interrupt(ctx, running, text)
+        else:
+            raise _busy(running.turn)
+        return ANSWERED
 
-    def op_approve(self, ctx: RequestContext) -> None:
+    @handles("agent.approve")
+    def op_approve(self, ctx: RequestContext) -> Any:
         turn = ctx.args["turn"]
         if str(ctx.args["proposal"]).startswith("mcp-"):
             # A proposal of Rio's MCP tools (an ACP agent's): the mcp actor holds it.
             mcp_args = {k: ctx.args[k] for k in ("turn", "proposal", "decision")}
-
-            def forward_mcp() -> None:
-                try:
-                    ctx.reply(self.bus.call("mcp.approve", mcp_args,
-                                            timeout=APPROVE_TIMEOUT_S + 60))
-                except RioError as err:
-                    ctx.fail(err)
-            self.forwards.submit(forward_mcp)
-            return
+            return self._forward(ctx, lambda: self.bus.call("mcp.approve", mcp_args,
+                                                            timeout=APPROVE_TIMEOUT_S + 60))
         cid = conversation_of_turn(turn)
         running = self._running_turn(cid, turn)
         if running is None:
@@ -296,17 +316,11 @@ class ConversationsActor(pykka.ThreadingActor):
         proposal = ctx.args["proposal"]
         args = {"conversation": cid, "turn": turn, "proposal": proposal,
                 "decision": ctx.args["decision"]}
+        return self._forward(ctx, lambda: self.bus.call("session.approve", args,
+                                                        timeout=APPROVE_TIMEOUT_S))
 
-        def forward() -> None:
-            try:
-                result = self.bus.call("session.approve", args, timeout=APPROVE_TIMEOUT_S)
-            except RioError as err:
-                ctx.fail(err)
-                return
-            ctx.reply(result)
-        self.forwards.submit(forward)
-
-    def op_stop(self, ctx: RequestContext) -> None:
+    @handles("agent.stop")
+    def op_stop(self, ctx: RequestContext) -> Any:
         cid = check_conversation_id(ctx.args["conversation"])
         self.store.get(cid)
         running = self.running.get(cid)
@@ -314,39 +328,30 @@ class ConversationsActor(pykka.ThreadingActor):
             # Nothing runs here; a session left running by a core that restarted mid-turn
             # still gets the word (best effort: it may not exist at all).
             self.forwards.submit(lambda: self._stop_orphan(cid))
-            ctx.reply({"stopped": False})
-            return
+            return {"stopped": False}
         running = running.successor or running   # the newest message's turn is the one shown
         running.end_reason = running.end_reason or "stopped"
         self._forward_stop(running)
-        ctx.reply({"stopped": True, "turn": running.turn})
+        return {"stopped": True, "turn": running.turn}
 
-    def op_permission_answer(self, ctx: RequestContext) -> None:
+    @handles("agent.permission_answer")
+    def op_permission_answer(self, ctx: RequestContext) -> Any:
         """An ACP agent's permission question, answered by option kind: straight to the
         conversation's session, which owns the question."""
         cid = check_conversation_id(ctx.args["conversation"])
         args = {"conversation": cid, "turn": ctx.args["turn"],
                 "request": ctx.args["request"], "kind": ctx.args.get("kind")}
+        return self._forward(ctx, lambda: self.bus.call("session.permission_answer", args,
+                                                        timeout=FORWARD_TIMEOUT_S))
 
-        def forward() -> None:
-            try:
-                ctx.reply(self.bus.call("session.permission_answer", args,
-                                        timeout=FORWARD_TIMEOUT_S))
-            except RioError as err:
-                ctx.fail(err)
-        self.forwards.submit(forward)
-
-    def op_mode(self, ctx: RequestContext) -> None:
+    @handles("agent.mode")
+    def op_mode(self, ctx: RequestContext) -> Any:
         args = {"mode": ctx.args["mode"]} if ctx.args.get("mode") else {}
+        return self._forward(ctx, lambda: self.bus.call("gate.mode", args,
+                                                        timeout=FORWARD_TIMEOUT_S))
 
-        def forward() -> None:
-            try:
-                ctx.reply(self.bus.call("gate.mode", args, timeout=FORWARD_TIMEOUT_S))
-            except RioError as err:
-                ctx.fail(err)
-        self.forwards.submit(forward)
-
-    def op_pending(self, ctx: RequestContext) -> None:
+    @handles("agent.pending")
+    def op_pending(self, ctx: RequestContext) -> Any:
         """What waits in the running turns, for a window started since: each turn's
         ``agent.turn {started}``, then its session's waiting proposals and questions
         (``session.pending``: the session owns them, ADR-0027), as ``{topic, data}``."""
@@ -357,7 +362,7 @@ class ConversationsActor(pykka.ThreadingActor):
                  if not only or cid == only]
         turns = [(cid, r.turn, r.text) for cid, r in shown]
 
-        def forward() -> None:
+        def pending() -> dict[str, Any]:
             events: list[dict[str, Any]] = []
             for cid, turn, text in turns:
                 events.append({"topic": "agent.turn", "data": {
@@ -371,35 +376,34 @@ class ConversationsActor(pykka.ThreadingActor):
                 for e in got.get("events") or ():
                     events.append({"topic": e["topic"], "data": {
                         **e["data"], "conversation": cid, "turn": got.get("turn") or turn}})
-            ctx.reply({"events": events})
-        self.forwards.submit(forward)
+            return {"events": events}
+        return self._forward(ctx, pending)
 
-    def op_limits(self, ctx: RequestContext) -> None:
+    @handles("agent.limits")
+    def op_limits(self, ctx: RequestContext) -> Any:
         """The gate's per-turn limits (AI Preferences): to the gate, as agent.mode is."""
         args = {k: v for k, v in ctx.args.items() if v is not None}
+        return self._forward(ctx, lambda: self.bus.call("gate.limits", args,
+                                                        timeout=FORWARD_TIMEOUT_S))
 
-        def forward() -> None:
-            try:
-                ctx.reply(self.bus.call("gate.limits", args, timeout=FORWARD_TIMEOUT_S))
-            except RioError as err:
-                ctx.fail(err)
-        self.forwards.submit(forward)
-
-    def op_set_mode(self, ctx: RequestContext) -> None:
+    @handles("agent.set_mode")
+    def op_set_mode(self, ctx: RequestContext) -> Any:
         """An ACP agent's own mode (not the gate's): to the session, which holds the agent."""
-        self._to_agent(ctx, "session.set_mode", {"mode": ctx.args["mode"]})
+        return self._to_agent(ctx, "session.set_mode", {"mode": ctx.args["mode"]})
 
-    def op_set_config(self, ctx: RequestContext) -> None:
-        self._to_agent(ctx, "session.set_config", {"option": ctx.args["option"],
-                                                   "value": ctx.args["value"]})
+    @handles("agent.set_config")
+    def op_set_config(self, ctx: RequestContext) -> Any:
+        return self._to_agent(ctx, "session.set_config", {"option": ctx.args["option"],
+                                                          "value": ctx.args["value"]})
 
-    def op_authenticate(self, ctx: RequestContext) -> None:
+    @handles("agent.authenticate")
+    def op_authenticate(self, ctx: RequestContext) -> Any:
         """Sign in with one of the agent's own methods: the agent may wait on a browser."""
-        self._to_agent(ctx, "session.authenticate", {"method": ctx.args["method"]},
-                       timeout=AUTHENTICATE_TIMEOUT_S)
+        return self._to_agent(ctx, "session.authenticate", {"method": ctx.args["method"]},
+                              timeout=AUTHENTICATE_TIMEOUT_S)
 
     def _to_agent(self, ctx: RequestContext, op: str, extra: dict[str, Any],
-                  timeout: float = APPROVE_TIMEOUT_S) -> None:
+                  timeout: float = APPROVE_TIMEOUT_S) -> Any:
         cid = check_conversation_id(ctx.args["conversation"])
         if not self.store.get(cid).agent:
             raise ProtocolError("bad_args", "Only an ACP agent's conversation has the agent's "
@@ -407,16 +411,16 @@ class ConversationsActor(pykka.ThreadingActor):
                                 "provider's conversation with agent.new's model.")
         args = {"conversation": cid, **extra}
 
-        def forward() -> None:
+        def call() -> Any:
             try:
-                ctx.reply(self.bus.call(op, args, timeout=timeout))
+                return self.bus.call(op, args, timeout=timeout)
             except RioError as err:
                 if err.kind in ("bus.no_route", "bus.actor_dead", "bus.unreachable"):
-                    err = AgentError("agent_not_running", "The conversation's agent is not "
+                    raise AgentError("agent_not_running", "The conversation's agent is not "
                                      "running now (it starts with the next message).",
-                                     "Send a message, then pick again.")
-                ctx.fail(err)
-        self.forwards.submit(forward)
+                                     "Send a message, then pick again.") from None
+                raise
+        return self._forward(ctx, call)
 
     # --- turns -------------------------------------------------------------------------------
     def _start_turn(self, ctx: RequestContext, cid: str, text: str) -> None:
@@ -462,7 +466,7 @@ class ConversationsActor(pykka.ThreadingActor):
     def _run_turn(self, running: RunningTurn, args: dict[str, Any]) -> None:
         """On a worker thread: the whole session.turn, then the undo merge; never the store."""
         outcome = self._call_session(running, args)
-        self._tell(("finished", running.turn, outcome))
+        self._tell(TurnFinished(running.turn, outcome))
 
     def _call_session(self, running: RunningTurn, args: dict[str, Any]) -> TurnOutcome:
         """``session.turn`` to the conversation's process. One that has not answered a turn
@@ -635,7 +639,7 @@ class ConversationsActor(pykka.ThreadingActor):
                 # Nobody there to stop (not started yet, died, or hung): the core ends the turn.
                 log.info("turn %s: session.stop failed (%s); ending it here", running.turn,
                          err.kind)
-                self._tell(("finished", running.turn, TurnOutcome("stopped")))
+                self._tell(TurnFinished(running.turn, TurnOutcome("stopped")))
         self.forwards.submit(forward)
 
     # --- events --------------------------------------------------------------------------------
@@ -654,7 +658,7 @@ class ConversationsActor(pykka.ThreadingActor):
         if topic == "agent.delta":
             running.partial.append(str(data.get("text", "")))
 
-    def _tell(self, message: Any) -> None:
+    def _tell(self, message: AgentEvent | TurnFinished | InterruptAnswered | IdleDue) -> None:
         try:
             self.actor_ref.tell(message)
         except pykka.ActorDeadError:
@@ -692,7 +696,7 @@ def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext],
     host.refs.append(ref)
 
     def on_event(event: Any) -> None:
-        ref.tell(("event", event.topic, thaw(event.data)))
+        ref.tell(AgentEvent(event.topic, thaw(event.data)))
     # The streamed text, kept for a turn whose session dies before it answers.
     host.bus.subscribe("agent.delta", on_event)
     return {"agent": ref.tell}
