@@ -71,8 +71,10 @@ def fresh(desktop, model):
     for b in desktop.call("buffer.list"):
         if b.get("path", "").endswith("notes.txt"):
             desktop.call("buffer.close", {"buffer": b["buffer"], "discard": True})
-    desktop.call("ui.agent", {"action": "open"})
-    cid = desktop.call("ui.agent", {"action": "new"})["conversation"]
+    # An API provider's conversation whatever the picker shows (New takes the picker's
+    # choice, which follows the conversation shown — an ACP one after an ACP test).
+    cid = desktop.call("agent.new", {})["conversation"]
+    desktop.call("ui.agent", {"action": "open", "conversation": cid})
     desktop.wait_state(lambda s: s["agent"]["conversation"] == cid)
     return cid
 
@@ -616,3 +618,46 @@ def test_a_proposal_waiting_before_the_window_started_is_shown_with_approve(desk
     assert desktop.call("ui.agent", {"action": "approve"})["applied"] is True
     desktop.wait_text(notes_buffer(desktop), "alpha\nzeta\n")
     agent(desktop, lambda a: a["state"] == "idle" and not a["pending"])
+
+
+def test_files_changed_behind_rios_back_can_be_reviewed_and_reverted(desktop, fresh, model):
+    """The fake ACP agent rewrites notes.txt itself: the card offers Review (the tab and the
+    diff) and Revert (after asking; never over a tab's unsaved text)."""
+    notes = desktop.root / "notes.txt"
+    script = {"turns": [[{"write_disk": {"path": str(notes), "content": "alpha\nBETA\n"}},
+                         {"text": "Rewrote it."}]]}
+    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
+    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
+    desktop.call("ui.agent", {"action": "open", "conversation": cid})
+    desktop.call("ui.agent", {"action": "send", "text": "rewrite notes"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and a["changed_files"], 60)
+    assert a["changed_files"] == [{"path": "notes.txt", "change": "modified", "revert": True,
+                                   "state": None, "diff_shown": False}]
+    got = desktop.call("ui.agent", {"action": "review", "path": "notes.txt"})
+    assert got == {"path": "notes.txt", "diff_shown": True}
+    desktop.wait_state(lambda s: any(t["path"] == "notes.txt" and t["active"]
+                                     for t in s["tabs"]))
+    desktop.wait_active_ready()
+    bid = notes_buffer(desktop)
+    desktop.wait_text(bid, "alpha\nBETA\n")
+    desktop.call("ui.type", {"text": "typed "})       # unsaved text in the tab
+
+    def revert(button: str = "Revert") -> None:
+        assert desktop.call("ui.agent", {"action": "revert", "path": "notes.txt"})["asking"]
+        desktop.wait_state(lambda s: any(d["name"] == "agent_revert"
+                                         for d in s["dialogs_open"]))
+        desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": button})
+
+    revert("Cancel")
+    revert()
+    a = agent(desktop, lambda a: (a["changed_files"][0]["state"] or "").startswith("not"))
+    assert "unsaved changes" in a["changed_files"][0]["state"]
+    assert notes.read_text() == "alpha\nBETA\n"
+    assert "typed " in desktop.call("buffer.text", {"buffer": bid})["text"]
+    desktop.call("buffer.close", {"buffer": bid, "discard": True})
+    revert()
+    agent(desktop, lambda a: a["changed_files"][0]["state"] == "reverted")
+    assert notes.read_text() == "alpha\nbeta\n"
+    bid = notes_buffer(desktop)
+    assert desktop.call("buffer.info", {"buffer": bid})["undo_label"] == \
+        "Revert the agent's change on disk"

@@ -456,10 +456,12 @@ define("ui.screenshot", "Save a PNG of the window (dialogs over it included).",
 define("ui.raise", "Bring the desktop window to the front (a second `rio` on the same folder "
        "does this instead of opening a second window).")
 define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, type, "
-       "approve, reject, always, answer, stop, undo, new, mode, tick, agent_setting.",
+       "approve, reject, always, answer, stop, undo, new, mode, tick, agent_setting, sign_in, "
+       "review, revert.",
        Arg("action", str, check=non_empty,
            doc="open, close, minimise, send, type, approve, reject, always, answer, stop, "
-               "undo, new, mode, tick, agent_setting (checked by the desktop)"),
+               "undo, new, mode, tick, agent_setting, sign_in, review, revert (checked by the "
+               "desktop)"),
        Arg("text", str, False, None, doc="send: the message; type: typed into the input, "
            "then Enter"),
        Arg("proposal", (str, int), False, None,
@@ -471,6 +473,8 @@ define("ui.agent", "Drive the agent panel as a user would: open, close, minimise
        Arg("mode", str, False, None, check=one_of("review", "auto_buffer", "allow_all"),
            doc="mode: the approval gate's mode to set (none: just read it)"),
        Arg("on", bool, False, None, doc="tick: the 'Name the active file' tick on or off"),
+       Arg("path", str, False, None, doc="review/revert: the file's row on the card of files "
+           "the agent changed on disk (default: the first)"),
        Arg("picker", str, False, None, doc="agent_setting: 'mode' (the ACP agent's own mode) "
            "or one of its config options' id (model …)"),
        Arg("value", str, False, None, doc="agent_setting: the value to pick (an id)"),

@@ -142,8 +142,11 @@ def sign_in_lines(method: Mapping[str, Any]) -> tuple[str, str]:
     name = str(method.get("name") or method.get("id") or "")
     if kind == "terminal":
         # The exact command: ``shell`` (variables and quoting included), else the argv.
-        command = method.get("shell") or " ".join(
-            shlex.quote(str(a)) for a in method.get("command") or ())
+        command = method.get("shell")
+        if not command:
+            argv = method.get("command") or ()
+            argv = [argv] if isinstance(argv, str) else [shlex.quote(str(a)) for a in argv]
+            command = " ".join(argv + [shlex.quote(str(a)) for a in method.get("args") or ()])
         return f"{name}: run in a terminal, then send your message again", str(command)
     if kind == "env_var":
         names = ", ".join(str(v.get("name", v)) if isinstance(v, Mapping) else str(v)

@@ -196,9 +196,12 @@ class ConversationView:
             self._thought(i, block)
         elif block.kind == "plan":
             self._plan(i, block)
-        elif block.kind in ("proposal", "turn_end", "sign_in", "permission"):
+        elif block.kind in ("proposal", "turn_end", "sign_in", "permission") or (
+                block.kind == "note" and block.data.get("changed_files")):
+            from ui.tk.agent_changed import ChangedFilesCard  # Review / Revert per file
             card = {"proposal": ProposalCard, "turn_end": TurnEndCard, "sign_in": SignInCard,
-                    "permission": PermissionCard}[block.kind](self, i, block)
+                    "permission": PermissionCard, "note": ChangedFilesCard}[block.kind](
+                        self, i, block)
             self.cards[i] = card
             tx.window_create("end", window=card.frame, padx=2, pady=3)
             tx.insert("end", "\n", (tag,))

@@ -1,0 +1,224 @@
+"""Files an ACP agent changed on disk behind Rio's back (``agent.changed_files``): a card with
+**Review** and **Revert** per file.
+
+* *Review* opens the file in a tab (not for a deleted one) and unfolds the change's coloured
+  diff under its row (a second click folds it).
+* *Revert* puts a *modified* file back as it was when the turn started, after asking: its text
+  then is worked out from the diff and the file now (:func:`rio.agent.unpatch.text_before`,
+  refused when the file changed again since or the diff was cut short), put in the file's
+  buffer as one undoable edit (``buffer.open``, ``buffer.text``, ``buffer.replace``) and saved
+  (``buffer.save``) — all through the core. A tab with unsaved changes is never overwritten:
+  the revert is refused and says so. Created and deleted files have no Revert (the core offers
+  no delete, and a deleted file's text is only in its diff): Review shows what happened.
+
+Each row's state (``reverting``, ``reverted``, or why not) is kept in the block's data, so the
+card redraws it and ``ui.state`` reports it.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from tkinter import ttk
+from typing import Any, Callable
+
+from rio.agent.unpatch import text_before
+from rio.protocol.errors import ProtocolError, RioError
+from ui.tk.agent_cards import DIFF_ROWS, Card
+from ui.tk.agent_extras import CHANGED_FILES_SHOWN
+from ui.tk.agent_model import Block
+from ui.tk.agent_text import diff_line_tag
+
+Respond = Callable[[Any], None]
+REVERT_LABEL = "Revert the agent's change on disk"
+
+
+def can_revert(entry: dict[str, Any]) -> bool:
+    return entry.get("change", "modified") == "modified" and bool(entry.get("diff"))
+
+
+def describe(conv: Any) -> list[dict[str, Any]]:
+    """``ui.state``'s ``agent.changed_files``: the last such card's rows."""
+    block = next((b for b in reversed(conv.blocks if conv else ())
+                  if b.data.get("changed_files")), None)
+    if block is None:
+        return []
+    states = block.data.get("row_states") or {}
+    shown = block.data.get("diff_shown") or []
+    return [{"path": f.get("path"), "change": f.get("change"), "revert": can_revert(f),
+             "state": states.get(f.get("path")), "diff_shown": f.get("path") in shown}
+            for f in block.data["changed_files"]]
+
+
+def _find(conv: Any, path: str | None) -> tuple[Block, dict[str, Any]] | None:
+    for block in reversed(conv.blocks if conv else ()):
+        for entry in block.data.get("changed_files") or ():
+            if path is None or entry.get("path") == path:
+                return block, entry
+    return None
+
+
+def review(panel: Any, path: str | None, respond: Respond | None = None) -> None:
+    """Open the file in a tab (unless it was deleted) and unfold its diff in the card."""
+    found = _find(panel.model.shown, path)
+    if found is None:
+        _refuse(respond, "No file the agent changed on disk is shown.")
+        return
+    block, entry = found
+    path = str(entry.get("path"))
+    shown = block.data.setdefault("diff_shown", [])
+    if path in shown:
+        shown.remove(path)
+    else:
+        shown.append(path)
+        if entry.get("change") != "deleted":
+            panel.open_file(path)
+    panel.refresh_block(block)
+    if respond is not None:
+        respond({"path": path, "diff_shown": path in shown})
+
+
+def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None:
+    """Ask, then put the file back (see the module docstring). ``respond`` answers at once
+    with ``{path, asking}``; the row's state says how it went."""
+    found = _find(panel.model.shown, path)
+    if found is None or not can_revert(found[1]):
+        _refuse(respond, "There is no modified file with a diff to revert here.")
+        return
+    block, entry = found
+    path = str(entry.get("path"))
+
+    def answered(button: str, _values: dict[str, str]) -> None:
+        if button == "Revert":
+            _set(panel, block, path, "reverting")
+            _revert(panel, block, entry)
+    from ui.tk.dialogs import Dialog
+    Dialog(panel.app, "agent_revert", "Revert a file",
+           f"Put {path} back as it was before the agent's turn?",
+           ["Revert", "Cancel"], answered, icon="question",
+           detail="The file gets its earlier text, saved from its tab: Edit → Undo in that "
+                  "tab takes the revert back. A tab with unsaved changes is left alone.")
+    if respond is not None:
+        respond({"path": path, "asking": True})
+
+
+def _refuse(respond: Respond | None, message: str) -> None:
+    if respond is not None:
+        respond(ProtocolError("bad_args", message, "Look at ui.state agent.changed_files."))
+
+
+def _set(panel: Any, block: Block, path: str, state: str) -> None:
+    block.data.setdefault("row_states", {})[path] = state
+    panel.refresh_block(block)
+
+
+def _revert(panel: Any, block: Block, entry: dict[str, Any]) -> None:
+    path = str(entry["path"])
+
+    def failed(why: str) -> Callable[[Any], None]:
+        return lambda err=None: _set(panel, block, path, why + (
+            f" ({err.message})" if isinstance(err, RioError) else ""))
+
+    def got_disk(read: Any) -> None:
+        old = text_before(str(entry["diff"]), str(read.get("text") or ""))
+        if old is None or read.get("truncated"):
+            failed("not reverted: the file changed again since; Review shows the diff")()
+            return
+        panel.request("buffer.open", {"path": path}, lambda s: opened(s, old),
+                      failed("not reverted"))
+
+    def opened(summary: Any, old: str) -> None:
+        bid = str(summary["buffer"])
+        if summary.get("dirty"):
+            failed("not reverted: its tab has unsaved changes — save or close them first")()
+            return
+        panel.request("buffer.text", {"buffer": bid}, lambda t: with_text(bid, t, old),
+                      failed("not reverted"))
+
+    def with_text(bid: str, got: Any, old: str) -> None:
+        text = str(got.get("text") or "")
+        save = lambda _r=None: panel.request(  # noqa: E731
+            "buffer.save", {"buffer": bid, "force": True},
+            lambda _s: _set(panel, block, path, "reverted"), failed("not saved"))
+        if text == old:
+            save()
+            return
+        panel.request("buffer.replace", {"buffer": bid, "start": 0, "end": len(text),
+                                         "text": old, "base_version": got.get("version"),
+                                         "label": REVERT_LABEL}, save, failed("not reverted"))
+    panel.request("fs.read", {"path": path, "max_chars": 1_000_000}, got_disk,
+                  failed("not reverted"))
+
+
+class ChangedFilesCard(Card):
+    """The files, each with Review (and Revert for a modified one), its state, its diff."""
+
+    def __init__(self, view: Any, index: int, block: Block):
+        super().__init__(view, index, block)
+        self.body = ttk.Frame(self.frame)
+        self.body.pack(side="top", fill="x")
+        self.refresh()
+
+    def refresh(self) -> None:
+        for w in self.body.winfo_children():
+            w.destroy()
+        d = self.block.data
+        files = d["changed_files"]
+        panel = self.view.panel
+        app = panel.app
+        n = len(files) + int(d.get("more") or 0)
+        ttk.Label(self.body, text=f"The agent changed {n} file{'s' if n != 1 else ''} on disk "
+                  "itself (not through a proposal):", font=(app.ui_font_family(), 9, "bold"),
+                  wraplength=320, justify="left").pack(anchor="w")
+        states = d.get("row_states") or {}
+        shown = d.get("diff_shown") or []
+        for entry in files[:CHANGED_FILES_SHOWN]:
+            path = str(entry.get("path"))
+            row = ttk.Frame(self.body)
+            row.pack(anchor="w", fill="x", pady=(2, 0))
+            ttk.Label(row, text=f"{path} ({entry.get('change') or 'modified'})").pack(
+                side="left")
+            if can_revert(entry):
+                ttk.Button(row, text="Revert", width=7, command=lambda p=path: revert(
+                    panel, p), state="disabled" if states.get(path) in
+                    ("reverting", "reverted") else "normal").pack(side="right")
+            ttk.Button(row, text="Review", width=7,
+                       command=lambda p=path: review(panel, p)).pack(side="right", padx=2)
+            if states.get(path):
+                ttk.Label(self.body, text=str(states[path]).capitalize() + ".",
+                          foreground=self.view.colours["note"], wraplength=320,
+                          justify="left").pack(anchor="w", padx=(12, 0))
+            if path in shown:
+                self._diff(entry)
+        rest = len(files) - CHANGED_FILES_SHOWN + int(d.get("more") or 0)
+        if rest > 0:
+            ttk.Label(self.body, text=f"… and {rest} more.",
+                      foreground=self.view.colours["note"]).pack(anchor="w")
+        ttk.Label(self.body, text="Open documents of these files ask before anything is "
+                  "overwritten.", foreground=self.view.colours["note"], wraplength=320,
+                  justify="left").pack(anchor="w", pady=(2, 0))
+
+    def _diff(self, entry: dict[str, Any]) -> None:
+        app = self.view.panel.app
+        body = str(entry.get("diff") or entry.get("note") or "(no diff)")
+        rows = body.splitlines() or [""]
+        mono = app.editor_font_tuple()
+        box = ttk.Frame(self.body, style="Sunken.TFrame")
+        box.pack(anchor="w", fill="x", pady=(2, 2))
+        diff = tk.Text(box, height=min(DIFF_ROWS, len(rows)), width=self.view.card_chars(),
+                       wrap="none", font=(mono[0], max(7, mono[1] - 1)),
+                       bg=app.theme.field_bg, fg=app.theme.field_fg, borderwidth=0,
+                       insertwidth=0, cursor="arrow")
+        c = self.view.colours
+        diff.tag_configure("diff_add", background=c["add_bg"], foreground=c["add_fg"])
+        diff.tag_configure("diff_del", background=c["del_bg"], foreground=c["del_fg"])
+        diff.tag_configure("diff_hunk", foreground=c["hunk_fg"])
+        diff.tag_configure("diff_file", foreground=c["file_fg"])
+        for n, row in enumerate(rows):
+            diff.insert("end", row + ("\n" if n < len(rows) - 1 else ""),
+                        (diff_line_tag(row),))
+        diff.configure(state="disabled")
+        if len(rows) > DIFF_ROWS:
+            sb = ttk.Scrollbar(box, orient="vertical", command=diff.yview)
+            diff.configure(yscrollcommand=sb.set)
+            sb.pack(side="right", fill="y")
+        diff.pack(side="top", fill="x", expand=True)
