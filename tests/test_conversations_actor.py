@@ -16,7 +16,7 @@ import pytest
 
 from actors.bus.service import RequestContext
 from rio.agent.conversations import INTERRUPTED_RESULT
-from rio.protocol.errors import AgentError, BusError, ProtocolError
+from rio.protocol.errors import AgentError, BusError, ProtocolError, RioError
 from rio.protocol.frames import thaw
 from tests.fakes.fake_session import FakeSession, assistant
 from tests.support import RioServer, wait_for
@@ -733,3 +733,18 @@ def test_a_session_process_that_exits_before_ready_fails_the_turn_classified(in_
     error = bus.wait(lambda: next((d for t, d in bus.events if t == "agent.error"), None))
     assert error["kind"] == "agent.session_unavailable" and error["turn"] == turn
     assert "exit 3" in error["message"] and "rio status" in error["next"]
+
+
+@pytest.mark.timeout(30)
+def test_a_bug_in_a_forward_is_answered_as_internal_not_left_hanging(in_process, caplog):
+    """A forward (agent.mode → gate.mode on a worker) that fails with something other than a
+    RioError still answers its request, once, as internal.unexpected — the copy of the
+    try/except each forward had caught only RioError, and the caller waited for nothing."""
+    def broken(args: dict) -> dict:
+        raise KeyError("mode")
+    actor, bus = in_process({"gate.mode": broken})
+    with pytest.raises(RioError) as info:
+        ask(actor, bus, "agent.mode", {"mode": "allow_all"})
+    assert info.value.kind == "internal.unexpected" and "KeyError" in info.value.message
+    assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)
+    assert ask(actor, bus, "agent.list", {}) == []     # and the actor goes on serving
