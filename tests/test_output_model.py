@@ -3,7 +3,7 @@ terminal lines."""
 
 from __future__ import annotations
 
-from rio.protocol.errors import PathError
+from rio.protocol.errors import PathError, ProtocolError
 from rio.protocol.frames import Reply
 from ui.tk.output_model import CoreSearch, TerminalLines, parse_globs, resolve_ref
 
@@ -52,8 +52,11 @@ class FakeConn:
         op, callback = self.waiting.pop(0)
         if op == "fs.search_stop":
             callback(Reply.success("x", {"stopped": True}))
-        else:
+        elif self.pages:
             callback(Reply.success("x", self.pages.pop(0)))
+        else:       # asked past the last page: the core has forgotten the search
+            callback(Reply.failure("x", ProtocolError("unknown_search", "No running search.",
+                                                      "Start the search again.")))
 
 
 def page(sid, matches, done, results):
@@ -74,10 +77,13 @@ def test_core_search_asks_page_after_page_in_order():
                                           "match_case": False, "whole_word": False,
                                           "folder": "src", "globs": ["*.py"],
                                           "overrides": {"a": "x"}})
-    while conn.waiting:
-        conn.answer()
+    conn.answer()          # the first page: two more asked at once (one ahead)
     assert [op for op, _ in conn.sent] == ["fs.search", "fs.search_more", "fs.search_more"]
+    while conn.waiting:
+        conn.answer()      # one more asked as each arrives, until the last page
+    assert [op for op, _ in conn.sent].count("fs.search_more") == 3
     assert shown == [("a", 1), ("b", 2), ("c", 3)] and ended == [True] and job.done
+    assert job.error is None     # the answer to the page asked past the end is ignored
     assert job.summary() == "3 matches in 3 files (3 searched)."
 
 
@@ -86,12 +92,14 @@ def test_core_search_stop_tells_the_core_and_shows_nothing_more():
     shown, ended = [], []
     job = CoreSearch(conn, lambda ms: shown.extend(m.path for m in ms), lambda: ended.append(1))
     job.start("needle")
-    conn.answer()                 # first page shown, fs.search_more in flight
+    conn.answer()                 # first page shown, two fs.search_more in flight
     job.cancel()
     assert conn.sent[-1] == ("fs.search_stop", {"search": "s1"})
-    conn.answer()                 # the page that was in flight: dropped
+    while conn.waiting:
+        conn.answer()             # the pages in flight (and the refusal after): dropped
     assert shown == ["a"] and ended == [] and job.summary().startswith("Stopped: 1 match")
-    assert [op for op, _ in conn.sent].count("fs.search_more") == 1
+    assert [op for op, _ in conn.sent] == ["fs.search", "fs.search_more", "fs.search_more",
+                                           "fs.search_stop"]
 
 
 def test_core_search_stopped_before_its_first_reply_stops_it_in_the_core():

@@ -3,8 +3,9 @@ reference in run output points, and how terminal output becomes lines.
 
 :class:`CoreSearch` drives ``fs.search`` page by page (rio/files/search_jobs.py runs it in the
 core's workspace actor): the desktop never reads the project's files itself, so Find in Files
-works the same on a remote instance (``rio --connect``). Each page is asked for when the last
-one arrives, so results come in order and the window never blocks; Stop is ``fs.search_stop``.
+works the same on a remote instance (``rio --connect``). :data:`AHEAD` pages are asked for at a
+time (one more as each arrives), so the core searches while a page travels and is drawn;
+pages come back in order, the window never blocks, and Stop is ``fs.search_stop``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from rio.files.search_jobs import match_from_wire, summary_text
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 
+#: ``fs.search_more`` requests kept in flight: the core works on the next page while this one
+#: travels (over a remote link that round trip is most of a page's time).
+AHEAD = 2
 _NO_COUNTS: dict[str, Any] = {"results": 0, "files_searched": 0, "files_matched": 0,
                               "files_skipped": 0, "skipped_paths": [], "truncated": False}
 
@@ -37,8 +41,8 @@ def parse_globs(text: str) -> tuple[str, ...]:
 
 
 class CoreSearch:
-    """One Find in Files run by the core: ``fs.search``, then ``fs.search_more`` each time a
-    page arrives, until ``done``. ``on_page(matches)`` gets each page's results in order;
+    """One Find in Files run by the core: ``fs.search``, then ``fs.search_more`` (:data:`AHEAD`
+    in flight) until ``done``. ``on_page(matches)`` gets each page's results in order;
     ``on_end()`` is called once when the search ends by itself or fails (``error``)."""
 
     def __init__(self, conn: Requester, on_page: Callable[[list[Match]], None],
@@ -51,6 +55,7 @@ class CoreSearch:
         self.done = False
         self.cancelled = False
         self.error: RioError | None = None
+        self._asked = 0
 
     def start(self, pattern: str, *, regex: bool = False, match_case: bool = False,
               whole_word: bool = False, folder: str = ".", globs: tuple[str, ...] = (),
@@ -62,9 +67,13 @@ class CoreSearch:
         return self
 
     def _page(self, reply: Reply) -> None:
+        if self.done and not self.cancelled:
+            return   # asked ahead past the last page: the core no longer knows the search
         if self.cancelled:
-            if reply.ok:   # the reply to a request sent before Stop: stop it in the core too
+            if reply.ok and self.search_id is None:
+                # Stopped before the first reply: stop it in the core now that it has an id.
                 res = thaw(reply.result)
+                self.search_id = res["search"]
                 if not res.get("done"):
                     self.conn.request("fs.search_stop", {"search": res["search"]})
             return
@@ -82,7 +91,9 @@ class CoreSearch:
             self.on_page(matches)
         if self.done:
             self.on_end()
-        else:
+            return
+        for _ in range(1 if self._asked else AHEAD):   # the first reply opens the window
+            self._asked += 1
             self.conn.request("fs.search_more", {"search": self.search_id}, self._page,
                               timeout=60)
 
