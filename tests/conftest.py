@@ -18,6 +18,11 @@ import pytest
 
 _XVFB_START_TIMEOUT_S = 10.0
 
+# Tests never reach the internet: the public ACP agent registry (rio/acp/registry.py) is off
+# for every test and every process a test starts, unless a test points discovery at a
+# loopback server of its own.
+os.environ["RIO_AGENT_REGISTRY_URL"] = "off"
+
 
 def _display_usable(name: str) -> bool:
     """True when a client can connect to ``name`` (xdpyinfo if present, else Tk itself)."""

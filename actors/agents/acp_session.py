@@ -36,12 +36,14 @@ def make_acp_client_factory(session: Any, agent: str) -> Callable[[Any], Any]:
         import os
 
         from actors.agents.acp_process import ProcessControlPort
-        from rio.acp import discovery
+        from rio.acp import discovery, registry
         from rio.acp.client import AcpClient, settings_for
         from rio.acp.protocol_log import ProtocolLog, log_path
         from rio.agent.config import config_dir
         config = discovery.load_agents_config(config_dir())
-        spec = discovery.spec_for(agent, config)
+        # the registry's agents as cached on disk: starting an agent never waits on the network
+        spec = discovery.spec_for(agent, config,
+                                  registry.load(os.environ, network=False).agents)
         info = discovery.locate(spec, os.environ, discovery.RealHost())
         settings = settings_for(info, spec, session.root, os.environ)
         return AcpClient(settings, port, ProcessControlPort(),

@@ -17,7 +17,7 @@ import pykka
 
 from actors.actor_registry import ActorHost, actor_factory
 from actors.bus.service import OpTable, RequestContext
-from rio.acp import discovery
+from rio.acp import discovery, registry
 from rio.agent.config import config_dir
 
 CACHE_S = 60.0
@@ -30,6 +30,7 @@ class AgentsActor(pykka.ThreadingActor):
         super().__init__()
         self.root = root or Path.cwd()   # the project (an agent starts in it)
         self._cached: tuple[float, Any, list[dict[str, Any]]] | None = None
+        self._registry = registry.RegistryView()
 
     def on_receive(self, message: Any) -> Any:
         match message:
@@ -39,7 +40,8 @@ class AgentsActor(pykka.ThreadingActor):
 
     @handles("agents.list")
     def list_op(self, ctx: RequestContext) -> Any:
-        return {"agents": self.list(bool(ctx.args.get("refresh")))}
+        rows = self.list(bool(ctx.args.get("refresh")))
+        return {"agents": rows, "registry": self._registry.to_dict()}
 
     @handles("agents.logout")
     def logout_op(self, ctx: RequestContext) -> Any:
@@ -60,8 +62,11 @@ class AgentsActor(pykka.ThreadingActor):
         if not refresh and cached is not None and now - cached[0] < CACHE_S \
                 and cached[1] == config:
             return cached[2]
+        # the public registry extends the list (cached on disk; never required)
+        self._registry = registry.load(os.environ)
         infos = discovery.discover(os.environ, discovery.RealHost(),
-                                   discovery.run_version_probes, config)
+                                   discovery.run_version_probes, config,
+                                   extra=self._registry.agents)
         rows = [i.to_dict() for i in infos]
         self._cached = (now, config, rows)
         return rows

@@ -24,7 +24,8 @@ Agents beyond the known ones — or a known one at another path — come from th
     env = { MINE_MODEL = "fast" }     # added to the user's environment for this agent
     title = "My agent"
 
-An ``[agents.claude]`` table overrides the known agent's command/args/env.
+An ``[agents.claude]`` table overrides the known agent's command/args/env. Where the public
+ACP agent registry can be read, its agents extend the known ones (``extra``: rio/acp/registry.py).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class KnownAgent:
     key_vars: tuple[str, ...] = ()
     install: str = ""
     version_args: tuple[str, ...] = ("--version",)
+    #: "builtin" (this list), or "registry" (the public ACP registry: rio/acp/registry.py)
+    source: str = "builtin"
 
 
 KNOWN_AGENTS: tuple[KnownAgent, ...] = (
@@ -191,6 +194,7 @@ class AgentInfo:
     configured: bool = False         # from [agents.NAME] in config.toml
     env_names: tuple[str, ...] = ()  # names of the configured extra variables
     install: str = ""
+    source: str = "builtin"          # builtin, registry, config
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -210,7 +214,7 @@ class AgentInfo:
                 "version": self.version, "version_error": self.version_error,
                 "signed_in": self.signed_in, "credential": self.credential,
                 "keys_set": list(self.keys_set), "configured": self.configured,
-                "env": list(self.env_names), "install": self.install}
+                "env": list(self.env_names), "install": self.install, "source": self.source}
 
 
 # --------------------------------------------------------------------------- config.toml
@@ -361,11 +365,14 @@ def parse_version(probe: Probe) -> tuple[str | None, str | None]:
     return found.group(0), None
 
 
-def specs(config: Mapping[str, AgentSpec] | None = None) -> list[AgentSpec]:
-    """Every agent to look for: the known ones (overridden by config) and the added ones."""
+def specs(config: Mapping[str, AgentSpec] | None = None,
+          extra: Sequence[KnownAgent] = ()) -> list[AgentSpec]:
+    """Every agent to look for: the known ones and ``extra`` (the registry's), overridden by
+    config, then the ones config adds."""
     config = dict(config or {})
     out = []
-    for agent in KNOWN_AGENTS:
+    builtin = {a.name for a in KNOWN_AGENTS}
+    for agent in (*KNOWN_AGENTS, *(a for a in extra if a.name not in builtin)):
         spec = config.pop(agent.name, None)
         out.append(spec or AgentSpec(agent.name, agent.title, agent.commands[0], agent.args,
                                      known=agent))
@@ -389,15 +396,17 @@ def locate(spec: AgentSpec, env: Mapping[str, str], host: HostPort) -> AgentInfo
         spec.name, spec.title, hit is not None, hit[0] if hit else None, spec.args,
         hit[1] if hit else "", signed_in=signed, credential=credential,
         keys_set=keys_set(known, env), configured=spec.configured,
-        env_names=tuple(sorted(spec.env)), install=known.install if known else "")
+        env_names=tuple(sorted(spec.env)), install=known.install if known else "",
+        source="config" if spec.configured or known is None else known.source)
 
 
 def discover(env: Mapping[str, str], host: HostPort, runner: VersionRunner | None,
              config: Mapping[str, AgentSpec] | None = None, *, names: Sequence[str] = (),
-             timeout: float = VERSION_TIMEOUT_S) -> list[AgentInfo]:
+             timeout: float = VERSION_TIMEOUT_S, extra: Sequence[KnownAgent] = ()
+             ) -> list[AgentInfo]:
     """Every agent (or only ``names``), found or not; versions asked of the found ones at
-    once (``runner`` None: not asked)."""
-    wanted = [s for s in specs(config) if not names or s.name in names]
+    once (``runner`` None: not asked). ``extra``: the registry's agents."""
+    wanted = [s for s in specs(config, extra) if not names or s.name in names]
     infos = [locate(s, env, host) for s in wanted]
     found = [i for i, info in enumerate(infos) if info.found]
     if runner is not None and found:
@@ -414,12 +423,13 @@ def discover(env: Mapping[str, str], host: HostPort, runner: VersionRunner | Non
     return infos
 
 
-def spec_for(name: str, config: Mapping[str, AgentSpec] | None = None) -> AgentSpec:
+def spec_for(name: str, config: Mapping[str, AgentSpec] | None = None,
+             extra: Sequence[KnownAgent] = ()) -> AgentSpec:
     """The spec of discovery name ``name``; ``agent.not_configured`` names the choices."""
-    for spec in specs(config):
+    for spec in specs(config, extra):
         if spec.name == name:
             return spec
-    choices = ", ".join(s.name for s in specs(config))
+    choices = ", ".join(s.name for s in specs(config, extra))
     raise AgentError("not_configured", f"There is no agent named {name!r}.",
                      f"Use one of {choices}, or add [agents.{name}] to config.toml.")
 

@@ -43,11 +43,11 @@ async def sign_out(name: str, root: Path, env: Mapping[str, str], config_dir: Pa
                    processes: ProcessPort) -> dict[str, Any]:
     """Start agent ``name``, sign it out, stop it. ``{agent, signed_out: true}``, or raises
     ``agent.logout_not_offered`` / the agent's start and request errors."""
-    from rio.acp import discovery
+    from rio.acp import discovery, registry
     from rio.acp.client import AcpClient, settings_for
     from rio.acp.protocol_log import ProtocolLog
     config = discovery.load_agents_config(config_dir)
-    spec = discovery.spec_for(name, config)
+    spec = discovery.spec_for(name, config, registry.load(env, network=False).agents)
     info = discovery.locate(spec, env, discovery.RealHost())
     client = AcpClient(settings_for(info, spec, root, env), _NoTurn(), processes, ProtocolLog())
     try:

@@ -2,6 +2,8 @@
 
     rio agents                 a table
     rio agents --json          the same rows as JSON (the shape of the ``agents.list`` op)
+    rio agents --verbose       also one line on the public ACP agent registry (with --json:
+                               ``{agents, registry}``, as ``agents.list`` answers)
     rio agents --timeout S     how long the version probes may take together (default 3)
     rio agents log CONVERSATION [--root DIR]
                                the conversation's ACP protocol log (bounded; secrets redacted)
@@ -39,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("agents", help="the ACP agents found on this machine",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--verbose", action="store_true",
+                   help="say where the public ACP agent registry's agents came from")
     p.add_argument("--timeout", type=float, default=discovery.VERSION_TIMEOUT_S, metavar="S",
                    help="seconds the version probes may take together (default %(default)s)")
     p.add_argument("action", nargs="*", metavar="log CONVERSATION | logout NAME",
@@ -98,14 +102,20 @@ def cmd_agents(args: argparse.Namespace) -> int:
         if action[0] == "logout":
             return cmd_logout(action[1], args.root)
         return cmd_log(action[1], args.root)
+    from rio.acp import registry
     config = discovery.load_agents_config(config_dir())
+    view = registry.load(os.environ)    # cached on disk; offline: the built-in list serves
     infos = discovery.discover(os.environ, discovery.RealHost(), discovery.run_version_probes,
-                               config, timeout=max(0.1, args.timeout))
+                               config, timeout=max(0.1, args.timeout), extra=view.agents)
     if args.json:
-        json.dump([i.to_dict() for i in infos], sys.stdout, indent=2)
+        rows = [i.to_dict() for i in infos]
+        json.dump({"agents": rows, "registry": view.to_dict()} if args.verbose else rows,
+                  sys.stdout, indent=2)
         print()
         return 0
     print(render_table(infos))
+    if args.verbose:
+        print(view.note)
     return 0
 
 
