@@ -114,6 +114,17 @@ def test_offline_the_old_copy_or_the_builtin_list_serves_silently(tmp_path, serv
     stale = registry.load(env, now=1000.0 + 3 * registry.TTL_S)
     assert stale.state == "stale" and {a.name for a in stale.agents} >= {"auggie"}
     assert "not reachable" in stale.note and "using the copy from 3 days ago" in stale.note
+    # offline, the network is not asked again for a while (no timeout on every rio agents)
+    calls: list[str] = []
+
+    def fetch(url: str, timeout: float) -> bytes:
+        calls.append(url)
+        raise OSError("offline")
+    soon = registry.load(env, now=1000.0 + 3 * registry.TTL_S + 60, fetch=fetch)
+    assert soon.state == "stale" and calls == [] and "it failed 60 s ago" in soon.note
+    later = registry.load(env, now=1000.0 + 3 * registry.TTL_S + registry.RETRY_S + 1,
+                          fetch=fetch)
+    assert later.state == "stale" and calls == [served.url]
     # no copy at all (another URL): nothing but the built-in list, and no exception
     other = env_for(tmp_path, served.url.replace("registry.json", "other.json"))
     none = registry.load(other)

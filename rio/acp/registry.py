@@ -43,6 +43,9 @@ CACHE_ENV = "RIO_CACHE_DIR"
 CACHE_FILE = "acp-registry.json"
 #: A cached document younger than this is used without asking the network.
 TTL_S = 24 * 3600.0
+#: After a failed fetch the network is not asked again for this long (offline, ``rio agents``
+#: must not wait for the timeout every time).
+RETRY_S = 600.0
 FETCH_TIMEOUT_S = 3.0
 MAX_BYTES = 4 << 20
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -113,7 +116,10 @@ def load(env: Mapping[str, str], *, network: bool = True, fetch: Fetch = fetch_u
         return _view(cached[1], "cached", url, cached[0],
                      f"registry: {url}, cached {_age(now - cached[0])} ago")
     why = "not fetched (no network use here)"
-    if network:
+    failed_at = _failed_at(path, url)
+    if network and failed_at is not None and 0 <= now - failed_at < RETRY_S:
+        why = f"it failed {_age(now - failed_at)} ago; tried again after {RETRY_S:.0f} s"
+    elif network:
         try:
             document = json.loads(fetch(url, FETCH_TIMEOUT_S).decode("utf-8"))
             agents = parse(document)
@@ -122,6 +128,7 @@ def load(env: Mapping[str, str], *, network: bool = True, fetch: Fetch = fetch_u
                                 f"({len(agents)} agents beyond the built-in list)", url, now)
         except Exception as exc:  # noqa: BLE001 -- never required: any failure → fallback
             why = f"{type(exc).__name__}: {str(exc)[:160]}"
+            _write_failure(path, url, now)
     if cached is not None:
         return _view(cached[1], "stale", url, cached[0],
                      f"registry: {url} not reachable ({why}); using the copy from "
@@ -157,6 +164,24 @@ def _read_cache(path: Path, url: str) -> tuple[float, Any] | None:
             not isinstance(data.get("fetched_at"), (int, float)):
         return None
     return float(data["fetched_at"]), data.get("document")
+
+
+def _failed_at(path: Path, url: str) -> float | None:
+    try:
+        data = json.loads(path.with_name(path.name + ".failed").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    at = data.get("failed_at") if isinstance(data, dict) and data.get("url") == url else None
+    return float(at) if isinstance(at, (int, float)) else None
+
+
+def _write_failure(path: Path, url: str, now: float) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_name(path.name + ".failed").write_text(
+            json.dumps({"url": url, "failed_at": now}), encoding="utf-8")
+    except OSError:
+        pass
 
 
 def _write_cache(path: Path, url: str, now: float, document: Any) -> None:
