@@ -20,8 +20,8 @@ offsets then map through :class:`LineWindow` instead of the replica's line index
 highlighting is off. Typing and the block commands are ui/tk/editor_typing.py.
 
 Tk 8.6 columns count UTF-16 units (an emoji is two), the core's offsets count code points:
-:meth:`EditorTab.offset` and :meth:`EditorTab.index` convert with rio/text/utf16_columns.py, and
-nothing else may turn a Tk index into an offset (ADR-0022).
+:meth:`EditorTab.offset` and :meth:`EditorTab.index` (ui/tk/editor_offsets.py) convert with
+rio/text/utf16_columns.py, and nothing else may turn a Tk index into an offset (ADR-0022).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from rio.protocol.frames import Reply, thaw
 from rio.text import edit_commands as ec
 from rio.text.highlight import Highlighter
 from rio.text.replica import Replica
-from rio.text.utf16_columns import IDENTITY, LineColumns, columns, utf16_length
 from ui.tk import bigfile
 from ui.tk.bigfile import LineWindow
 from ui.tk.editor_decor import EditorDecorations
 from ui.tk.editor_model import QuietQueue, cursor_after
+from ui.tk.editor_offsets import EditorOffsets
 from ui.tk.editor_resync import EditorResync
 from ui.tk.editor_typing import EditorTyping
 from ui.tk.editor_window import EditorWindowing
@@ -53,10 +53,10 @@ from ui.tk.theme import Theme, style_text
 log = logging.getLogger("rio.ui.editor")
 
 CHUNK_CHARS = 4 * 1024 * 1024      # buffer.text per request while loading (frames ≤ 64 MiB)
-NEWLINE = "\n"
 
 
-class EditorTab(EditorDecorations, EditorResync, EditorTyping, EditorWindowing, ttk.Frame):
+class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, EditorWindowing,
+                ttk.Frame):
     """One open document. ``summary`` is the core's buffer summary."""
 
     def __init__(self, master: tk.Misc, app: EditorHost, summary: dict[str, Any]):
@@ -141,60 +141,6 @@ class EditorTab(EditorDecorations, EditorResync, EditorTyping, EditorWindowing, 
         """A local edit the replica refused: resync from the core."""
         log.warning("local edit refused: %s", err)
         self.resync()
-
-    def _norm(self, index: str) -> str:
-        idx = self.orig("index", index)
-        if self.orig("compare", idx, ">", "end-1c"):
-            return self.orig("index", "end-1c")
-        return idx
-
-    def _row_text(self, row: int) -> str:
-        """The text of widget row ``row`` (0-based), from the replica (they are in step)."""
-        assert self.replica is not None
-        buf = self.replica.buffer
-        if self.window is not None:
-            rows = self.window.rows
-            if not rows:
-                return ""
-            i = max(0, min(row, len(rows) - 1))
-            start = rows.start_at(i)
-            return buf.slice(start, start + rows.length[i])
-        return buf.line_text(max(0, min(row, buf.line_count - 1)))
-
-    def _columns(self, row: int) -> LineColumns:
-        """The column mapping of widget row ``row`` (0-based). A document that has held only
-        ASCII since it loaded skips the lookup: most code never pays for emoji."""
-        if not self._maybe_astral:
-            return IDENTITY
-        return columns(self._row_text(row))
-
-    def _locate(self, index: str, round_up: bool = False) -> tuple[int, str]:
-        """Document offset of a Tk index, and the Tk index it stands for. Tk columns count
-        UTF-16 units (rio/text/utf16_columns.py); one inside an emoji's pair is moved before the
-        pair, or after it with ``round_up``, so an edit never splits a pair."""
-        idx = str(self._norm(index))
-        line, col = map(int, idx.split("."))
-        cols = self._columns(line - 1)
-        cp = cols.to_codepoint(col, round_up)
-        if not cols.identity and cols.inside_pair(col):
-            idx = f"{line}.{cols.to_utf16(cp)}"
-        if self.window is not None:
-            return self.window.offset_at(line - 1, cp), idx
-        assert self.replica is not None
-        return self.replica.buffer.line_start(line - 1) + cp, idx
-
-    def offset(self, index: str) -> int:
-        return self._locate(index)[0]
-
-    def index(self, offset: int) -> str | None:
-        if self.window is not None:
-            pos = self.window.position_of(offset)
-            if pos is None:
-                return None
-            return f"{pos[0] + 1}.{self._columns(pos[0]).to_utf16(pos[1])}"
-        assert self.replica is not None
-        line, col = self.replica.buffer.offset_to_position(offset)
-        return f"{line + 1}.{self._columns(line).to_utf16(col)}"
 
     def _local_insert(self, index: str, chars: str) -> None:
         start, idx = self._locate(index, round_up=True)
@@ -296,21 +242,6 @@ class EditorTab(EditorDecorations, EditorResync, EditorTyping, EditorWindowing, 
         if self.highlighter is not None:
             self.highlighter.edit(start, end, chars)
             self._schedule_highlight()
-
-    def _index_after(self, sidx: str, count: int) -> str:
-        """The Tk index ``count`` code points after ``sidx`` in the widget's text. Tk's own
-        ``+Nc`` miscounts a pair that a mark splits, so the columns are counted here."""
-        if not self._maybe_astral:
-            return str(self.orig("index", f"{sidx}+{count}c"))
-        got = str(self.orig("get", sidx, f"{sidx}+{count}c"))
-        if len(got) < count:
-            got = str(self.orig("get", sidx, f"{sidx}+{2 * count}c"))
-        gone = got[:count]
-        line, col = map(int, sidx.split("."))
-        nl = gone.rfind("\n")
-        if nl < 0:
-            return f"{line}.{col + utf16_length(gone)}"
-        return f"{line + gone.count(NEWLINE)}.{utf16_length(gone[nl + 1:])}"
 
     def _flush(self) -> None:
         """Send the next waiting edit, and run what waited for a quiet replica."""
