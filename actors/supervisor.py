@@ -342,14 +342,13 @@ class Supervisor:
         if req.op == "system.stop":
             self.stop_requested.set()
             return Reply.success(req.id, {"stopping": self.name})
-        try:  # a refused spawn or restart is an error reply, never an exception in the hub
+        try:  # a refused restart is an error reply, never an exception in the hub
+            # (system.spawn is answered by handle_system: actors/spawn_waits.py)
             if req.op == "system.open_folder":
                 from actors.open_folder import open_folder
                 from rio.protocol.roles import REMOTE_PREFIX
                 return Reply.success(req.id, open_folder(
                     args, remote=sender.startswith(REMOTE_PREFIX)))
-            if req.op == "system.spawn":
-                return Reply.success(req.id, self.spawn_on_demand(args))
             if req.op == "system.restart":
                 return Reply.success(req.id, self.request_restart(
                     args["process"], again=args["again"], reason=args.get("reason", "requested")))
