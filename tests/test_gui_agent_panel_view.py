@@ -187,8 +187,8 @@ def test_the_sign_in_card_shows_the_agents_own_ways_and_copies_the_command(view)
         for child in w.winfo_children():
             if child.winfo_class() in ("TLabel", "TButton"):
                 out.append(child.cget("text"))
-            elif child.winfo_class() == "TEntry":
-                out.append(child.get())
+            elif child.winfo_class() == "Text":       # the command, whole and wrapped
+                out.append(child.get("1.0", "end-1c"))
             out += texts(child)
         return out
     shown = texts(card.frame)
@@ -200,6 +200,12 @@ def test_the_sign_in_card_shows_the_agents_own_ways_and_copies_the_command(view)
                 if b.winfo_class() == "TButton")
     copy.invoke()
     assert view.text.clipboard_get() == "claude-agent-acp --cli"
+    # The agent's own method is a button: the panel asks the agent (agent.authenticate).
+    signed: list = []
+    view.panel.sign_in = signed.append
+    next(b for b in card.body.winfo_children() if b.winfo_class() == "TButton"
+         and b.cget("text") == "Sign in").invoke()
+    assert signed == ["chatgpt"]
     view.apply(conv.apply("agent.sign_in", {"conversation": C, "turn": turn,
                                             "state": "signed_in", "method": "login"}))
     assert texts(card.frame) == ["Signed in to codex."]

@@ -196,12 +196,22 @@ class SignInCard(Card):
             if command:
                 row = ttk.Frame(self.body)
                 row.pack(anchor="w", fill="x")
-                entry = ttk.Entry(row, font=(mono[0], max(7, mono[1] - 1)), width=36)
-                entry.insert(0, command)
-                entry.configure(state="readonly")
-                entry.pack(side="left", fill="x", expand=True)
+                # Copy first, from the right: the command takes what is left of the card's
+                # width (it scrolls inside the field), so the button is never cut off.
                 ttk.Button(row, text="Copy", width=6,
-                           command=lambda c=command: self._copy(c)).pack(side="left", padx=3)
+                           command=lambda c=command: self._copy(c)).pack(side="right", padx=3)
+                # The whole command, wrapped (a temp folder's path would hide its end in a
+                # one-line field), selectable, read-only.
+                width = max(16, min(len(command) + 1, self.view.card_chars() - 10))
+                box = ttk.Frame(row, style="Sunken.TFrame")
+                box.pack(side="left", fill="x", expand=True)
+                shown = tk.Text(box, height=max(1, min(3, -(-len(command) // width))),
+                                width=width, wrap="char", font=(mono[0], max(7, mono[1] - 1)),
+                                bg=app.theme.field_bg, fg=app.theme.field_fg, borderwidth=0,
+                                insertwidth=0, padx=2, pady=1, name="command")
+                shown.insert("1.0", command)
+                shown.configure(state="disabled")
+                shown.pack(fill="x", expand=True)
                 ttk.Button(self.body, text="Open a terminal here",
                            command=lambda c=command: self._terminal(c)).pack(anchor="w",
                                                                               pady=(2, 0))

@@ -221,4 +221,9 @@ class ChangedFilesCard(Card):
             sb = ttk.Scrollbar(box, orient="vertical", command=diff.yview)
             diff.configure(yscrollcommand=sb.set)
             sb.pack(side="right", fill="y")
+        if max(len(r) for r in rows) >= int(diff.cget("width")):
+            # long lines scroll sideways, as on a proposal's card
+            xs = ttk.Scrollbar(box, orient="horizontal", command=diff.xview)
+            diff.configure(xscrollcommand=xs.set)
+            xs.pack(side="bottom", fill="x")
         diff.pack(side="top", fill="x", expand=True)
