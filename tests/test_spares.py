@@ -17,7 +17,7 @@ import pytest
 from actors.host import read_assignment
 from rio.config.supervisor import load_config
 from rio.protocol.errors import ConfigError
-from tests.support import RioServer, wait_for, wait_gone
+from tests.support import RioServer, rio_env, wait_for, wait_gone
 
 
 @pytest.fixture
@@ -114,6 +114,37 @@ def test_no_spare_outlives_a_killed_supervisor(server: RioServer) -> None:
     spare = psutil.Process(spare_pid(server))
     server.kill9()
     assert not wait_gone([spare], 15), spare.cmdline()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_an_on_demand_process_takes_the_spare_of_its_kind(tmp_path: Path) -> None:
+    """Agent sessions use the same mechanism when their kind says spare = true (the fault
+    harness's fake agent stands in for one)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    env = rio_env(tmp_path)
+    Path(env["RIO_CONFIG_DIR"]).mkdir(parents=True)
+    (Path(env["RIO_CONFIG_DIR"]) / "supervisor.toml").write_text(
+        "[process.core]\nspare = false\n\n[process.fake]\nspare = true\n")
+    srv = RioServer(root, tmp_path, extra_args=["--fault-injection"], env=env).start()
+    try:
+        assert wait_for(lambda: status(srv)["spares"], 30), status(srv)
+        [spare] = status(srv)["spares"]
+        assert spare["for"] == "fake"
+        srv.known_pids.add(spare["pid"])
+        srv.call("system.spawn", {"kind": "fake", "key": "polite-polite-1"}, timeout=30)
+        name = "fake:polite-polite-1"
+
+        def fake() -> dict:
+            return next((p for p in status(srv)["processes"] if p["name"] == name), {})
+        assert wait_for(lambda: fake().get("ready"), 30), status(srv)
+        assert fake()["pid"] == spare["pid"]
+        assert wait_for(lambda: [s["pid"] for s in status(srv)["spares"]]
+                        not in ([], [spare["pid"]]), 30), status(srv)
+        srv.known_pids.add(status(srv)["spares"][0]["pid"])
+    finally:
+        srv.stop()
 
 
 # ------------------------------------------------------------------------------ pure parts
