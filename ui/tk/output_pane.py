@@ -41,15 +41,6 @@ DRAW_CHUNK_CHARS = 8_192
 REMOTE_LINK_FILES = 20_000
 
 
-def project_root(app: Any) -> Path:
-    """The project folder: the app's when it says, else the instance's (system.status)."""
-    for name in ("project_root", "root_path"):
-        value = getattr(app, name, None)
-        if value:
-            return Path(value)
-    return Path(app.conn.call("system.status", {})["root"])
-
-
 def _theme_colours(app: Any) -> dict[str, str]:
     try:
         from ui.tk.theme import get_theme
@@ -483,7 +474,7 @@ class OutputPane:
     @property
     def root_path(self) -> Path:
         if self._root_path is None:
-            root = project_root(self.app)
+            root = Path(self.app.project_root)
             # A remote project's folder is the server's: nothing to resolve on this disk.
             self._root_path = root if self.remote else root.resolve()
         return self._root_path
