@@ -509,9 +509,8 @@ class OutputPane:
         """The text of every open, modified buffer by its path, so Find in Files (run by the
         core) searches what the user sees, unsaved edits included."""
         out: dict[str, str] = {}
-        for editor in list(getattr(self.app, "editors", {}).values()):
-            summary = getattr(editor, "summary", {}) or {}
-            replica = getattr(editor, "replica", None)
+        for editor in list(self.app.editors.values()):
+            summary, replica = editor.summary, editor.replica   # no replica: still loading
             if replica is not None and summary.get("dirty") and summary.get("path"):
                 out[str(summary["path"])] = replica.text
         return out
