@@ -11,7 +11,7 @@ import os
 from typing import Any, Callable
 
 from rio.protocol.errors import ProtocolError, RioError
-from ui.tk import agent_changed, agent_pickers
+from ui.tk import agent_pickers
 from ui.tk.agent_model import Block, Conversation
 
 Respond = Callable[[Any], None]
@@ -281,7 +281,7 @@ def describe(panel: Any) -> dict[str, Any]:
             "mode": panel.mode.get() if panel.is_open else None,
             "pickers": agent_pickers.describe(conv),
             "sign_in": _sign_in_card(conv),
-            "changed_files": agent_changed.describe(conv),
+            "changed_files": panel.changed_files(),
             "picker_boxes": sorted(getattr(panel, "agent_boxes", {})) if panel.is_open else [],
             "name_active": panel.prefs.name_active,
             "undo": end.data["undo"] if end else None}
@@ -397,8 +397,7 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
     elif action in ("review", "revert"):
         # The files-changed card's buttons: path = the file's row (default: the first).
         path = None if args.get("path") is None else str(args["path"])
-        (agent_changed.review if action == "review" else agent_changed.revert)(
-            panel, path, respond)
+        (panel.review_file if action == "review" else panel.revert_file)(path, respond)
     elif action == "tick":
         # The "Name the active file" tick under the input.
         if not panel.is_open:

@@ -28,8 +28,8 @@ from typing import Any, Callable
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 from ui.tk import agent_actions as actions
+from ui.tk import agent_changed, agent_pickers
 from ui.tk import agent_layout as layout
-from ui.tk import agent_pickers
 from ui.tk.agent_marks import TabMarks
 from ui.tk.agent_model import STATE_LABELS, AgentModel, Block, Conversation, who
 from ui.tk.agent_settings import (
@@ -405,6 +405,16 @@ class AgentPanel:
 
     def sign_in(self, method: str | None, respond: Respond | None = None) -> None:
         actions.sign_in(self, method, respond)
+
+    # --- files the agent changed on disk itself (ui/tk/agent_changed.py) -------------------
+    def changed_files(self) -> list[dict[str, Any]]:
+        return agent_changed.describe(self.model.shown)
+
+    def review_file(self, path: str | None, respond: Respond | None = None) -> None:
+        agent_changed.review(self, path, respond)
+
+    def revert_file(self, path: str | None, respond: Respond | None = None) -> None:
+        agent_changed.revert(self, path, respond)
 
     def set_key(self) -> object:
         from ui.tk.agent_keys import show_key_dialog
