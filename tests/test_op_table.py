@@ -12,6 +12,7 @@ from actors.bus.service import ANSWERED, OpTable, RequestContext, serve, serve_a
 from rio.protocol import ops
 from rio.protocol.errors import PathError, error_from_wire
 from rio.protocol.frames import Request
+from rio.protocol.routing import TURN_ANSWERS
 
 
 class FakeBus:
@@ -193,6 +194,7 @@ def _tables():
     from actors.agents.discovery import AgentsActor
     from actors.agents.gate import GateActor
     from actors.agents.mcp import McpService
+    from actors.agents.session import AgentSession
     from actors.documents import REGISTRY_OPS, DocumentsActor
     from actors.host import Host
     from actors.runner_actor import RunnerActor
@@ -203,6 +205,9 @@ def _tables():
             (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
             (McpService.handles, "mcp", None), (FsOps.handles, "fs", None),
             (ConversationsActor.handles, "agent", None),
+            # the session also answers a running turn's answers (rio/protocol/routing.py)
+            (AgentSession.handles, "session", {name for name in ops.REGISTRY if name.startswith(
+                "session.")} | set(TURN_ANSWERS)),
             # the registry serves four buffer ops, each buffer's own actor the rest
             (DocumentsActor.handles, "buffer", REGISTRY_OPS),
             (OpenBuffer.handles, "buffer", buffer_ops - REGISTRY_OPS)]

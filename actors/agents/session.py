@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import functools
 import logging
 import threading
@@ -33,7 +32,7 @@ import pykka
 from actors.actor_registry import ActorHost, Ping, actor_factory, answer_ping
 from actors.agents.acp_session import AcpOwner, make_acp_client_factory
 from actors.bus.async_client import AsyncLink
-from actors.bus.service import BusThread, RequestContext
+from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve_async
 from rio.agent.acp_turn import AcpBrain, AcpTurn
 from rio.agent.system_prompt import build_system_prompt
 from rio.agent.tools import TOOL_SPECS, Tools
@@ -251,7 +250,10 @@ def load_config() -> Any:
 
 
 class AgentSession(AcpOwner):
-    """The session of one conversation. Public methods are called on the bus thread."""
+    """The session of one conversation. :meth:`handle` and :meth:`stop` are called on the bus
+    thread; the ops (``handles``) run on the loop."""
+
+    handles: OpTable[AgentSession] = OpTable()
 
     def __init__(self, bus: BusThread, root: Path, conversation: str, *,
                  provider_builder: Callable[..., Provider] = build_provider,
@@ -319,55 +321,74 @@ class AgentSession(AcpOwner):
 
     # --- the loop ------------------------------------------------------------------------------
     def _dispatch(self, ctx: RequestContext) -> None:
-        try:
-            # agent.approve/stop/permission_answer come straight from the client: the hub
-            # routes a running turn's answers to its owner (rio/protocol/routing.py).
-            conversation = ctx.args.get("conversation") if ctx.op.startswith("session.") \
-                else turn_answer_conversation(ctx.op, ctx.args)
-            if conversation != self.conversation:
-                raise ProtocolError("bad_args", f"This session serves conversation "
-                                    f"{self.conversation!r}, not {conversation!r}.")
-            if ctx.op == "session.turn":
-                self.loop.create_task(self._answering(ctx, self._turn(ctx)))
-            elif ctx.op in ("session.approve", "agent.approve"):
-                self.loop.create_task(self._answering(ctx, self._approve(ctx)))
-            elif ctx.op in ("session.stop", "agent.stop"):
-                self.loop.create_task(self._answering(ctx, self._stop(ctx)))
-            elif ctx.op == "agent.permission_answer":   # the same arguments, the same answer
-                self._dispatch(dataclasses.replace(ctx, request=dataclasses.replace(
-                    ctx.request, op="session.permission_answer")))
-            elif ctx.op == "session.interrupt":
-                # The core asks before it sends a new message's turn: this process owns the
-                # turn's pending proposals and questions, so it decides (no event race).
-                running = self.running
-                if running is None or running.turn.spec.turn != ctx.args["turn"]:
-                    ctx.reply({"interrupted": False, "running": running is not None})
-                else:
-                    self.loop.create_task(self._answering(ctx, self._interrupt(ctx, running)))
-            elif ctx.op == "session.permission_answer":
-                running = self.running
-                answered = running is not None and running.turn.spec.turn == ctx.args["turn"] \
-                    and isinstance(running.turn, AcpTurn) and running.turn.answer_permission(
-                        str(ctx.args["request"]), ctx.args.get("kind"))
-                ctx.reply({"answered": bool(answered)})
-            elif ctx.op == "session.close":
-                self.loop.create_task(self._answering(ctx, self._close_agent(ctx)))
-            elif ctx.op == "session.pending":
-                # What waits for the user in the running turn, for a window started since.
-                running = self.running
-                ctx.reply({"turn": running.turn.spec.turn if running else None,
-                           "events": running.turn.pending_events() if running else []})
-            elif ctx.op in ("session.set_mode", "session.set_config", "session.authenticate"):
-                self.loop.create_task(self._answering(ctx, self._agent_setting(ctx)))
-            elif ctx.op == "session.status":
-                running = self.running
-                ctx.reply({"conversation": self.conversation,
-                           "turn": running.turn.spec.turn if running else None,
-                           "pending": running.turn.pending_ids() if running else []})
-            else:
-                raise ProtocolError("unknown_op", f"Unknown op {ctx.op!r}.")
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            ctx.fail(exc)
+        self.loop.create_task(serve_async(ctx, self._serve))
+
+    async def _serve(self, ctx: RequestContext) -> Any:
+        """Every request, on the loop: checked to be this conversation's, then its method."""
+        # agent.approve/stop/permission_answer come straight from the client: the hub
+        # routes a running turn's answers to its owner (rio/protocol/routing.py).
+        conversation = ctx.args.get("conversation") if ctx.op.startswith("session.") \
+            else turn_answer_conversation(ctx.op, ctx.args)
+        if conversation != self.conversation:
+            raise ProtocolError("bad_args", f"This session serves conversation "
+                                f"{self.conversation!r}, not {conversation!r}.")
+        return await self.handles.call(self, ctx.op, ctx)
+
+    @handles("session.turn")
+    async def turn_op(self, ctx: RequestContext) -> Any:
+        await self._turn(ctx)
+        return ANSWERED
+
+    @handles("session.approve", "agent.approve")
+    async def approve_op(self, ctx: RequestContext) -> Any:
+        await self._approve(ctx)
+        return ANSWERED
+
+    @handles("session.stop", "agent.stop")
+    async def stop_op(self, ctx: RequestContext) -> Any:
+        await self._stop(ctx)
+        return ANSWERED
+
+    @handles("session.interrupt")
+    async def interrupt_op(self, ctx: RequestContext) -> Any:
+        # The core asks before it sends a new message's turn: this process owns the turn's
+        # pending proposals and questions, so it decides (no event race).
+        running = self.running
+        if running is None or running.turn.spec.turn != ctx.args["turn"]:
+            return {"interrupted": False, "running": running is not None}
+        return {"interrupted": await self._interrupts(running), "running": True}
+
+    @handles("session.permission_answer", "agent.permission_answer")
+    async def permission_answer_op(self, ctx: RequestContext) -> Any:
+        running = self.running
+        answered = running is not None and running.turn.spec.turn == ctx.args["turn"] \
+            and isinstance(running.turn, AcpTurn) and running.turn.answer_permission(
+                str(ctx.args["request"]), ctx.args.get("kind"))
+        return {"answered": bool(answered)}
+
+    @handles("session.close")
+    async def close_op(self, ctx: RequestContext) -> Any:
+        await self._close_agent(ctx)
+        return ANSWERED
+
+    @handles("session.pending")
+    async def pending_op(self, ctx: RequestContext) -> Any:
+        # What waits for the user in the running turn, for a window started since.
+        running = self.running
+        return {"turn": running.turn.spec.turn if running else None,
+                "events": running.turn.pending_events() if running else []}
+
+    @handles("session.set_mode", "session.set_config", "session.authenticate")
+    async def agent_setting_op(self, ctx: RequestContext) -> Any:
+        await self._agent_setting(ctx)
+        return ANSWERED
+
+    @handles("session.status")
+    async def status_op(self, ctx: RequestContext) -> Any:
+        running = self.running
+        return {"conversation": self.conversation,
+                "turn": running.turn.spec.turn if running else None,
+                "pending": running.turn.pending_ids() if running else []}
 
     async def _interrupts(self, running: _Running) -> bool:
         """Does a new message interrupt ``running``? Yes when one of its proposals or
@@ -377,18 +398,6 @@ class AgentSession(AcpOwner):
         if turn.interrupted or turn.interrupt():
             return True
         return isinstance(turn, AcpTurn) and await turn.interrupt_mcp(self.port.call)
-
-    async def _interrupt(self, ctx: RequestContext, running: _Running) -> None:
-        ctx.reply({"interrupted": await self._interrupts(running), "running": True})
-
-    @staticmethod
-    async def _answering(ctx: RequestContext, work: Any) -> None:
-        """Run a request's coroutine; a bug in it still answers the request."""
-        try:
-            await work
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
-            log.exception("%s failed", ctx.op)
-            ctx.fail(exc)
 
     async def _turn(self, ctx: RequestContext) -> None:
         args = ctx.args
