@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.bus.service import ANSWERED, OpTable, RequestContext, serve, serve_async
+from actors.bus.service import ANSWERED, OpTable, RequestContext, serve
 from rio.protocol import ops
 from rio.protocol.errors import PathError, error_from_wire
 from rio.protocol.frames import Request
