@@ -334,3 +334,63 @@ def test_mcp_interrupt_closes_only_that_turns_waiting_proposal(tmp_path):
     asker.join(5)
     assert answers == ["interrupted"] and not other.answered.is_set()
     assert service.interrupt({"conversation": "c1", "turn": "c1.1"})["interrupted"] is False
+
+
+def test_rio_mcp_answers_the_mcp_methods_of_a_tools_only_server():
+    """rio/mcp/server.py speaks MCP itself (the SDK's import took 5.4 s of a 5.5 s start):
+    the version negotiation, ping, tools/list with the annotations, tools/call through the
+    bus, notifications unanswered, anything else "method not found"."""
+    from rio.mcp.server import PROTOCOL_VERSIONS, McpStdioServer
+    from rio.protocol.errors import AuthError
+
+    class Link:
+        calls: list[tuple[str, dict]] = []
+
+        async def call(self, op: str, args: dict, timeout: float) -> Any:
+            self.calls.append((op, args))
+            if args["tool"] == "nope":
+                raise AuthError("bad_token", "No valid token.", "Start a new turn.")
+            return {"turn": "t1", "result": {"buffers": []}}
+
+    server = McpStdioServer(Link(), "c1", "tok", "claude")  # type: ignore[arg-type]
+
+    def ask(method: str, params: dict | None = None, ident: Any = 1) -> Any:
+        message = {"jsonrpc": "2.0", "id": ident, "method": method, "params": params or {}}
+        return asyncio.run(server.handle(message))
+    init = ask("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})["result"]
+    assert init["protocolVersion"] == "2025-06-18" and init["capabilities"] == {
+        "tools": {"listChanged": False}} and init["serverInfo"]["name"] == "rio"
+    newer = ask("initialize", {"protocolVersion": "2099-01-01"})["result"]
+    assert newer["protocolVersion"] == PROTOCOL_VERSIONS[-1]
+    assert ask("ping", ident="p") == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    tools = {t["name"]: t for t in ask("tools/list")["result"]["tools"]}
+    assert tools["read_buffer"]["annotations"]["readOnlyHint"] is True
+    assert tools["propose_edit"]["annotations"]["readOnlyHint"] is False
+    assert tools["read_buffer"]["inputSchema"]["required"] == ["path"]
+    ok = ask("tools/call", {"name": "list_buffers", "arguments": {}})["result"]
+    assert ok["isError"] is False and ok["structuredContent"] == {"buffers": []}
+    assert Link.calls[0] == ("mcp.call", {"conversation": "c1", "token": "tok",
+                                          "tool": "list_buffers", "args": {},
+                                          "agent": "claude"})
+    refused = ask("tools/call", {"name": "nope"})["result"]
+    assert refused["isError"] is True and "auth.bad_token" in refused["content"][0]["text"]
+    assert ask("resources/list")["error"]["code"] == -32601
+    assert ask("tools/call", {})["error"]["code"] == -32602
+    assert asyncio.run(server.handle({"jsonrpc": "2.0",
+                                      "method": "notifications/initialized"})) is None
+    assert asyncio.run(server.handle([1, 2]))["error"]["code"] == -32600
+
+
+def test_rio_mcp_imports_neither_the_mcp_sdk_nor_the_other_commands():
+    """Its start is waited for by the agent: no `mcp` SDK, no other command module, none of
+    the core-side tool code (ADR-0025: 5.5 s → 0.5 s to its first answer)."""
+    import subprocess
+    import sys
+    code = ("import sys\nimport rio.cli.main as m\nm.build_parser('mcp')\nimport rio.mcp.server\n"
+            "heavy = ('mcp', 'mcp.', 'mcp_types', 'rio.cli.agents', 'rio.cli.agent', "
+            "'rio.cli.keys', 'rio.cli.faults', 'rio.agent.tools', 'rio.files.fs_ops')\n"
+            "print(sorted(k for k in sys.modules if k in heavy or k.startswith(heavy[1:3])))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

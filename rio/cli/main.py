@@ -362,7 +362,10 @@ def _client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait (default 10)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; with ``command`` (the first word), only the module of that
+    command among those in modules of their own is imported (``rio mcp`` is started by an
+    agent and waited for: the others' imports cost ~0.4 s, ADR-0025)."""
     # Typed as the base class so the subcommand modules' register() take plain parsers.
     parser: argparse.ArgumentParser = _Parser(
         prog="rio", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -402,16 +405,26 @@ def build_parser() -> argparse.ArgumentParser:
     _client_options(p)
     p.set_defaults(func=cmd_stop)
 
-    for extra in _extra_commands():
+    for extra in _extra_commands(command):
         extra(sub)
     return parser
 
 
-def _extra_commands() -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
-    """Commands that live in their own modules (agent chat, keys, faults ...)."""
+#: The commands that live in modules of their own, by first word.
+_COMMAND_MODULES = {"chat": "rio.cli.agent", "key": "rio.cli.agent", "agents": "rio.cli.agents",
+                    "faults": "rio.cli.faults", "keys": "rio.cli.keys", "mcp": "rio.cli.mcp"}
+
+
+def _extra_commands(command: str | None = None
+                    ) -> list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]:
+    """Commands that live in their own modules (agent chat, keys, faults ...): all of them,
+    or only ``command``'s."""
     found = []
+    only = _COMMAND_MODULES.get(command or "")
     for module in ("rio.cli.agent", "rio.cli.agents", "rio.cli.faults", "rio.cli.keys",
                    "rio.cli.mcp"):
+        if only is not None and module != only:
+            continue
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:
@@ -469,7 +482,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return cmd_desktop(args)
         refused = check_desktop_paths(args.paths, sorted(known))
         return refused if refused is not None else cmd_desktop(args)
-    parser = build_parser()
+    parser = build_parser(first)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # An unknown option: the subcommand's usage, not the top-level one.

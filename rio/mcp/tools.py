@@ -18,12 +18,14 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rio.agent.tools import Proposal, Tools
-from rio.files.workspace import Workspace
 from rio.mcp.entry import QUESTION_TIMEOUT_S
 from rio.protocol.errors import AgentError, PathError, RioError
+
+if TYPE_CHECKING:   # run in the core only: `rio mcp` needs TOOLS, not these (~0.3 s of imports)
+    from rio.agent.tools import Proposal
+    from rio.files.workspace import Workspace
 
 #: Characters one read_buffer answer may carry; more is cut (the answer says how to go on).
 MAX_READ_CHARS = 60_000
@@ -120,6 +122,8 @@ class McpCall:
     def __init__(self, port: McpPort, root: Path, conversation: str, turn: str, call: str,
                  *, question_timeout_s: float = QUESTION_TIMEOUT_S) -> None:
         self.port = port
+        from rio.agent.tools import Tools
+        from rio.files.workspace import Workspace
         self.workspace = Workspace(root)
         self.conversation = conversation
         self.turn = turn
@@ -243,6 +247,7 @@ class McpCall:
                 raise AgentError("tool_refused", f"{tool} needs {key} as a string.",
                                  f"Pass {key}.")
         prepared = await self.tools.prepare(tool, given)
+        from rio.agent.tools import Proposal
         if not isinstance(prepared, Proposal):
             return {"applied": False, "message": prepared.content}
         if decision == "ask":
