@@ -45,6 +45,13 @@ from rio.protocol.frames import Event, Reply, Request, decode, encode_checked, p
 log = logging.getLogger("rio.bus")
 
 _DEDUP_KEEP = 4096
+#: How long a thread's link to the hub may still deliver what was sent on it once closed.
+LINK_LINGER_MS = 5000
+#: Replies bigger than this (reads: a 4 MiB ``buffer.text`` slice) are kept for duplicates only
+#: while all such kept replies add up to at most _BIG_KEEP_BYTES; the oldest go first. Kept
+#: whole, the 25 slices of a 100 MB document held 100 MB in the core for good (issue 13).
+_BIG_REPLY_BYTES = 64 * 1024
+_BIG_KEEP_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,9 @@ class BusThread:
         #: requests being served → how many more copies of each arrived meanwhile
         self._inflight: dict[tuple[bytes, str], int] = {}
         self._done: collections.OrderedDict[tuple[bytes, str], bytes] = collections.OrderedDict()
+        #: the kept replies over _BIG_REPLY_BYTES → their size, oldest first
+        self._big: collections.OrderedDict[tuple[bytes, str], int] = collections.OrderedDict()
+        self._big_bytes = 0
         self._subscriptions: list[tuple[str, Callable]] = []
         #: Fault injection at the client layer: maps an outgoing payload to the payloads
         #: actually sent (drop = [], duplicate = [p, p]). None in normal runs.
@@ -285,6 +295,11 @@ class BusThread:
                 self._links += 1
                 identity = self.conn.identity + b"/%d" % self._links
             sock = make_dealer(self.ctx, self.endpoints, identity)
+            # A thread's link closes when the thread ends (an actor stopped after its last
+            # reply, e.g. buffer.close; a worker thread): with LINGER 0 the reply still queued
+            # in it was dropped, and that request went unanswered. The process's context is
+            # never terminated, so this linger blocks nothing.
+            sock.setsockopt(zmq.LINGER, LINK_LINGER_MS)
             self._local.link = sock
         return sock
 
@@ -371,8 +386,17 @@ class BusThread:
         with self._lock:
             extra = self._inflight.pop(key, 0)
             self._done[key] = payload
+            self._big_bytes -= self._big.pop(key, 0)   # answered again after it was dropped
+            if len(payload) > _BIG_REPLY_BYTES:
+                self._big[key] = len(payload)
+                self._big_bytes += len(payload)
+                while self._big_bytes > _BIG_KEEP_BYTES:   # a later copy of these runs again
+                    old, size = self._big.popitem(last=False)
+                    self._big_bytes -= size
+                    self._done.pop(old, None)
             while len(self._done) > _DEDUP_KEEP:
-                self._done.popitem(last=False)
+                old, _ = self._done.popitem(last=False)
+                self._big_bytes -= self._big.pop(old, 0)
         return 1 + extra
 
     def _on_request(self, client: bytes, request: Request) -> None:
