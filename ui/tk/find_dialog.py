@@ -5,8 +5,9 @@ Searching reads the active editor's text; replacing never edits the Tk widget. R
 Replace All are each ONE ``buffer.apply`` (one undo step in the core) with the
 origin ``ui-batch:<pid>``: the change comes back as a ``buffer.changed`` event from another
 origin, and the editor's replica applies it to the widget like any remote edit (ADR-0005).
-Batches are only sent when the editor's replica has no unacknowledged keystroke, so the offsets
-computed from its text are exact at its ``version``.
+Batches are only sent when the editor is quiet (no unacknowledged keystroke, no batch whose change
+is not back); the edits are made again then if the text moved meanwhile (a block command or an
+earlier Replace landing), so their offsets are exact at the replica's ``version``.
 
 The editor is reached through :class:`EditorAccess`, which uses the EditorTab's own offset
 mapping (``offset``, ``index``, ``selection``, ``goto``: big documents show a window of rows,
@@ -239,16 +240,34 @@ class FindController:
         if sel != (match.start, match.end):
             access.select(match.start, match.end)  # first show it; the next press replaces it
             return True
-        after = match.start + len(edit.text)
+        sent = [edit]
+
+        def make() -> list[TextEdit]:
+            # Made when the editor is quiet: a block command that landed meanwhile moved the
+            # text, and the selection (Tk's tag) moved with it. Find the selected match again.
+            now = EditorAccess(access.editor)
+            if now.text() == text:
+                return sent
+            sel_now = now.selection()
+            try:
+                again = engine.replace_one(now.text(), sel_now[0] if sel_now else now.cursor(),
+                                           self.replacement, scope)
+            except RioError:
+                again = None
+            if again is None or sel_now != (again[1].start, again[1].end):
+                self._say("The document changed meanwhile; nothing was replaced.", True)
+                return []
+            sent[0] = again[0]
+            return sent
 
         def done(_result: dict[str, Any]) -> None:
             if self.scope is not None:
-                self.scope = shift_range(self.scope, [edit])
-            editor = EditorAccess(access.editor)
-            editor.select(after, after)
+                self.scope = shift_range(self.scope, sent)
+            after = sent[0].start + len(sent[0].text)
+            EditorAccess(access.editor).select(after, after)
             self.find()
 
-        self.send([edit], "Replace", done)
+        self.send(make, "Replace", done)
         return True
 
     def replace_all(self) -> int:
@@ -268,20 +287,34 @@ class FindController:
         if not edits:
             self._say(describe_replace_all(0, scope is not None), True)
             return 0
+        text = access.text()
+        sent = list(edits)
+
+        def make() -> list[TextEdit]:
+            # Made when the editor is quiet: if a block command landed meanwhile, the matches
+            # are found again in the text as it is now.
+            now = EditorAccess(access.editor).text()
+            if now != text:
+                try:
+                    sent[:] = engine.replace_all(now, self.replacement, scope)
+                except RioError:
+                    sent[:] = []
+            return sent
 
         def done(_result: dict[str, Any]) -> None:
             if self.scope is not None:
-                self.scope = shift_range(self.scope, edits)
-            self._say(describe_replace_all(len(edits), scope is not None))
+                self.scope = shift_range(self.scope, sent)
+            self._say(describe_replace_all(len(sent), scope is not None))
 
-        self.send(edits, f"Replace All ({len(edits)})", done)
+        self.send(make, f"Replace All ({len(edits)})", done)
         return len(edits)
 
-    def send(self, edits: list[TextEdit], label: str,
+    def send(self, make: Callable[[], list[TextEdit]], label: str,
              on_done: Callable[[dict[str, Any]], None] | None = None) -> None:
-        """``buffer.apply`` at the replica's version once it has nothing in flight: the
-        editor's own batch (EditorTab.apply_batch), so it waits on the editor's quiet queue
-        (ui/tk/editor_model.py) and ``on_done`` runs once the editor holds the change."""
+        """``buffer.apply`` of ``make()``'s edits at the replica's version once it has nothing
+        in flight: the editor's own batch (EditorTab.apply_batch), so it waits on the editor's
+        quiet queue (ui/tk/editor_model.py), ``make`` runs then (its offsets are the core's),
+        and ``on_done`` runs once the editor holds the change."""
         def refused(err: RioError) -> None:
             if err.kind == "buffer.stale_base":   # the core restarted meanwhile (ADR-0020)
                 self._say("Rio's core restarted meanwhile; nothing was replaced. "
@@ -293,7 +326,7 @@ class FindController:
         if editor is None:
             self._say("No document is open.", True)
             return
-        editor.apply_batch(lambda: edits, label, on_done=on_done, on_error=refused)
+        editor.apply_batch(make, label, on_done=on_done, on_error=refused)
 
     # --- the dialogs -----------------------------------------------------------------------------
     def show(self, replace: bool = False) -> "FindDialog":
