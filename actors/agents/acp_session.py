@@ -3,8 +3,10 @@
 :class:`AcpOwner` is mixed into :class:`actors.agents.session.AgentSession`: it keeps the
 conversation's one :class:`rio.agent.acp_turn.AcpBrain` (the agent process, across turns),
 builds an :class:`rio.agent.acp_turn.AcpTurn` for ``session.turn {agent}`` and hands it to the
-session's one turn owner (``_own``), and ends the agent — stop sequence, MCP token removed —
-on ``session.close``, on a switch of agent and when the process stops (ADR-0027).
+session's one turn owner (``_own``), serves the agent's own settings
+(``session.set_mode``, ``session.set_config``, ``session.authenticate``), and ends the agent —
+stop sequence, MCP token removed — on ``session.close``, on a switch of agent and when the
+process stops (ADR-0027).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from actors.bus.service import RequestContext
+from actors.bus.service import OpTable, RequestContext
 from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
 from rio.agent.tools import Tools
 from rio.protocol.errors import AgentError
@@ -53,8 +55,10 @@ def make_acp_client_factory(session: Any, agent: str) -> Callable[[Any], Any]:
 
 
 class AcpOwner:
-    """The ACP half of the session (see the module docstring)."""
+    """The ACP half of the session (see the module docstring). Its ops are in ``handles``,
+    which the session's own table extends."""
 
+    handles: OpTable[Any] = OpTable()
     brain: AcpBrain | None
     acp_client_factory: Callable[..., Any]
     conversation: str
@@ -101,38 +105,46 @@ class AcpOwner:
             log.exception("no MCP entry for %s", self.conversation)
             return []
 
-    async def _agent_setting(self, ctx: RequestContext) -> None:
-        """``session.set_mode``/``session.set_config``: the agent's own mode or config option
-        (its model …), on its running session (``session.authenticate``: one of its own
-        sign-in methods, on the running agent); the agent's answer is published as
-        ``agent.modes``/``agent.config`` with the conversation, as its own updates are."""
+    @handles("session.authenticate")
+    async def authenticate_op(self, ctx: RequestContext) -> Any:
+        """One of the agent's own sign-in methods, on the running agent."""
         brain = self.brain
-        if ctx.op == "session.authenticate":
-            # Sign-in needed: the agent runs, with no session yet (or a refused prompt).
-            if brain is None or brain.client is None or not brain.client.alive:
-                ctx.fail(AgentError("agent_not_running", "The conversation's agent is not "
-                                    "running now.", "Send your message again: the sign-in "
-                                    "card comes back with its button."))
-                return
-            await brain.client.authenticate(str(ctx.args["method"]))
-            ctx.reply({"signed_in": True, "method": ctx.args["method"]})
-            return
-        if brain is None or not brain.alive:
-            ctx.fail(AgentError("agent_not_running", "The conversation's agent is not running "
-                                "now (it starts with the next message).",
-                                "Send a message, then pick again."))
-            return
-        if ctx.op == "session.set_mode":
-            await brain.client.set_mode(str(ctx.args["mode"]))
-            ctx.reply({"mode": brain.client.updates.modes.get("current")})
-        else:
-            await brain.client.set_config_option(str(ctx.args["option"]), ctx.args["value"])
-            ctx.reply({"options": brain.client.updates.config})
+        # Sign-in needed: the agent runs, with no session yet (or a refused prompt).
+        if brain is None or brain.client is None or not brain.client.alive:
+            raise AgentError("agent_not_running", "The conversation's agent is not running "
+                             "now.", "Send your message again: the sign-in card comes back "
+                             "with its button.")
+        await brain.client.authenticate(str(ctx.args["method"]))
+        return {"signed_in": True, "method": ctx.args["method"]}
 
-    async def _close_agent(self, ctx: RequestContext) -> None:
+    @handles("session.set_mode")
+    async def set_mode_op(self, ctx: RequestContext) -> Any:
+        """The agent's own mode, on its running session; the agent's answer is published as
+        ``agent.modes`` with the conversation, as its own updates are."""
+        brain = self._running_brain()
+        await brain.client.set_mode(str(ctx.args["mode"]))
+        return {"mode": brain.client.updates.modes.get("current")}
+
+    @handles("session.set_config")
+    async def set_config_op(self, ctx: RequestContext) -> Any:
+        """One of the agent's config options (its model …), published as ``agent.config``."""
+        brain = self._running_brain()
+        await brain.client.set_config_option(str(ctx.args["option"]), ctx.args["value"])
+        return {"options": brain.client.updates.config}
+
+    def _running_brain(self) -> Any:
+        brain = self.brain
+        if brain is None or not brain.alive:
+            raise AgentError("agent_not_running", "The conversation's agent is not running "
+                             "now (it starts with the next message).",
+                             "Send a message, then pick again.")
+        return brain
+
+    @handles("session.close")
+    async def close_op(self, ctx: RequestContext) -> Any:
         closed = self.brain is not None
         result = await self._end_agent()
-        ctx.reply({"closed": closed, "how": getattr(result, "how", None)})
+        return {"closed": closed, "how": getattr(result, "how", None)}
 
     async def _end_agent(self) -> Any:
         """End the agent (the stop sequence) and its MCP token; the StopResult, if any."""

@@ -253,7 +253,7 @@ class AgentSession(AcpOwner):
     """The session of one conversation. :meth:`handle` and :meth:`stop` are called on the bus
     thread; the ops (``handles``) run on the loop."""
 
-    handles: OpTable[AgentSession] = OpTable()
+    handles: OpTable[AgentSession] = AcpOwner.handles.copy()   # + the ACP agent's ops
 
     def __init__(self, bus: BusThread, root: Path, conversation: str, *,
                  provider_builder: Callable[..., Provider] = build_provider,
@@ -366,22 +366,12 @@ class AgentSession(AcpOwner):
                 str(ctx.args["request"]), ctx.args.get("kind"))
         return {"answered": bool(answered)}
 
-    @handles("session.close")
-    async def close_op(self, ctx: RequestContext) -> Any:
-        await self._close_agent(ctx)
-        return ANSWERED
-
     @handles("session.pending")
     async def pending_op(self, ctx: RequestContext) -> Any:
         # What waits for the user in the running turn, for a window started since.
         running = self.running
         return {"turn": running.turn.spec.turn if running else None,
                 "events": running.turn.pending_events() if running else []}
-
-    @handles("session.set_mode", "session.set_config", "session.authenticate")
-    async def agent_setting_op(self, ctx: RequestContext) -> Any:
-        await self._agent_setting(ctx)
-        return ANSWERED
 
     @handles("session.status")
     async def status_op(self, ctx: RequestContext) -> Any:
