@@ -539,10 +539,14 @@ class AgentSession(AcpOwner):
             ctx.reply({"stopped": False})
             return
         running.task.cancel()
+        if ctx.op == "agent.stop":
+            # The client's Stop is answered at once, as the core answered it: the turn ends
+            # ("stopped", agent.turn) once its brain has let go — an ACP agent's stop sequence
+            # can take seconds, which a client's Stop must not wait for.
+            ctx.reply({"stopped": True, "turn": running.turn.spec.turn})
+            return
         await running.done.wait()
-        # agent.stop says which turn it stopped, as the core's answer did
-        ctx.reply({"stopped": True, "turn": running.turn.spec.turn} if ctx.op == "agent.stop"
-                  else {"stopped": True})
+        ctx.reply({"stopped": True})
 
 
 class SessionKeeper(pykka.ThreadingActor):

@@ -144,7 +144,8 @@ class Hub:
 
     def reply_later(self, client: bytes, reply: Reply) -> None:
         """Answer a request a local handler deferred (:data:`DEFERRED`), from any thread:
-        the reply goes out on the hub's thread, after every event published before it."""
+        the reply goes out on the hub's thread (like :meth:`publish`, through the inject
+        socket; not ordered against events published from other threads)."""
         with self._inject_lock:
             sock = self.ctx.socket(zmq.PUSH)
             sock.setsockopt(zmq.LINGER, 1000)
