@@ -174,3 +174,12 @@ def test_the_protocol_log_lives_beside_the_conversation(tmp_path, monkeypatch):
     for bad in ("../x", "a/b", "", ".hidden"):
         with pytest.raises(ValueError):
             log_path(tmp_path, bad)
+
+
+def test_rio_chat_prints_an_agent_note_as_one_dim_line():
+    from ui.term import chat_acp
+    lines: list[str] = []
+    chat = SimpleNamespace(_line=lines.append, style=lambda kind, text: f"<{kind}>{text}")
+    assert chat_acp.show(chat, "agent.note", {"note": "auto_allowed", "text":
+                                              "mcp__rio__read_buffer: auto-allowed"}, None)
+    assert lines == ["<dim>  (mcp__rio__read_buffer: auto-allowed)"]
