@@ -428,3 +428,19 @@ def test_rio_chat_agent_ctrl_c_stops_the_turn_and_ends_the_agent_and_its_helpers
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_a_stop_is_answered_at_once_while_the_agent_ignores_the_cancel(chat):
+    """agent.stop goes straight to the session process (the hub routes it there), which
+    answers once it has cancelled the turn — not after the agent's stop sequence, which an
+    agent that ignores session/cancel makes last seconds (rio chat waits 5 s for the reply)."""
+    c = chat({"turns": [[{"text": "working"}, {"hang": "forever"}]]})
+    turn = c.send("go")
+    c.wait("agent.delta", turn=turn)
+    t0 = time.monotonic()
+    assert c.call("agent.stop", {"conversation": c.conversation}) == {"stopped": True,
+                                                                      "turn": turn}
+    answered = time.monotonic() - t0
+    assert c.wait("agent.turn", turn=turn, state="stopped", timeout=30)
+    ended = time.monotonic() - t0
+    assert answered < 1.0 and answered < ended, (answered, ended)
