@@ -237,7 +237,8 @@ define("system.open_folder", "File → Open Folder: start another Rio instance (
        "folder of this machine, in a new window (local desktops only).",
        Arg("path", str, check=non_empty, doc="the folder's absolute path"),
        Arg("display", str, False, None, doc="the X display of the asking desktop"))
-define("system.spawn", "Start an on-demand process (one per agent conversation).",
+define("system.spawn", "Start an on-demand process (one per agent conversation); answered "
+       "once it is ready on the bus, or bus.spawn_failed if it ends first.",
        Arg("kind", str, check=non_empty), Arg("key", str, check=non_empty))
 define("system.restart", "Stop one process with the stop sequence and start it again.",
        Arg("process", str, check=non_empty, doc="a name from system.status"),
