@@ -104,3 +104,32 @@ def test_claude_permission_answered_through_rio(claude_rio):
     ended = next(d for t, d in events if t == "agent.turn" and d["state"] != "started")
     assert ended["state"] == "done", ended
     assert not (server.root / "made.txt").exists()
+
+
+def test_claude_uses_rios_mcp_tool_through_the_gate(claude_rio):
+    """claude-agent-acp starts `rio mcp` (Rio's own MCP server on the standard library, not
+    the SDK) from session/new's mcpServers, calls propose_edit; its own permission question
+    about Rio's tool is auto-allowed; the gate asks; approved, the edit lands in the buffer."""
+    server, model = claude_rio
+    (server.root / "notes.txt").write_text("alpha\nbeta\n")
+    model.push(anthropic_tool_use("toolu_1", "mcp__rio__propose_edit", {
+        "path": "notes.txt", "old_text": "beta", "new_text": "gamma"}))
+    for _ in range(20):
+        model.push(anthropic_text("Changed it."))
+    proposals: list[dict] = []
+
+    def approve(conn: Any, topic: str, data: dict) -> None:
+        if topic == "agent.propose" and str(data.get("proposal", "")).startswith("mcp-"):
+            proposals.append(data)
+            conn.call("agent.approve", {"turn": data["turn"], "proposal": data["proposal"],
+                                        "decision": "approve"}, timeout=30)
+    turn, events = _drive(server, "Change beta to gamma in notes.txt", approve)
+    ended = next(d for t, d in events if t == "agent.turn" and d["state"] != "started")
+    assert proposals, [t for t, _ in events]
+    assert ended["state"] == "done", ended
+    # claude-agent-acp 0.23 asks before an MCP tool: Rio answered it, the user was not asked
+    assert not [d for t, d in events if t == "agent.permission"]
+    assert [d["title"] for t, d in events if t == "agent.note"
+            and d.get("note") == "auto_allowed"] == ["mcp__rio__propose_edit"]
+    info = server.call("buffer.open", {"path": "notes.txt"})
+    assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == "alpha\ngamma\n"
