@@ -22,6 +22,7 @@ import pykka
 
 from actors.actor_registry import Ping, answer_ping
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve
+from actors.digest_thread import sha256_on_a_thread
 from rio.protocol.errors import DocumentError
 from rio.text.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 
@@ -144,7 +145,8 @@ class DocumentsActor(pykka.ThreadingActor):
         self.bus = bus
         self.routes = routes
         self.factory = BufferFactory(workspace_root, journal_dir, file_port=file_port,
-                                     max_file_bytes=max_file_bytes, journal_store=journal_store)
+                                     max_file_bytes=max_file_bytes, journal_store=journal_store,
+                                     digest=sha256_on_a_thread)
         self.by_path: dict[str, str] = {}
         self.recovered: RecoveryReport | None = None
 

@@ -78,3 +78,33 @@ def test_opening_a_utf8_file_never_decodes_it_whole(tmp_path: Path, monkeypatch)
     assert buf.document.text() == text
     assert buf.document.buffer.line_count == 5001
     assert buf.format.encoding == "utf-8" and buf.format.final_newline
+
+
+def test_the_fingerprint_comes_from_the_digest_started_before_decoding(tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    data = "héllo\n".encode() * 1000
+    (root / "f.txt").write_bytes(data)
+    order: list[str] = []
+    real = files.decode_bytes
+
+    def digest(got: bytes):
+        order.append("digest started")
+        assert got == data
+
+        def finish() -> str:
+            order.append("digest read")
+            return "f" * 64
+        return finish
+
+    def decode(raw: bytes):
+        order.append("decoded")
+        return real(raw)
+
+    monkeypatch.setattr(files, "decode_bytes", decode)
+    monkeypatch.setattr("rio.files.chunked_load.utf8_chunks", lambda d, n: None)  # general way
+    factory = BufferFactory(root, tmp_path / "j", undo_text_limit=1 << 20, digest=digest)
+    buf = factory.open(factory.resolve("f.txt"))
+    assert buf.fingerprint is not None and buf.fingerprint.sha256 == "f" * 64
+    assert order == ["digest started", "decoded", "digest read"]

@@ -15,7 +15,9 @@ same whichever way a file is loaded.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +27,6 @@ from rio.files.files import (
     Fingerprint,
     OsFilePort,
     decode_for_load,
-    fingerprint_of,
     looks_binary,
     read_for_load,
     starts_with_bom,
@@ -42,11 +43,24 @@ class LoadedChunks:
     mode: int
 
 
+#: Starts the sha256 of a file's bytes and returns what gives its hex digest when called. The
+#: default hashes at once; the core passes one that hashes on another thread while the text is
+#: decoded (hashlib releases the GIL), since ``rio/`` itself starts no threads.
+Digest = Callable[[bytes], Callable[[], str]]
+
+
+def sha256_now(data: bytes) -> Callable[[], str]:
+    digest = hashlib.sha256(data).hexdigest()
+    return lambda: digest
+
+
 def load_file_chunks(path: str | os.PathLike[str], *, chunk_chars: int,
-                     port: FilePort | None = None, max_bytes: int) -> LoadedChunks:
+                     port: FilePort | None = None, max_bytes: int,
+                     digest: Digest = sha256_now) -> LoadedChunks:
     """:func:`~rio.files.files.load_file`, the text returned as chunks (module docstring)."""
     path = Path(path)
     data, st = read_for_load(path, port or OsFilePort(), max_bytes)
+    sha256 = digest(data)   # started before the decoding, finished after it
     fast = utf8_chunks(data, chunk_chars)
     if fast is not None:
         chunks, fmt = fast
@@ -54,7 +68,8 @@ def load_file_chunks(path: str | os.PathLike[str], *, chunk_chars: int,
         text, fmt = decode_for_load(path, data)
         chunks = [text[i:i + chunk_chars] for i in range(0, len(text), chunk_chars)]
         del text
-    return LoadedChunks(chunks, fmt, fingerprint_of(data, st), st.mode)
+    fingerprint = Fingerprint(size=len(data), mtime_ns=st.mtime_ns, sha256=sha256())
+    return LoadedChunks(chunks, fmt, fingerprint, st.mode)
 
 
 def utf8_chunks(data: bytes, chunk_chars: int) -> tuple[list[str], FileFormat] | None:

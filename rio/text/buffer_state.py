@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from rio.files.chunked_load import load_file_chunks
+from rio.files.chunked_load import Digest, load_file_chunks, sha256_now
 from rio.files.files import (
     DEFAULT_MAX_BYTES,
     FileFormat,
@@ -411,8 +411,9 @@ class OpenBuffer:
 class BufferFactory:
     def __init__(self, root: Path, journal_dir: Path, *, file_port: Any = None,
                  max_file_bytes: int | None = None, journal_store: JournalStore | None = None,
-                 undo_text_limit: int | None = None):
+                 undo_text_limit: int | None = None, digest: Digest = sha256_now):
         self.workspace = Workspace(root)
+        self.digest = digest   # how an opened file's sha256 is computed (chunked_load.Digest)
         self.journal_store = journal_store or OsJournalStore(journal_dir)
         self.file_port = file_port or OsFilePort()
         self.max_file_bytes = max_file_bytes or DEFAULT_MAX_BYTES
@@ -429,7 +430,8 @@ class BufferFactory:
 
     def open(self, path: Path) -> OpenBuffer:
         loaded = load_file_chunks(path, port=self.file_port, max_bytes=self.max_file_bytes,
-                                  chunk_chars=CHUNK_CHARS)   # never one str of the whole file
+                                  chunk_chars=CHUNK_CHARS,   # never one str of the whole file
+                                  digest=self.digest)
         text = ChunkedText.from_chunks(loaded.chunks)
         return OpenBuffer(self._new_id(), Document(text, undo_text_limit=self.undo_text_limit),
                           path=path,
