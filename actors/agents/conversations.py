@@ -40,6 +40,7 @@ the restarted process (or spawns it again).
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
@@ -138,6 +139,39 @@ def classify_bus_failure(err: RioError) -> dict[str, Any]:
     return wire
 
 
+class EventBarrier:
+    """Waits until every event the hub published before now has reached this process.
+
+    The hub publishes events in the order it reads them, so an event this process publishes
+    and hears back comes after every earlier one (``agent.delta`` included), whose callbacks
+    the bus thread has then run. Used on the rare path where a reply and events race: a
+    session that died mid-stream. Bounded by ``timeout_s``: it never holds a turn up."""
+
+    TOPIC = "conversations.barrier"
+
+    def __init__(self, bus: BusThread, timeout_s: float = 1.0):
+        self.bus = bus
+        self.timeout_s = timeout_s
+        self._waiting: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def on_event(self, event: Any) -> None:
+        with self._lock:
+            done = self._waiting.pop(str(thaw(event.data).get("id")), None)
+        if done is not None:
+            done.set()
+
+    def wait(self) -> bool:
+        token, done = secrets.token_hex(8), threading.Event()
+        with self._lock:
+            self._waiting[token] = done
+        self.bus.publish(self.TOPIC, {"id": token})
+        heard = done.wait(self.timeout_s)
+        with self._lock:
+            self._waiting.pop(token, None)
+        return heard
+
+
 class AgentEvent(NamedTuple):
     """An ``agent.delta`` event (the streamed text, kept for a turn whose session dies)."""
     topic: str
@@ -174,10 +208,12 @@ class ConversationsActor(pykka.ThreadingActor):
                  turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
                  default_provider: Callable[[], str | None] | None = None,
                  known_providers: Callable[[], set[str]] | None = None,
-                 idle_stop_s: float | None = None):
+                 idle_stop_s: float | None = None,
+                 barrier: EventBarrier | None = None):
         super().__init__()
         self.store = store
         self.bus = bus
+        self.barrier = barrier
         self.turn_timeout_s = turn_timeout_s
         self.spawn_wait_s = spawn_wait_s
         self.default_provider = default_provider or _configured_provider
@@ -466,6 +502,12 @@ class ConversationsActor(pykka.ThreadingActor):
     def _run_turn(self, running: RunningTurn, args: dict[str, Any]) -> None:
         """On a worker thread: the whole session.turn, then the undo merge; never the store."""
         outcome = self._call_session(running, args)
+        if outcome.status == "error" and outcome.from_core and not outcome.messages \
+                and self.barrier is not None:
+            # The session died: its reply came on the request socket, its streamed text on
+            # the event socket, in no order between them. The text is kept (_finished), so
+            # let every event published before now reach this actor first.
+            self.barrier.wait()
         self._tell(TurnFinished(running.turn, outcome))
 
     def _call_session(self, running: RunningTurn, args: dict[str, Any]) -> TurnOutcome:
@@ -692,7 +734,9 @@ def _installed_providers() -> set[str]:
 @actor_factory("conversations")
 def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     store = ConversationStore(conversations_dir(project_state_dir(host.root)))
-    ref = ConversationsActor.start(store, host.bus)
+    barrier = EventBarrier(host.bus)
+    host.bus.subscribe(EventBarrier.TOPIC, barrier.on_event)
+    ref = ConversationsActor.start(store, host.bus, barrier=barrier)
     host.refs.append(ref)
 
     def on_event(event: Any) -> None:
