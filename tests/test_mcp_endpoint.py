@@ -223,6 +223,43 @@ def test_an_unanswered_question_is_declined_after_the_timeout(server, entry):
     assert not (Path(server.root) / "new.txt").exists()
 
 
+def test_a_read_is_answered_while_a_proposal_waits_for_the_user(server, entry):
+    """rio mcp serves calls at once: the question (unanswered, declined after its timeout)
+    does not hold up a read made while it waits; each answer under its own request id."""
+    from mcp import Client, StdioServerParameters
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root"),
+           "PYTHONPATH": str(REPO)}
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+    ended: list[str] = []
+
+    async def timed(name: str, call: Any) -> Any:
+        result = await call
+        ended.append(name)
+        return result
+
+    async def go() -> tuple[Any, Any]:
+        async with Client(params, mode="legacy") as client:
+            proposal = asyncio.ensure_future(timed("propose", client.call_tool(
+                "propose_create", {"path": "waits.txt", "text": "later\n"})))
+            # the question is out (so the call waits in rio mcp) before the read is made
+            assert await asyncio.to_thread(watch.wait_for, lambda: asked, 20)
+            read = await timed("read", client.call_tool("read_buffer", {"path": "a.py"}))
+            return read, await proposal
+    watch = server.connect("watch", subscribe=("agent.propose",))
+    asked: list[Any] = []
+    watch.subscribe("agent.propose", asked.append)
+    try:
+        watch.call("system.ping", {})
+        with turn(server, entry["conversation"]):
+            read, proposed = asyncio.run(go())
+    finally:
+        watch.close()
+    assert ended == ["read", "propose"]
+    assert "x = 1" in read.structured_content["text"], text_of(read)
+    assert proposed.structured_content["applied"] is False
+    assert not (Path(server.root) / "waits.txt").exists()
+
+
 def test_outside_a_turn_every_call_is_refused(server, entry):
     _, result = run_client(entry, [("list_buffers", {})])
     assert result.is_error and "agent.outside_turn" in text_of(result)

@@ -14,8 +14,11 @@ whole client, server, HTTP and two protocol versions' types, 5.4 s of a 5.5 s st
 loaded machine (ADR-0025 has the numbers); the SDK's own client drives this server in the
 tests (tests/test_mcp_endpoint.py).
 
-The bus connection is made on a worker thread of its own while ``initialize`` is answered,
-and used from that thread only (a ZeroMQ socket belongs to one thread).
+Tool calls are served at once, each its own bus request: a ``propose_edit`` waiting minutes
+for the user must not hold up the agent's ``read_buffer`` meanwhile. A bus connection is
+single-thread (a ZeroMQ socket belongs to one thread), so :class:`CoreLink` keeps a small pool
+of worker threads, each with a connection of its own, made when the worker starts (the first
+while ``initialize`` is answered). Answers go out as each call ends, each under its JSON-RPC id.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import queue
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -44,26 +49,73 @@ LINE_LIMIT = 64 << 20
 CALL_TIMEOUT_S = QUESTION_TIMEOUT_S + 120.0
 
 
-class CoreLink:
-    """The bus connection, on a thread of its own."""
+#: Tool calls served at once (each worker thread has its own bus connection); a call beyond
+#: that waits for a worker. Proposals waiting for the user are few; reads end in milliseconds.
+CALLS_AT_ONCE = 8
 
-    def __init__(self, connect: Any) -> None:
-        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rio-mcp-bus")
-        # Connecting runs while the agent's initialize is answered; the first call waits.
-        self.connecting = self.pool.submit(connect)
+
+class CoreLink:
+    """Bus connections on worker threads of their own, one per thread, up to ``size`` calls at
+    once. The workers are daemon threads: one still waiting for the user when the agent goes
+    does not keep the process alive."""
+
+    def __init__(self, connect: Any, size: int = CALLS_AT_ONCE) -> None:
+        self.connect = connect
+        self.size = size
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.idle = 0                  # workers waiting for a job none was promised to yet
+        self.workers: list[threading.Thread] = []
+        self.conns: list[Any] = []
+        # The first connection is made while the agent's initialize is answered.
+        self.connecting = self._submit(lambda conn: None)
 
     async def call(self, op: str, args: dict[str, Any], timeout: float) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.pool, lambda: self.connecting.result().call(op, args, timeout=timeout))
+        return await asyncio.wrap_future(
+            self._submit(lambda conn: conn.call(op, args, timeout=timeout)))
+
+    def _submit(self, job: Any) -> concurrent.futures.Future[Any]:
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self.lock:
+            self.jobs.put((job, done))
+            if self.idle:
+                self.idle -= 1
+            elif len(self.workers) < self.size:
+                worker = threading.Thread(target=self._work, daemon=True,
+                                          name=f"rio-mcp-bus-{len(self.workers)}")
+                self.workers.append(worker)
+                worker.start()
+        return done
+
+    def _work(self) -> None:
+        conn = None
+        while True:
+            job, done = self.jobs.get()
+            if job is None:            # close()
+                break
+            if done.set_running_or_notify_cancel():
+                try:
+                    if conn is None:   # made on this thread, used by it alone
+                        conn = self.connect()
+                        with self.lock:
+                            self.conns.append(conn)
+                    done.set_result(job(conn))
+                except BaseException as exc:  # noqa: BLE001 -- the caller gets every failure
+                    done.set_exception(exc)
+            with self.lock:
+                self.idle += 1
+        if conn is not None:
+            conn.close()
 
     def close(self) -> None:
-        try:
-            conn = self.connecting.result(timeout=5)
-            self.pool.submit(conn.close).result(timeout=5)
-        except Exception:  # noqa: BLE001 -- never connected: nothing to close
-            pass
-        self.pool.shutdown(wait=False)
+        """Idle workers close their connections; one still waiting for a reply is left to end
+        with the process."""
+        with self.lock:
+            count = len(self.workers)
+        for _ in range(count):
+            self.jobs.put((None, None))
+        for worker in list(self.workers):
+            worker.join(timeout=5 / max(count, 1))
 
 
 def tool_list() -> list[dict[str, Any]]:
