@@ -185,3 +185,28 @@ def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn():
     result = asyncio.run(main())
     assert result.status == "stopped" and result.error.kind == "agent.interrupted"
     assert asked == [("mcp.interrupt", {"conversation": "c1", "turn": "c1.1"})] * 2
+
+
+def test_session_pending_gives_what_the_running_agent_offers_even_between_turns():
+    """session.pending: with no turn running, a running agent still gives its modes, config
+    options and commands as it last published them (a late window's pickers); an agent that
+    is not running gives nothing."""
+    from types import SimpleNamespace
+
+    from actors.agents.session import AgentSession
+    from rio.acp.updates import UpdateTranslator
+    updates = UpdateTranslator.__new__(UpdateTranslator)
+    updates.modes = {"current": "ask", "available": [{"id": "ask", "name": "Ask"}]}
+    updates.config = [{"id": "model", "type": "select", "currentValue": "m1"}]
+    updates.commands = []
+    client = SimpleNamespace(alive=True, session_id="s1", updates=updates)
+    brain = AcpBrain("fake", lambda port: client)
+    brain.client = client
+    me = SimpleNamespace(running=None, conversation="c1", brain=brain)
+    me._offered = lambda: AgentSession._offered(me)
+    got = asyncio.run(AgentSession.pending_op(me, None))
+    assert got == {"turn": None, "events": [
+        {"topic": "agent.modes", "data": {**updates.modes, "conversation": "c1"}},
+        {"topic": "agent.config", "data": {"options": updates.config, "conversation": "c1"}}]}
+    client.alive = False
+    assert asyncio.run(AgentSession.pending_op(me, None)) == {"turn": None, "events": []}

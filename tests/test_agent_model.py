@@ -454,3 +454,22 @@ def test_pending_from_before_the_window_is_drawn_once():
     conv = model.get(C)
     assert [b.kind for b in conv.blocks] == ["user", "proposal", "permission"]
     assert model.waiting_count() == 2 and model.unseen(snapshot) == []
+
+
+def test_pending_snapshot_gives_the_agents_pickers_unless_a_live_update_did():
+    """agent.pending also carries what a running agent offers (agent.modes/config/commands): a
+    window started late gets its pickers from it; one that heard a live update keeps that."""
+    model = AgentModel()
+    offer = [{"topic": "agent.modes", "data": {"conversation": C, "current": "ask",
+                                                "available": [{"id": "ask", "name": "Ask"}]}},
+             {"topic": "agent.config", "data": {"conversation": C, "options": [
+                 {"id": "model", "type": "select", "currentValue": "m1", "options": []}]}},
+             {"topic": "agent.commands", "data": {"conversation": C,
+                                                   "commands": [{"name": "plan"}]}}]
+    fresh = model.unseen(offer)
+    assert [t for t, _ in fresh] == ["agent.modes", "agent.config", "agent.commands"]
+    for topic, data in fresh:
+        model.apply(topic, data)
+    conv = model.get(C)
+    assert conv.agent_modes["current"] == "ask" and conv.agent_config[0]["id"] == "model"
+    assert conv.commands == [{"name": "plan"}] and model.unseen(offer) == []

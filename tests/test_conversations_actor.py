@@ -748,3 +748,38 @@ def test_a_bug_in_a_forward_is_answered_as_internal_not_left_hanging(in_process,
     assert info.value.kind == "internal.unexpected" and "KeyError" in info.value.message
     assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)
     assert ask(actor, bus, "agent.list", {}) == []     # and the actor goes on serving
+
+
+def test_pending_lists_mcp_proposals_and_what_a_running_agent_offers(in_process):
+    """agent.pending (a window started late): the turn's start, the session's waiting events,
+    then the MCP tools' waiting proposals of that conversation (mcp.pending, held by the mcp
+    actor); and, from every running session process — even between turns — the agent's
+    modes/config, so a late window shows its pickers at once."""
+    hold = threading.Event()
+    modes = {"topic": "agent.modes", "data": {"current": "ask",
+                                              "available": [{"id": "ask", "name": "Ask"}]}}
+    actor, bus = in_process({
+        "session.turn": lambda args: hold.wait(10) and {
+            "status": "done", "messages": [assistant("ok")], "buffers": []},
+        "session.pending": lambda args: {"turn": f"{args['conversation']}.1", "events": [
+            {"topic": "agent.propose", "data": {"proposal": "p1", "path": "a.txt"}}, modes]}
+        if not hold.is_set() else {"turn": None, "events": [modes]},
+        "mcp.pending": lambda args: {"events": [
+            {"topic": "agent.propose", "data": {"conversation": cid, "turn": f"{cid}.1",
+                                                "proposal": "mcp-1", "path": "b.txt"}},
+            {"topic": "agent.propose", "data": {"conversation": "c-other", "turn": "c-other.1",
+                                                "proposal": "mcp-2", "path": "c.txt"}}]}})
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
+    got = ask(actor, bus, "agent.pending", {})["events"]
+    assert [(e["topic"], e["data"].get("proposal")) for e in got] == [
+        ("agent.turn", None), ("agent.propose", "p1"), ("agent.modes", None),
+        ("agent.propose", "mcp-1")]
+    assert all(e["data"]["conversation"] == cid for e in got)
+    assert got[3]["data"]["turn"] == f"{cid}.1" and got[2]["data"]["current"] == "ask"
+    hold.set()
+    bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn"
+                      and e[1]["state"] == "done"])
+    # Between turns the session process still runs: its agent's offer, nothing waiting.
+    got = ask(actor, bus, "agent.pending", {"conversation": cid})["events"]
+    assert [e["topic"] for e in got] == ["agent.modes"] and "turn" not in got[0]["data"]

@@ -394,3 +394,23 @@ def test_rio_mcp_imports_neither_the_mcp_sdk_nor_the_other_commands():
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_mcp_pending_lists_the_waiting_proposals_as_published(tmp_path):
+    """agent.pending asks the mcp actor for its proposals (mcp-…): the ones still waiting, of
+    the conversation asked for, as the agent.propose they were published as."""
+    from types import SimpleNamespace
+
+    from actors.agents.mcp import McpService, _Port
+    service = McpService(SimpleNamespace(publish=lambda t, d: None), tmp_path,
+                         question_timeout_s=60)
+    _Port(service, "c1", "c1.1").publish("agent.propose", {"proposal": "mcp-1", "path": "a.py",
+                                                           "diff": "-1\n+2\n"})
+    _Port(service, "c2", "c2.1").publish("agent.propose", {"proposal": "mcp-2", "path": "b.py"})
+    assert service.pending({"conversation": "c1"}) == {"events": [{
+        "topic": "agent.propose", "data": {"proposal": "mcp-1", "path": "a.py",
+                                           "diff": "-1\n+2\n", "conversation": "c1",
+                                           "turn": "c1.1"}}]}
+    assert [e["data"]["proposal"] for e in service.pending({})["events"]] == ["mcp-1", "mcp-2"]
+    service.interrupt({"conversation": "c1", "turn": "c1.1"})     # answered: not waiting
+    assert [e["data"]["proposal"] for e in service.pending({})["events"]] == ["mcp-2"]

@@ -390,30 +390,52 @@ class ConversationsActor(pykka.ThreadingActor):
     def op_pending(self, ctx: RequestContext) -> Any:
         """What waits in the running turns, for a window started since: each turn's
         ``agent.turn {started}``, then its session's waiting proposals and questions
-        (``session.pending``: the session owns them, ADR-0027), as ``{topic, data}``."""
+        (``session.pending``: the session owns them, ADR-0027) and the proposals of Rio's MCP
+        tools waiting in the ``mcp`` actor (``mcp.pending``), as ``{topic, data}``. A session
+        process that runs (a turn or idle) also gives what its agent offers —
+        ``agent.modes``/``agent.config``/``agent.commands`` — so the pickers show at once."""
         only = ctx.args.get("conversation")
         if only:
             self.store.get(check_conversation_id(only))
-        shown = [(cid, r.successor or r) for cid, r in self.running.items()
-                 if not only or cid == only]
-        turns = [(cid, r.turn, r.text) for cid, r in shown]
+        shown = {cid: (r.successor or r) for cid, r in self.running.items()
+                 if not only or cid == only}
+        turns = [(cid, r.turn, r.text) for cid, r in shown.items()]
+        turns += [(cid, None, "") for cid in sorted(self.healthy)
+                  if cid not in shown and (not only or cid == only)]
 
         def pending() -> dict[str, Any]:
+            mcp = self._mcp_pending(only) if shown else []
             events: list[dict[str, Any]] = []
             for cid, turn, text in turns:
-                events.append({"topic": "agent.turn", "data": {
-                    "conversation": cid, "turn": turn, "state": "started", "text": text}})
+                if turn is not None:
+                    events.append({"topic": "agent.turn", "data": {
+                        "conversation": cid, "turn": turn, "state": "started", "text": text}})
                 try:
                     got = self.bus.call("session.pending", {"conversation": cid},
                                         timeout=FORWARD_TIMEOUT_S)
                 except RioError as err:     # starting, or gone: nothing waits there
                     log.info("session.pending %s: %s", cid, err.kind)
-                    continue
+                    got = {}
+                turn_id = got.get("turn") or turn
                 for e in got.get("events") or ():
-                    events.append({"topic": e["topic"], "data": {
-                        **e["data"], "conversation": cid, "turn": got.get("turn") or turn}})
+                    data = {**e["data"], "conversation": cid}
+                    if turn_id:
+                        data["turn"] = turn_id
+                    events.append({"topic": e["topic"], "data": data})
+                events += [e for e in mcp if e["data"].get("conversation") == cid
+                           and turn is not None]
             return {"events": events}
         return self._forward(ctx, pending)
+
+    def _mcp_pending(self, only: str | None) -> list[dict[str, Any]]:
+        """The ``agent.propose`` events of Rio's MCP tools still waiting (``mcp-…`` ids)."""
+        try:
+            got = self.bus.call("mcp.pending", {"conversation": only} if only else {},
+                                timeout=FORWARD_TIMEOUT_S)
+        except RioError as err:     # no mcp actor in this core: none of its proposals
+            log.info("mcp.pending: %s", err.kind)
+            return []
+        return [e for e in got.get("events") or () if isinstance(e.get("data"), Mapping)]
 
     @handles("agent.limits")
     def op_limits(self, ctx: RequestContext) -> Any:

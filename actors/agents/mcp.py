@@ -49,6 +49,8 @@ class _Question:
     answer: str | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: dict[str, Any] = field(default_factory=dict)
+    #: the ``agent.propose`` data as published: ``mcp.pending`` gives it to a late window
+    event: dict[str, Any] = field(default_factory=dict)
 
 
 class McpService:
@@ -73,7 +75,7 @@ class McpService:
     def handle(self, ctx: RequestContext) -> None:
         if ctx.op in self.ON_WORKERS:
             self.pool.submit(lambda: self.handles.serve(self, ctx))
-        else:   # mcp.interrupt: the lock and flags only, answered on the bus thread
+        else:   # mcp.interrupt, mcp.pending: the lock only, answered on the bus thread
             self.handles.serve(self, ctx)
 
     @handles("mcp.call")
@@ -87,6 +89,10 @@ class McpService:
     @handles("mcp.interrupt")
     def interrupt_op(self, ctx: RequestContext) -> Any:
         return self.interrupt(ctx.args)
+
+    @handles("mcp.pending")
+    def pending_op(self, ctx: RequestContext) -> Any:
+        return self.pending(ctx.args)
 
     def on_turn_event(self, event: Any) -> None:
         data = thaw(event.data)
@@ -214,11 +220,25 @@ class McpService:
                     closed.append(proposal)
         return {"interrupted": bool(closed), "proposals": closed}
 
-    def register(self, conversation: str, turn: str, proposal: str) -> _Question:
+    def pending(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The proposals still waiting for the user (of one conversation when given), as the
+        ``agent.propose`` events they were published as: ``agent.pending`` asks for them."""
+        only = args.get("conversation")
+        with self.lock:
+            events = [{"topic": "agent.propose", "data": dict(q.event)}
+                      for q in self.questions.values() if q.event
+                      and not q.answered.is_set() and (not only or q.conversation == only)]
+        return {"events": events}
+
+    def register(self, conversation: str, turn: str, proposal: str,
+                 event: Mapping[str, Any] | None = None) -> _Question:
         """The question for ``proposal``, registered before its ``agent.propose`` is
         published: a new message sent on seeing the event always finds it (mcp.interrupt)."""
         with self.lock:
-            return self.questions.setdefault(proposal, _Question(conversation, turn))
+            question = self.questions.setdefault(proposal, _Question(conversation, turn))
+            if event:
+                question.event = {**event, "conversation": conversation, "turn": turn}
+            return question
 
     def ask(self, conversation: str, turn: str, proposal: str, timeout: float) -> str | None:
         question = self.register(conversation, turn, proposal)
@@ -257,7 +277,7 @@ class _Port:
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         if topic == "agent.propose":
-            self.service.register(self.conversation, self.turn, str(data["proposal"]))
+            self.service.register(self.conversation, self.turn, str(data["proposal"]), data)
         self.service.bus.publish(topic, dict(data))
 
     async def ask(self, proposal: str, timeout: float) -> str | None:

@@ -368,10 +368,26 @@ class AgentSession(AcpOwner):
 
     @handles("session.pending")
     async def pending_op(self, ctx: RequestContext) -> Any:
-        # What waits for the user in the running turn, for a window started since.
+        # What waits for the user in the running turn, for a window started since — then
+        # what the running agent offers (its modes, config options and slash commands, as it
+        # last published them), so a late window shows its pickers at once (ADR-0031).
         running = self.running
+        events = list(running.turn.pending_events()) if running else []
         return {"turn": running.turn.spec.turn if running else None,
-                "events": running.turn.pending_events() if running else []}
+                "events": events + self._offered()}
+
+    def _offered(self) -> list[dict[str, Any]]:
+        brain = self.brain
+        if brain is None or not brain.alive:
+            return []
+        updates = brain.client.updates
+        offered = [("agent.modes", dict(updates.modes) if updates.modes else None),
+                   ("agent.config", {"options": list(updates.config)}
+                    if updates.config else None),
+                   ("agent.commands", {"commands": list(updates.commands)}
+                    if updates.commands else None)]
+        return [{"topic": t, "data": {**d, "conversation": self.conversation}}
+                for t, d in offered if d]
 
     @handles("session.status")
     async def status_op(self, ctx: RequestContext) -> Any:

@@ -333,7 +333,9 @@ LIMIT_ARGS = tuple(Arg(name, int, False, None, doc=doc) for name, doc in (
 define("agent.limits", "Get, or set, the approval gate's per-turn limits (AI Preferences).",
        *LIMIT_ARGS)
 define("agent.pending", "What waits for the user in the running turns (a window started "
-       "since draws it): each turn's start, its proposals and questions, as their events.",
+       "since draws it): each turn's start, its proposals and questions (the MCP tools' too), "
+       "as their events; and what each running agent offers (agent.modes, agent.config, "
+       "agent.commands).",
        Arg("conversation", str, False, None, doc="only this conversation"))
 define("agent.authenticate", "Sign in to an ACP agent with one of its own 'agent' methods "
        "(agent.sign_in's methods): the agent does it (it may open the browser).",
@@ -365,6 +367,9 @@ define("mcp.interrupt", "A new message in the conversation: close the turn's wai
        "of Rio's MCP tools as interrupted (asked by the conversation's session process).",
        Arg("conversation", str, check=non_empty, doc="conversation id"),
        Arg("turn", str, check=non_empty))
+define("mcp.pending", "The proposals of Rio's MCP tools still waiting for the user, as the "
+       "agent.propose events they were published as (agent.pending asks for them).",
+       Arg("conversation", str, False, None, doc="only this conversation"))
 
 
 # --- session.*: one conversation's agent process (actors/agents/session.py) ----------------------

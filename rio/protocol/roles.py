@@ -44,7 +44,7 @@ _OWNER = (
     "agent.mode", "agent.permission_answer", "agent.set_mode", "agent.set_config",
     "agent.authenticate", "agent.limits", "gate.limits", "agent.pending", "session.pending",
     "agents.list", "mcp.call", "mcp.approve",
-    "mcp.interrupt", "agents.logout",
+    "mcp.interrupt", "mcp.pending", "agents.logout",
     "gate.check", "gate.agent_check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",
     "session.turn", "session.approve", "session.stop", "session.status",
     "session.interrupt", "session.permission_answer", "session.close",

@@ -390,6 +390,11 @@ class AgentModel:
             elif topic == "agent.permission":
                 seen = any(b.kind == "permission" and b.data.get("request") ==
                            data.get("request") for b in blocks)
+            elif topic in ("agent.modes", "agent.config", "agent.commands"):
+                # what the agent offers: drawn unless a live update already gave it (newer)
+                key = {"agent.modes": "agent_modes", "agent.config": "agent_config",
+                       "agent.commands": "commands"}[topic]
+                seen = bool(getattr(conv, key, None)) if conv is not None else False
             else:
                 seen = True
             if not seen:
