@@ -155,14 +155,37 @@ def test_settings_for_a_discovered_agent_use_its_program_for_sign_in(tmp_path):
     from rio.acp.client import settings_for
     from rio.acp.discovery import AgentInfo, AgentSpec
     from rio.protocol.errors import AgentError
+    from rio.acp.discovery import KNOWN_AGENTS
+    opencode = next(a for a in KNOWN_AGENTS if a.name == "opencode")
     info = AgentInfo("opencode", "OpenCode", True, "/bin/opencode", ("acp",))
-    spec = AgentSpec("opencode", "OpenCode", "opencode", ("acp",), {"X": "1"})
+    spec = AgentSpec("opencode", "OpenCode", "opencode", ("acp",), {"X": "1"}, known=opencode)
     s = settings_for(info, spec, tmp_path, {"RIO_BUS": "b", "HOME": "/h"})
     assert s.argv == ("/bin/opencode", "acp") and s.program == ("/bin/opencode",)
     assert s.env == {"HOME": "/h", "X": "1"} and s.name == "opencode"
     with pytest.raises(AgentError) as err:
         settings_for(AgentInfo("x", "X", False), spec, tmp_path, {})
     assert err.value.kind == "agent.agent_not_found"
+
+
+def test_a_configured_agents_sign_in_command_keeps_its_args(tmp_path):
+    """[agents.x] command = "npx", args = ["pkg"]: the terminal sign-in command is the whole
+    program plus the method's args — `npx pkg --login`, runnable as shown (not `npx --login`);
+    a legacy terminal-auth without a command of its own gets the whole program too."""
+    from types import SimpleNamespace
+
+    from rio.acp.auth import sign_in_methods
+    from rio.acp.client import settings_for
+    from rio.acp.discovery import AgentInfo, parse_agents_config
+    spec = parse_agents_config('[agents.x]\ncommand = "npx"\nargs = ["pkg"]\n')["x"]
+    info = AgentInfo("x", "x", True, "/usr/bin/npx", spec.args)
+    s = settings_for(info, spec, tmp_path, {})
+    assert s.program == ("/usr/bin/npx", "pkg")
+    terminal = SimpleNamespace(type="terminal", id="t", name="Log in", description="",
+                               field_meta=None, args=["--login"], env={})
+    legacy = SimpleNamespace(type=None, id="l", name="Log in", description="",
+                             field_meta={"terminal-auth": {"args": ["login"]}})
+    shown = [m.to_dict()["shell"] for m in sign_in_methods([terminal, legacy], s.program)]
+    assert shown == ["/usr/bin/npx pkg --login", "/usr/bin/npx pkg login"]
 
 
 def test_the_protocol_log_lives_beside_the_conversation(tmp_path, monkeypatch):

@@ -77,7 +77,8 @@ def sign_in_methods(methods: Sequence[Any], agent_argv: Sequence[str]) -> list[S
                                     link=str(getattr(m, "link", "") or "")))
         elif isinstance(meta.get("terminal-auth"), dict):
             legacy = meta["terminal-auth"]
-            command = [str(legacy.get("command") or agent_argv[0]),
+            # no command of its own: the agent's whole program (``npx pkg``, not ``npx``)
+            command = [*([str(legacy["command"])] if legacy.get("command") else agent_argv),
                        *(str(a) for a in legacy.get("args") or ())]
             out.append(SignInMethod(**base, type="terminal", command=tuple(command),
                                     env={str(k): str(v) for k, v in

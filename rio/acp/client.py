@@ -81,12 +81,20 @@ def settings_for(info: Any, spec: Any, root: Path, user_env: Mapping[str, str],
                  **kw: Any) -> AcpSettings:
     """Settings for a discovered agent (:class:`rio.acp.discovery.AgentInfo` and its
     :class:`~rio.acp.discovery.AgentSpec`): its argv, its program for sign-in commands, and
-    the user's environment minus Rio's variables plus the agent's configured ``env``."""
+    the user's environment minus Rio's variables plus the agent's configured ``env``.
+
+    The program is the argv without the known agent's ACP-mode arguments (``opencode acp`` →
+    ``opencode``) when it ends with them; any other argument stays — a configured
+    ``command = "npx"``, ``args = ["pkg"]`` signs in as ``npx pkg <method args>``, so the
+    command shown runs as it is."""
     from rio.acp.port import agent_environment
     argv = tuple(info.argv)            # raises agent.agent_not_found when not installed
     kw = {**dict(getattr(spec, "timing", None) or {}), **kw}
+    acp_args = tuple(spec.known.args) if getattr(spec, "known", None) is not None else ()
+    program = argv[:-len(acp_args)] if acp_args and len(argv) > len(acp_args) \
+        and argv[-len(acp_args):] == acp_args else argv
     return AcpSettings(argv, root, agent_environment(user_env, spec.env), name=info.name,
-                       program=argv[:len(argv) - len(info.args)] or argv, **kw)
+                       program=program, **kw)
 
 
 @dataclass(frozen=True)
