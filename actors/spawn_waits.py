@@ -2,7 +2,7 @@
 
 The supervisor answers ``system.*`` on the hub's thread, which must never wait. So a spawn
 whose process is not ready yet keeps the request's routing envelope (the client's identity and
-the request id) here and returns :data:`~actors.bus.hub.DEFERRED`; the answer goes out through
+the request id) here and returns :data:`~actors.bus.local_ops.DEFERRED`; the answer goes out through
 :meth:`~actors.bus.hub.Hub.reply_later` when the supervisor's ``system.process`` event says how
 it went:
 
@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from actors.bus.hub import DEFERRED, Deferred
+from actors.bus.local_ops import DEFERRED, Deferred
 from rio.protocol import ops
 from rio.protocol.errors import BusError, ProtocolError, RioError
 from rio.protocol.frames import Reply, Request

@@ -6,8 +6,9 @@ processes spawned — when it stops. It makes itself a child subreaper so that h
 their process group are reparented here and reaped (ADR-0007).
 
 Threads: the main thread runs :meth:`Supervisor.run` (the monitor loop); the hub runs in its own
-thread and answers ``system.*`` through :meth:`Supervisor.handle_system`, which only reads state
-that the monitor loop publishes under a lock.
+thread and answers ``system.*`` through :meth:`Supervisor.handle_system` (an OpTable of
+``@handles`` methods, actors/bus/local_ops.py), which only reads state that the monitor loop
+publishes under a lock.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import psutil
 
 from actors import process_control
 from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Deferred, Hub
+from actors.bus.hub import Hub
+from actors.bus.local_ops import Deferred, LocalRequest, answer
 from actors.spares import SPARE_GRACES, Spares
 from actors.spawn_waits import RESPAWN, SpawnWaits
 from actors.window_first import child_env, window_argv
@@ -37,6 +39,7 @@ from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig, 
 from rio.protocol import ops
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
 from rio.protocol.frames import Reply, Request
+from rio.protocol.op_table import OpTable
 
 log = logging.getLogger("rio.supervisor")
 
@@ -314,49 +317,57 @@ class Supervisor:
             self.hub.publish("system.process", data)
         self.spawn_waits.on_event(child, what)   # system.spawn answers after this event
 
-    # --- system.* ops (called on the hub thread) -----------------------------------------------
+    # --- system.* ops (called on the hub thread: actors/bus/local_ops.py) ----------------------
+    handles: OpTable[Supervisor] = OpTable()
+
     def handle_system(self, sender: bytes, req: Request) -> Reply | Deferred | None:
+        """The hub's local handler: ``system.*`` answered here (None: not ours, routed on)."""
         if not req.op.startswith("system."):
             return None
-        if req.op == "system.spawn":     # answered once the process is ready (or is not)
-            return self.spawn_waits.request(sender, req)
-        try:
-            return self._system_op(req, sender)
-        except Exception as exc:  # noqa: BLE001 -- this runs on the hub thread: never kill it
-            log.exception("%s failed", req.op)
-            from actors.bus.client import as_error
-            return Reply.failure(req.id, as_error(exc))
+        return answer(self.handles, self, sender, req)
 
-    def _system_op(self, req: Request, sender: bytes = b"") -> Reply:
-        try:
-            args = ops.validate(req)
-        except ProtocolError as err:
-            return Reply.failure(req.id, err)
-        if req.op == "system.ping":
-            return Reply.success(req.id, {"pong": True, "pid": os.getpid(),
-                                          "instance": self.name})
-        if req.op == "system.ops":
-            return Reply.success(req.id, ops.describe())
-        if req.op == "system.status":
-            return Reply.success(req.id, self.status())
-        if req.op == "system.stop":
-            self.stop_requested.set()
-            return Reply.success(req.id, {"stopping": self.name})
-        try:  # a refused restart is an error reply, never an exception in the hub
-            # (system.spawn is answered by handle_system: actors/spawn_waits.py)
-            if req.op == "system.open_folder":
-                from actors.open_folder import open_folder
-                from rio.protocol.roles import REMOTE_PREFIX
-                return Reply.success(req.id, open_folder(
-                    args, remote=sender.startswith(REMOTE_PREFIX)))
-            if req.op == "system.restart":
-                return Reply.success(req.id, self.request_restart(
-                    args["process"], again=args["again"], reason=args.get("reason", "requested")))
-        except RioError as err:
-            return Reply.failure(req.id, err)
-        if req.op == "system.fault":
-            return self._fault(req, args)
-        return Reply.failure(req.id, ops.unknown_op(req.op))
+    @handles("system.ping")
+    def ping_op(self, req: LocalRequest) -> dict[str, Any]:
+        return {"pong": True, "pid": os.getpid(), "instance": self.name}
+
+    @handles("system.ops")
+    def ops_op(self, req: LocalRequest) -> Any:
+        return ops.describe()
+
+    @handles("system.status")
+    def status_op(self, req: LocalRequest) -> dict[str, Any]:
+        return self.status()
+
+    @handles("system.stop")
+    def stop_op(self, req: LocalRequest) -> dict[str, Any]:
+        self.stop_requested.set()
+        return {"stopping": self.name}
+
+    @handles("system.spawn")
+    def spawn_op(self, req: LocalRequest) -> Reply | Deferred:
+        """Answered once the process is ready, or is not (actors/spawn_waits.py)."""
+        return self.spawn_waits.request(req.sender, req.request)
+
+    @handles("system.open_folder")
+    def open_folder_op(self, req: LocalRequest) -> Any:
+        from actors.open_folder import open_folder
+        from rio.protocol.roles import REMOTE_PREFIX
+        return open_folder(req.args, remote=req.sender.startswith(REMOTE_PREFIX))
+
+    @handles("system.restart")
+    def restart_op(self, req: LocalRequest) -> dict[str, Any]:
+        args = req.args
+        return self.request_restart(args["process"], again=args["again"],
+                                    reason=args.get("reason", "requested"))
+
+    @handles("system.fault")
+    def fault_op(self, req: LocalRequest) -> Any:
+        if not self.fault_injection:
+            raise ProtocolError(
+                "fault_injection_off", "Fault injection is off on this instance.",
+                "Start it with `rio serve --fault-injection` (test deployments only).")
+        from actors.faults.injection import apply_fault
+        return apply_fault(self, dict(req.args))
 
     def status(self) -> dict[str, Any]:
         procs = []
@@ -455,17 +466,6 @@ class Supervisor:
         threading.Thread(target=stop_then_restart, name=f"rio-restart-{name}",
                          daemon=True).start()
         return {"name": name, "pid": child.pid, "state": "stopping"}
-
-    def _fault(self, req: Request, args: dict[str, Any]) -> Reply:
-        if not self.fault_injection:
-            return Reply.failure(req.id, ProtocolError(
-                "fault_injection_off", "Fault injection is off on this instance.",
-                "Start it with `rio serve --fault-injection` (test deployments only)."))
-        from actors.faults.injection import apply_fault
-        try:
-            return Reply.success(req.id, apply_fault(self, args))
-        except RioError as err:
-            return Reply.failure(req.id, err)
 
     # --- stop -----------------------------------------------------------------------------------
     def shutdown(self) -> None:

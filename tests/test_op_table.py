@@ -195,22 +195,28 @@ def _tables():
     from actors.agents.gate import GateActor
     from actors.agents.mcp import McpService
     from actors.agents.session import AgentSession
+    from actors.bus.hub import Hub
     from actors.documents import REGISTRY_OPS, DocumentsActor
     from actors.host import Host
     from actors.runner_actor import RunnerActor
+    from actors.supervisor import Supervisor
     from rio.files.fs_ops import FsOps
     from rio.text.buffer_state import OpenBuffer
     buffer_ops = {name for name in ops.REGISTRY if name.startswith("buffer.")}
     return [(GateActor.handles, "gate", None), (RunnerActor.handles, "run", None),
             (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
-            (McpService.handles, "mcp", None), (FsOps.handles, "fs", None),
+            (McpService.handles, "mcp", {name for name in ops.REGISTRY if name.startswith("mcp.")}
+             | {"agent.approve"}),   # an mcp-… proposal's (rio/protocol/routing.py)
+            (FsOps.handles, "fs", None),
             (ConversationsActor.handles, "agent", None),
             # the session also answers a running turn's answers (rio/protocol/routing.py)
             (AgentSession.handles, "session", {name for name in ops.REGISTRY if name.startswith(
                 "session.")} | set(TURN_ANSWERS)),
             # the registry serves four buffer ops, each buffer's own actor the rest
             (DocumentsActor.handles, "buffer", REGISTRY_OPS),
-            (OpenBuffer.handles, "buffer", buffer_ops - REGISTRY_OPS)]
+            (OpenBuffer.handles, "buffer", buffer_ops - REGISTRY_OPS),
+            # answered on the hub's thread (actors/bus/local_ops.py)
+            (Hub.handles, "bus", None), (Supervisor.handles, "system", None)]
 
 
 @pytest.mark.parametrize("index", range(len(_tables())))

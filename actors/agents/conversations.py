@@ -29,8 +29,9 @@ the bus — or with why not (actors/spawn_waits.py); nothing here waits on event
 
 ``agent.approve``, ``agent.stop`` and ``agent.permission_answer`` reach this actor only when the
 conversation has no session process registered (the hub sends them to that process, which
-owns the turn: rio/protocol/routing.py), or for an MCP proposal (``mcp-…``, the core's ``mcp``
-actor), or when the session has no turn and asks the core (its ``agent.stop``).
+owns the turn: rio/protocol/routing.py), or when the session has no turn and asks the core
+(its ``agent.stop``). An MCP proposal's approval (``mcp-…``) never does: it goes straight to the
+``mcp`` actor that holds it (``route_prefix``).
 
 A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
 turn ends as a classified error, the conversation stays as recorded, and the next message finds
@@ -339,11 +340,6 @@ class ConversationsActor(pykka.ThreadingActor):
     @handles("agent.approve")
     def op_approve(self, ctx: RequestContext) -> Any:
         turn = ctx.args["turn"]
-        if str(ctx.args["proposal"]).startswith("mcp-"):
-            # A proposal of Rio's MCP tools (an ACP agent's): the mcp actor holds it.
-            mcp_args = {k: ctx.args[k] for k in ("turn", "proposal", "decision")}
-            return self._forward(ctx, lambda: self.bus.call("mcp.approve", mcp_args,
-                                                            timeout=APPROVE_TIMEOUT_S + 60))
         cid = conversation_of_turn(turn)
         running = self._running_turn(cid, turn)
         if running is None:

@@ -5,8 +5,9 @@ conversation's current token is refused (``auth.bad_token``). Then the gate deci
 (``gate.agent_check``: allowed, asked or refused per tool and mode, counted against the turn's
 limits, refused outside a turn) and :class:`rio.mcp.tools.McpCall` runs the tool. When a
 conversation's session process ends (``system.process``), its token file is removed. An "ask"
-publishes ``agent.propose`` (proposal ids start with ``mcp-``) and waits for ``mcp.approve``
-— ``agent.approve`` forwards those ids here — or declines after the question timeout (240 s;
+publishes ``agent.propose`` (proposal ids start with ``mcp-``) and waits for ``agent.approve``
+— the hub routes those ids straight here (``mcp.approve`` is the same op) — or declines
+after the question timeout (240 s;
 ``RIO_AGENT_QUESTION_TIMEOUT_S`` for tests); a new message closes it as interrupted
 (``mcp.interrupt``, asked by the conversation's session process, which owns the turn). Buffers changed by a turn's approved edits are
 merged into one undo step ("Agent: <message>") when ``agent.turn`` says the turn ended, as
@@ -69,7 +70,7 @@ class McpService:
 
     handles: OpTable[McpService] = OpTable()
     #: Ops that may wait minutes (for the user): served on a worker, never on the bus thread.
-    ON_WORKERS = frozenset({"mcp.call", "mcp.approve"})
+    ON_WORKERS = frozenset({"mcp.call", "mcp.approve", "agent.approve"})
 
     # --- the bus thread ----------------------------------------------------------------------
     def handle(self, ctx: RequestContext) -> None:
@@ -82,7 +83,9 @@ class McpService:
     def call_op(self, ctx: RequestContext) -> Any:
         return self.call(ctx.args)
 
-    @handles("mcp.approve")
+    # agent.approve of an mcp-… proposal comes straight here: the hub and this process's bus
+    # thread route it to the actor that holds it (rio/protocol/routing.py route_prefix)
+    @handles("mcp.approve", "agent.approve")
     def approve_op(self, ctx: RequestContext) -> Any:
         return self.approve(ctx.args)
 

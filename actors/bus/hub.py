@@ -6,8 +6,10 @@ processes that host actors — connect like any client and register the op prefi
 to whoever asked. A few are routed by an argument instead (rio/protocol/routing.py): ``host.*``
 by process name, ``session.*`` and the answers to a running turn (``agent.approve``,
 ``agent.stop``, ``agent.permission_answer``) to the conversation's ``agent:<conversation>``
-process, which owns the turn (ADR-0027). A local handler (the supervisor's ``system.*``) may
-answer later: it returns :data:`DEFERRED` and calls :meth:`Hub.reply_later`. Events reach
+process, which owns the turn (ADR-0027). The hub's own ``bus.*`` and a local handler's ops
+(the supervisor's ``system.*``) are answered on the hub's thread in the one dispatch style
+(actors/bus/local_ops.py: an OpTable, ``@handles`` methods); one may answer later: it returns
+:data:`DEFERRED` and calls :meth:`Hub.reply_later`. Events reach
 the hub from services and leave on the XPUB with a per-topic ``seq``
 the hub assigns, so a subscriber sees a gap instead of drifting.
 
@@ -39,22 +41,22 @@ from typing import Callable
 import msgpack
 import zmq
 
+from actors.bus.local_ops import DEFERRED, Deferred, LocalRequest, answer  # noqa: F401
 from actors.bus.sockets import HWM, WELCOME, configure  # noqa: F401 -- HWM, WELCOME re-exported
 from rio.protocol import ops, roles
 from rio.protocol.errors import BusError, InternalError, ProtocolError
 from rio.protocol.frames import Event, Reply, Request, decode, encode, peek_id
-from rio.protocol.routing import BY_ARGUMENT, session_process, turn_answer_conversation
+from rio.protocol.op_table import OpTable
+from rio.protocol.routing import (
+    BY_ARGUMENT,
+    route_prefix,
+    session_process,
+    turn_answer_conversation,
+)
 
 log = logging.getLogger("rio.hub")
 
 
-class Deferred:
-    """What a local handler returns for a request it answers later, from another thread,
-    with :meth:`Hub.reply_later` (the supervisor's ``system.spawn``: answered once the new
-    process is ready — the hub's thread never waits)."""
-
-
-DEFERRED = Deferred()
 
 
 @dataclass
@@ -300,7 +302,7 @@ class Hub:
             self._reply(sender, Reply.failure(frame.id, denied))
             return
         if frame.op.startswith("bus."):
-            self._reply(sender, self._bus_op(sender, frame))
+            self._reply(sender, answer(self.handles, self, sender, frame))
             return
         if self._local_handler is not None:
             local = self._local_handler(sender, frame)
@@ -323,7 +325,9 @@ class Hub:
             # session.* ops go to the conversation's own agent process, "agent:<conversation>"
             target = self._named(session_process(str(frame.args.get("conversation"))))
         else:
-            target = self._turn_owner(sender, frame) or self._routes.get(prefix)
+            # an MCP proposal's approval: to the mcp actor that holds it (route_prefix)
+            target = self._turn_owner(sender, frame) or self._routes.get(
+                route_prefix(frame.op, frame.args))
         if target is None:
             self._reply(sender, Reply.failure(frame.id, BusError(
                 "no_route", f"Nothing serves {prefix}.* ops right now.",
@@ -364,44 +368,47 @@ class Hub:
             return None          # the session asks the core (its stop with no turn of its own)
         return self._named(name)
 
-    def _bus_op(self, sender: bytes, req: Request) -> Reply:
-        try:
-            args = ops.validate(req)   # typed like every op (bus.* in rio/protocol/ops.py)
-        except ProtocolError as err:
-            return Reply.failure(req.id, err)
-        if req.op == "bus.register":
-            # host.* and session.* are routed by process name, never by prefix (many serve
-            # them); so are the agent.* turn answers a conversation's session serves itself.
-            name = args["name"] or sender.decode(errors="replace")
-            by_name = BY_ARGUMENT + (("agent",) if name.startswith(session_process("")) else ())
-            prefixes = tuple(p for p in args["prefixes"] if p not in by_name)
-            taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
-                     and self._routes[p] in self._services
-                     and self._services[self._routes[p]].name != name]
-            if taken:
-                return Reply.failure(req.id, BusError(
-                    "prefix_taken", f"Prefix {taken[0]!r} is already served by "
-                    f"{self._services[self._routes[taken[0]]].name}.",
-                    "Check supervisor.toml: each actor lives in one process."))
-            # A restarted service re-registers under a new identity: drop the old one.
-            for ident, svc in list(self._services.items()):
-                if svc.name == name and ident != sender:
-                    self._forget(ident, "it was restarted")
-            self._services[sender] = Service(sender, name, prefixes, args["pid"])
-            for p in prefixes:
-                self._routes[p] = sender
-            return Reply.success(req.id, {"registered": list(prefixes)})
-        if req.op == "bus.unregister":
-            if sender in self._services:
-                self._forget(sender, "it unregistered")
-            return Reply.success(req.id, {})
-        if req.op == "bus.services":
-            return Reply.success(req.id, [{"name": s.name, "prefixes": list(s.prefixes),
-                                           "pid": s.pid, "pending": sum(s.pending.values())}
-                                          for s in self._services.values()])
-        if req.op == "bus.stats":
-            return Reply.success(req.id, dict(self.stats, topics=dict(self._seq)))
-        return Reply.failure(req.id, ops.unknown_op(req.op))
+    # --- bus.* (answered here, on the hub's thread: actors/bus/local_ops.py) ------------------
+    handles: OpTable[Hub] = OpTable()
+
+    @handles("bus.register")
+    def register_op(self, req: LocalRequest) -> dict:
+        # host.* and session.* are routed by process name, never by prefix (many serve
+        # them); so are the agent.* turn answers a conversation's session serves itself.
+        sender, args = req.sender, req.args
+        name = args["name"] or sender.decode(errors="replace")
+        by_name = BY_ARGUMENT + (("agent",) if name.startswith(session_process("")) else ())
+        prefixes = tuple(p for p in args["prefixes"] if p not in by_name)
+        taken = [p for p in prefixes if p in self._routes and self._routes[p] != sender
+                 and self._routes[p] in self._services
+                 and self._services[self._routes[p]].name != name]
+        if taken:
+            raise BusError("prefix_taken", f"Prefix {taken[0]!r} is already served by "
+                           f"{self._services[self._routes[taken[0]]].name}.",
+                           "Check supervisor.toml: each actor lives in one process.")
+        # A restarted service re-registers under a new identity: drop the old one.
+        for ident, svc in list(self._services.items()):
+            if svc.name == name and ident != sender:
+                self._forget(ident, "it was restarted")
+        self._services[sender] = Service(sender, name, prefixes, args["pid"])
+        for p in prefixes:
+            self._routes[p] = sender
+        return {"registered": list(prefixes)}
+
+    @handles("bus.unregister")
+    def unregister_op(self, req: LocalRequest) -> dict:
+        if req.sender in self._services:
+            self._forget(req.sender, "it unregistered")
+        return {}
+
+    @handles("bus.services")
+    def services_op(self, req: LocalRequest) -> list:
+        return [{"name": s.name, "prefixes": list(s.prefixes), "pid": s.pid,
+                 "pending": sum(s.pending.values())} for s in self._services.values()]
+
+    @handles("bus.stats")
+    def stats_op(self, req: LocalRequest) -> dict:
+        return dict(self.stats, topics=dict(self._seq))
 
     def _drop_by_name(self, name: str) -> None:
         for ident, svc in list(self._services.items()):

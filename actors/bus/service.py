@@ -41,6 +41,7 @@ from actors.bus.sockets import make_dealer
 from rio.protocol import op_table, ops
 from rio.protocol.errors import BusError, ProtocolError, RioError
 from rio.protocol.frames import Event, Reply, Request, decode, encode_checked, peek_id
+from rio.protocol.routing import route_prefix
 
 log = logging.getLogger("rio.bus")
 
@@ -414,7 +415,8 @@ class BusThread:
             return
         try:
             args = ops.validate(request)
-            handler = self.handlers.get(request.op.split(".", 1)[0])
+            # by prefix; an MCP proposal's agent.approve to the mcp actor (routing.py)
+            handler = self.handlers.get(route_prefix(request.op, args))
             if handler is None:
                 raise BusError("no_route", f"{self.name} does not serve {request.op}.",
                                "Check `rio status`.")

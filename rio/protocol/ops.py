@@ -361,7 +361,8 @@ define("mcp.call", "One call of Rio's MCP tools by an ACP agent (sent by `rio mc
        Arg("tool", str, check=non_empty), Arg("args", dict, False, None),
        Arg("agent", str, False, "acp", doc="the agent's name (\"always allow\" is per agent)"))
 define("mcp.approve", "Answer a proposal of Rio's MCP tools (ids mcp-…); agent.approve "
-       "forwards those here.", Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
+       "of those ids reaches the same method directly.", Arg("turn", str, check=non_empty),
+       Arg("proposal", (str, int)),
        Arg("decision", str, check=one_of("approve", "reject", "always")))
 define("mcp.interrupt", "A new message in the conversation: close the turn's waiting proposals "
        "of Rio's MCP tools as interrupted (asked by the conversation's session process).",

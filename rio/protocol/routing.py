@@ -9,8 +9,12 @@ Most ops go to the process that registered their prefix (``buffer`` → core). T
   because it owns the turn (ADR-0027): an approval is client → hub → session → hub → client,
   without a detour through the core. When no such process is registered, they take the
   prefix route to the core, which answers as it always did (no turn running, no such
-  proposal). A proposal of Rio's MCP tools (``mcp-…``) is held by the core's ``mcp`` actor,
-  so its approval always goes to the core.
+  proposal).
+
+One op goes to another prefix's actor (:func:`route_prefix`): ``agent.approve`` of a proposal
+of Rio's MCP tools (``mcp-…``) is held by the ``mcp`` actor, so both the hub and the bus thread
+of the process that serves ``mcp`` hand it straight to that actor — client → hub → mcp → hub →
+client, four hops, not through the conversations actor and back over the hub.
 
 A request from ``agent:<conversation>`` itself is never sent back to it: the session asks the
 core with the same op (its ``agent.stop`` with no turn of its own, say).
@@ -43,8 +47,8 @@ def turn_answer_conversation(op: str, args: Mapping[str, Any]) -> str | None:
     if op not in TURN_ANSWERS:
         return None
     if op == "agent.approve":
-        if str(args.get("proposal", "")).startswith("mcp-"):
-            return None          # held by the core's mcp actor (actors/agents/mcp.py)
+        if route_prefix(op, args) == "mcp":
+            return None          # held by the mcp actor (actors/agents/mcp.py)
         turn = args.get("turn")
         if not isinstance(turn, str) or "." not in turn:
             return None
@@ -55,3 +59,15 @@ def turn_answer_conversation(op: str, args: Mapping[str, Any]) -> str | None:
     if isinstance(conversation, str) and _CONVERSATION.match(conversation):
         return conversation
     return None
+
+
+#: Proposal ids of Rio's MCP tools (actors/agents/mcp.py) start with this.
+MCP_PROPOSAL = "mcp-"
+
+
+def route_prefix(op: str, args: Mapping[str, Any]) -> str:
+    """The prefix whose actor serves this request: the op's own, except ``agent.approve`` of
+    an MCP proposal (``mcp-…``), served by the ``mcp`` actor that holds it."""
+    if op == "agent.approve" and str(args.get("proposal", "")).startswith(MCP_PROPOSAL):
+        return "mcp"
+    return op.split(".", 1)[0]
