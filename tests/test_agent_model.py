@@ -473,3 +473,25 @@ def test_pending_snapshot_gives_the_agents_pickers_unless_a_live_update_did():
     conv = model.get(C)
     assert conv.agent_modes["current"] == "ask" and conv.agent_config[0]["id"] == "model"
     assert conv.commands == [{"name": "plan"}] and model.unseen(offer) == []
+
+
+def test_the_sign_in_error_under_the_card_is_one_short_line():
+    """agent.sign_in_needed after its sign-in card: the error line points at the card instead
+    of repeating every method's command; without a card it keeps the whole message."""
+    model = AgentModel()
+    shell = "npx pkg --login"
+    error = {"conversation": C, "turn": T1, "kind": "agent.sign_in_needed",
+             "message": "The agent 'x' needs you to sign in (it answered session/new with "
+                        "'Authentication required').",
+             "next": f"Sign in: run `{shell}` in a terminal — then send the message again."}
+    model.apply("agent.sign_in", {"conversation": C, "turn": T1, "state": "needed",
+                                  "agent": "x", "methods": [{"id": "t", "name": "Log in",
+                                                             "type": "terminal",
+                                                             "shell": shell}]})
+    _, changes = model.apply("agent.error", error)
+    line = model.get(C).blocks[changes[0][1]]
+    assert line.kind == "error" and "\n" not in line.text and shell not in line.text
+    assert "card above" in line.text and line.data["next"] == error["next"]
+    other = AgentModel()
+    other.apply("agent.error", error)
+    assert shell in other.get(C).blocks[-1].text

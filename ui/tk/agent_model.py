@@ -210,6 +210,10 @@ class Conversation:
             return []
         self._errored.add(key)
         text = f"{err['message']} — {err['next']}" if err.get("next") else str(err["message"])
+        if err["kind"] == "agent.sign_in_needed" and any(b.kind == "sign_in"
+                                                         for b in self.blocks):
+            # the card above says how, method by method: the line only points at it
+            text = "Sign-in needed: use the card above, then send your message again."
         return self._add(Block("error", turn, text, dict(err)))
 
     def prepend_history(self, history: Mapping[str, Any]) -> None:
