@@ -156,6 +156,19 @@ def test_open_folder_on_a_remote_window_says_why_and_starts_nothing(desk):
     assert "rio --connect" in shown[0].next and "open_folder" not in app.dialogs
 
 
+def test_a_remote_windows_title_names_the_server_it_is_connected_to(desk, remote):
+    """`rio --connect` (ADR-0028): the title says which server the window shows, with or
+    without a document in front; a local window's title stays as it was."""
+    address = remote[1].removeprefix("tcp://")
+    assert desk.root.title() == f"Rio — proj — on {address}"
+    assert desk.app.window_title("hello.py") == f"hello.py — Rio — proj — on {address}"
+    desk.app.remote = None
+    try:
+        assert desk.app.window_title("hello.py") == "hello.py — Rio — proj"
+    finally:
+        desk.app.remote = remote[1]
+
+
 @pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is not installed")
 def test_rio_connect_opens_the_desktop_on_the_remote_project(remote, display, tmp_path):
     """The command itself: `rio --connect ADDRESS --server-key KEY` opens the window on the

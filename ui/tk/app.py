@@ -88,7 +88,7 @@ class App(FileActions):
         self.editor_font = tkfont.Font(root, family=self.settings["font"],
                                        size=self.settings["size"])
         self._zoom_base = self.settings["size"]
-        root.title(f"Rio — {Path(project_root).name}")
+        root.title(self.window_title())
         root.geometry(self.session.layout.geometry)
         root.minsize(480, 320)
         self._build()
@@ -295,12 +295,19 @@ class App(FileActions):
         # The message was about the tab that showed it: each tab shows its own again.
         self.status_bar.show_tab(ed.buffer_id if ed is not None else None)
         if ed is not None:
-            self.root.title(f"{ed.summary.get('name') or 'Untitled'} — Rio — "
-                            f"{Path(self.project_root).name}")
+            self.root.title(self.window_title(str(ed.summary.get('name') or 'Untitled')))
             self.on_cursor(ed)
             self._reveal_in_tree(ed)
         else:
-            self.root.title(f"Rio — {Path(self.project_root).name}")
+            self.root.title(self.window_title())
+
+    def window_title(self, document: str | None = None) -> str:
+        """``[document — ]Rio — project``, and the server a remote window is connected to
+        (``rio --connect``): ``… — on HOST:PORT``."""
+        title = f"Rio — {Path(self.project_root).name}"
+        if self.remote:
+            title += f" — on {self.remote.removeprefix('tcp://')}"
+        return f"{document} — {title}" if document else title
 
     # --- editor callbacks ----------------------------------------------------------------------
     def on_editor_state(self, ed: EditorTab) -> None:
