@@ -5,9 +5,10 @@ second core the 100 MB hash (~170 ms) overlaps the decoding instead of following
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from typing import Callable
+
+from rio.files.digest import sha256
 
 #: Smaller inputs are hashed at once: a thread costs more than it saves.
 THREAD_ABOVE_BYTES = 4 * 1024 * 1024
@@ -16,14 +17,14 @@ THREAD_ABOVE_BYTES = 4 * 1024 * 1024
 def sha256_on_a_thread(data: bytes) -> Callable[[], str]:
     """Start hashing ``data``; the returned function waits for the hex digest."""
     if len(data) <= THREAD_ABOVE_BYTES:
-        digest = hashlib.sha256(data).hexdigest()
+        digest = sha256(data).hexdigest()
         return lambda: digest
     box: list[str] = []
-    worker = threading.Thread(target=lambda: box.append(hashlib.sha256(data).hexdigest()),
+    worker = threading.Thread(target=lambda: box.append(sha256(data).hexdigest()),
                               name="rio-sha256", daemon=True)
     worker.start()
 
     def result() -> str:
         worker.join()
-        return box[0] if box else hashlib.sha256(data).hexdigest()   # the thread failed
+        return box[0] if box else sha256(data).hexdigest()   # the thread failed
     return result

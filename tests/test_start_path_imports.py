@@ -25,3 +25,42 @@ def test_the_core_actors_import_nothing_that_can_wait():
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == []
+
+
+# --- idle memory: no OpenSSL until a file is hashed (rio/files/digest.py) --------------------
+# `import hashlib` (also through secrets and hmac) maps libcrypto: ~3.8 MB of RSS in each process.
+
+SUPERVISOR_MODULES = ("rio.cli.main", "actors.window_first", "actors.supervisor")
+WINDOW_MODULES = ("ui.tk.first", "ui.tk.app", "ui.tk.__main__")
+
+
+def _loaded(code: str, module: str) -> bool:
+    out = subprocess.run([sys.executable, "-c", f"{code}; import sys; print({module!r} in sys.modules)"],
+                         cwd=str(REPO), capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()[-1] == "True"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("modules", [SUPERVISOR_MODULES, WINDOW_MODULES],
+                         ids=["supervisor", "window"])
+def test_the_idle_supervisor_and_window_do_not_load_openssl(modules):
+    assert not _loaded(f"import {', '.join(modules)}", "_hashlib")
+
+
+@pytest.mark.timeout(60)
+def test_a_spare_waits_for_its_assignment_without_openssl():
+    # A spare as the supervisor starts it for the shipped core; stdin at EOF ends it after its
+    # preload, as the supervisor stopping it would.
+    from rio.config.supervisor import load_config
+    core = next(s for s in load_config().to_start(desktop=True) if s.name == "core")
+    code = ("from actors.host import spare_main; "
+            f"assert spare_main(['--spare', '--preload', {','.join(core.actors)!r}]) == 0")
+    assert not _loaded(code, "_hashlib")
+    assert _loaded(code, "actors.documents")      # it did preload the core's actors
+
+
+@pytest.mark.timeout(60)
+def test_a_file_hash_still_loads_openssl_when_it_is_needed():
+    assert _loaded("from rio.files.digest import sha256; sha256(b'x')", "_hashlib")

@@ -8,7 +8,6 @@ by the project root, so starting Rio again on the same project finds them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import platformdirs
 
+from rio.files.digest import name_hash
 from rio.protocol.errors import BusError, ConfigError
 
 #: Linux ``sun_path`` is 108 bytes including the NUL: 107 usable (unix(7)).
@@ -36,7 +36,7 @@ def check_name(name: str) -> str:
 
 def default_name(root: Path) -> str:
     """``<folder>-<hash>``: readable, and distinct for two folders with the same name."""
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:6]
+    digest = name_hash(str(root), 6)
     base = re.sub(r"[^A-Za-z0-9_.-]", "_", root.name or "root")[:32].lstrip("._-") or "root"
     return f"{base}-{digest}"
 
@@ -202,10 +202,10 @@ def find_instance(name: str | None, cwd: Path | None = None) -> InstanceInfo:
 
 
 def journal_dir(root: Path) -> Path:
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    digest = name_hash(str(root), 16)
     return state_base() / "projects" / digest / "journal"
 
 
 def project_state_dir(root: Path) -> Path:
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    digest = name_hash(str(root), 16)
     return state_base() / "projects" / digest

@@ -15,12 +15,12 @@ same whichever way a file is loaded.
 from __future__ import annotations
 
 import codecs
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rio.files import digest as digests
 from rio.files.files import (
     FileFormat,
     FilePort,
@@ -50,7 +50,7 @@ Digest = Callable[[bytes], Callable[[], str]]
 
 
 def sha256_now(data: bytes) -> Callable[[], str]:
-    digest = hashlib.sha256(data).hexdigest()
+    digest = digests.sha256(data).hexdigest()
     return lambda: digest
 
 

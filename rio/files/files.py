@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import codecs
 import errno
-import hashlib
 import os
-import secrets
 import stat as stat_module
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from rio.files import digest as digests
 from rio.files.nofollow import fsync_dir_fd, lstat_at, open_dir_nofollow, open_nofollow
 from rio.protocol.errors import FileError, PathError, ProtocolError
 
@@ -378,7 +377,7 @@ class OsFilePort:
             os.close(fd)
 
     def sha256(self, path: Path) -> str:
-        digest = hashlib.sha256()
+        digest = digests.sha256()
         fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:  # the port is the one place that opens files
             while block := f.read(_HASH_BLOCK):
@@ -405,7 +404,7 @@ class OsFilePort:
                   before_replace: Callable[[], None] | None) -> FileStat:
         old = lstat_at(dfd, name, path)
         # The name is cut so the temp name stays under NAME_MAX (255) even for very long names.
-        tmp = f".{name[:200]}.rio-{secrets.token_hex(6)}.tmp"
+        tmp = f".{name[:200]}.rio-{os.urandom(6).hex()}.tmp"
         # An existing file's temp copy starts private (it may hold secrets) and gets the old
         # mode before the rename; a new file gets 0o666 less the umask, as open() would give it.
         create_mode = 0o600 if old is not None or mode is not None else 0o666
@@ -530,7 +529,7 @@ def decode_for_load(path: Path, data: bytes) -> tuple[str, FileFormat]:
 
 def fingerprint_of(data: bytes, st: FileStat) -> Fingerprint:
     return Fingerprint(size=len(data), mtime_ns=st.mtime_ns,
-                       sha256=hashlib.sha256(data).hexdigest())
+                       sha256=digests.sha256(data).hexdigest())
 
 
 def starts_with_bom(data: bytes) -> bool:
@@ -593,7 +592,7 @@ def save_file(path: str | os.PathLike[str], text_or_chunks: str | Iterable[str],
         _refuse_conflict(path, expected, port, thorough=thorough, force=force)
 
     check_disk(thorough=False)  # fail fast and cheaply, before encoding anything
-    digest = hashlib.sha256()
+    digest = digests.sha256()
     written = 0
 
     def hashed() -> Iterator[bytes]:
