@@ -41,7 +41,7 @@ the restarted process (or spawns it again).
 from __future__ import annotations
 
 import logging
-import secrets
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
@@ -163,7 +163,7 @@ class EventBarrier:
             done.set()
 
     def wait(self) -> bool:
-        token, done = secrets.token_hex(8), threading.Event()
+        token, done = os.urandom(8).hex(), threading.Event()
         with self._lock:
             self._waiting[token] = done
         self.bus.publish(self.TOPIC, {"id": token})

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import threading
 import time
 from collections.abc import Mapping
@@ -157,7 +156,7 @@ class McpService:
         if verdict.get("decision") == "refuse":
             raise AgentError("tool_refused", str(verdict.get("reason")),
                              "Do not repeat the call unchanged; tell the user what you need.")
-        call_id = f"mcp-{secrets.token_hex(6)}"
+        call_id = f"mcp-{os.urandom(6).hex()}"
         ids = {"conversation": conversation, "turn": turn}
         self.bus.publish("agent.tool", {**ids, "call": call_id, "name": tool,
                                         "input": shown_input(tool_args), "source": "mcp"})
