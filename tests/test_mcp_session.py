@@ -16,7 +16,7 @@ import pytest
 from rio.mcp.entry import token_path
 from rio.protocol.errors import RioError
 from rio.protocol.frames import thaw
-from tests.support import REPO, RioServer, rio_env
+from tests.support import REPO, RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
@@ -148,6 +148,52 @@ def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn(setu
         info = server.call("buffer.open", {"path": "notes.txt"})
         assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
             "alpha\nbeta\n"
+    finally:
+        try:
+            server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
+                        timeout=20)
+        except RioError:
+            pass
+        chat.close()
+
+
+def test_agent_pending_lists_an_mcp_proposal_and_the_agents_modes_for_a_late_window(setup):
+    """A window that starts while an MCP proposal (mcp-…, held by the mcp actor) waits: the
+    core's agent.pending lists it with the turn's start and the agent's own modes (so the
+    pickers show at once); answering it by agent.approve applies it. Between turns the
+    modes are still listed, the proposal not."""
+    server, script = setup
+    chat = Conversation(server, script, {
+        "modes": {"current": "ask", "available": ["ask", "code"]},
+        "turns": [[{"mcp": {"tool": "propose_edit", "args": {
+            "path": "notes.txt", "old_text": "alpha", "new_text": "delta"}}},
+            {"text": "done"}]]})
+    try:
+        turn = chat.conn.call("agent.send", {"conversation": chat.cid, "text": "a to d"},
+                              timeout=15)["turn"]
+        proposed = chat.wait("agent.propose", turn=turn)
+        got = chat.conn.call("agent.pending", {"conversation": chat.cid}, timeout=15)["events"]
+        topics = [e["topic"] for e in got]
+        assert topics[0] == "agent.turn" and "agent.modes" in topics
+        mcp = [e["data"] for e in got if e["topic"] == "agent.propose"]
+        assert [(d["proposal"], d["turn"], d["path"]) for d in mcp] == [
+            (proposed["proposal"], turn, "notes.txt")] and "+delta" in mcp[0]["diff"]
+        modes = next(e["data"] for e in got if e["topic"] == "agent.modes")
+        assert modes["current"] == "ask" and modes["conversation"] == chat.cid
+        answer = chat.conn.call("agent.approve", {"turn": turn, "proposal": mcp[0]["proposal"],
+                                                  "decision": "approve"}, timeout=60)
+        assert answer == {"applied": True}
+        chat.wait("agent.turn", turn=turn, state="done")
+        info = server.call("buffer.open", {"path": "notes.txt"})
+        assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
+            "delta\nbeta\n"
+        assert wait_for(lambda: server.call("buffer.info", {"buffer": info["buffer"]}).get(
+            "undo_label") == "Agent: a to d", 10)     # the turn's one undo step: back as it was
+        server.call("buffer.undo", {"buffer": info["buffer"]})
+        assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
+            "alpha\nbeta\n"
+        later = chat.conn.call("agent.pending", {"conversation": chat.cid}, timeout=15)
+        assert sorted(e["topic"] for e in later["events"]) == ["agent.config", "agent.modes"]
     finally:
         try:
             server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
