@@ -31,6 +31,7 @@ import pykka
 
 from actors.actor_registry import ActorHost, Ping, actor_factory, answer_ping
 from actors.agents.acp_session import AcpOwner, make_acp_client_factory
+from actors.agents.stop_watch import watch_stop
 from actors.bus.async_client import AsyncLink
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve_async
 from rio.agent.acp_turn import AcpBrain, AcpTurn
@@ -317,6 +318,8 @@ class AgentSession(AcpOwner):
 
     # --- the bus thread ----------------------------------------------------------------------
     def handle(self, ctx: RequestContext) -> None:
+        if ctx.op == "agent.stop":   # answered even when the loop hangs: the core takes it
+            watch_stop(ctx, self.bus.call, self.conversation)
         self.loop.call_soon_threadsafe(self._dispatch, ctx)
 
     # --- the loop ------------------------------------------------------------------------------
@@ -542,12 +545,20 @@ class AgentSession(AcpOwner):
         if running is None and self._starting and self._setup is not None:
             self._stop_early = True  # cancelled as soon as it exists
             running = await asyncio.shield(self._setup)
+        if ctx.answered:
+            # Not answered by this loop in time (hung, or a slow set-up): the core answered
+            # it (stop_watch.py). Stop what runs, without a second answer.
+            if running is not None:
+                running.task.cancel()
+            return
         if running is None and ctx.op == "agent.stop":
             # No turn here (yet): the core may hold one that has not reached this process
             # (sent a moment ago). It answers, as it did before stops came here (the hub
             # routes this process's own agent.stop to the core).
-            ctx.reply(await self.port.call("agent.stop", {"conversation": self.conversation},
-                                           timeout=10))
+            got = await self.port.call("agent.stop", {"conversation": self.conversation},
+                                       timeout=10)
+            if not ctx.answered:   # the deadline's own ask of the core may have answered
+                ctx.reply(got)
             return
         if running is None or (wanted and running.turn.spec.turn != wanted):
             if wanted:
