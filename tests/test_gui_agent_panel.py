@@ -530,6 +530,37 @@ def test_the_acp_agents_own_mode_and_model_pickers_reach_the_agent(desktop, mode
     assert err.value.kind == "protocol.bad_args"
 
 
+def test_a_window_started_later_shows_the_agents_pickers_and_its_mcp_proposal_at_once(
+        desktop, model):
+    """The fake ACP agent offers modes and a model, and waits on a proposal of Rio's MCP tools
+    (mcp-…, held by the core's mcp actor) when the window is started again: the new window
+    shows the pickers without the agent's next update and the proposal with Approve, and
+    approving it from the panel lands the edit."""
+    script = {"modes": {"current": "ask", "available": ["ask", "code"]},
+              "turns": [[{"mcp": {"tool": "propose_edit", "args": {
+                  "path": "notes.txt", "old_text": "beta", "new_text": "theta"}}},
+                  {"text": "done"}]]}
+    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
+    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
+    desktop.call("agent.send", {"conversation": cid, "text": "beta to theta"})
+    assert wait_for(lambda: any(e["topic"] == "agent.propose" for e in desktop.call(
+        "agent.pending", {"conversation": cid})["events"]), 60)
+    old_pid = desktop.pids()["ui"]
+    os.kill(old_pid, signal.SIGKILL)
+    assert wait_for(lambda: desktop.pids().get("ui") not in (None, old_pid), 30)
+    a = agent(desktop, lambda a: a["conversation"] == cid and a["pending"]
+              and a["pickers"], 60)
+    assert [(p["id"], p["current"]) for p in a["pickers"]] == [("mode", "ask"),
+                                                               ("model", "fast")]
+    assert a["pending"][0]["proposal"].startswith("mcp-")
+    assert a["pending"][0]["path"] == "notes.txt"
+    assert desktop.call("ui.agent", {"action": "approve"})["applied"] is True
+    desktop.wait_text(notes_buffer(desktop), "alpha\ntheta\n")
+    agent(desktop, lambda a: a["state"] == "idle" and not a["pending"], 60)
+    bid = notes_buffer(desktop)
+    desktop.call("buffer.close", {"buffer": bid, "discard": True})
+
+
 def test_the_sign_in_card_offers_the_agents_own_ways_and_its_button_signs_in(desktop, model):
     """An agent that wants a sign-in at session/new: the card shows the terminal method as the
     exact command, the variable of the env-var method, and a Sign in button for the agent's
