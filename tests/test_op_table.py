@@ -202,6 +202,7 @@ def _tables():
     from actors.supervisor import Supervisor
     from rio.files.fs_ops import FsOps
     from rio.text.buffer_state import OpenBuffer
+    from ui.tk.control import ControlServer
     buffer_ops = {name for name in ops.REGISTRY if name.startswith("buffer.")}
     return [(GateActor.handles, "gate", None), (RunnerActor.handles, "run", None),
             (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
@@ -216,7 +217,8 @@ def _tables():
             (DocumentsActor.handles, "buffer", REGISTRY_OPS),
             (OpenBuffer.handles, "buffer", buffer_ops - REGISTRY_OPS),
             # answered on the hub's thread (actors/bus/local_ops.py)
-            (Hub.handles, "bus", None), (Supervisor.handles, "system", None)]
+            (Hub.handles, "bus", None), (Supervisor.handles, "system", None),
+            (ControlServer.handles, "ui", None)]   # the desktop's (ui/tk/control.py)
 
 
 @pytest.mark.parametrize("index", range(len(_tables())))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from rio.protocol import ops
 from rio.protocol.errors import DocumentError, FileError, ProtocolError, RioError
 from rio.protocol.frames import Reply, Request
+from rio.protocol.op_table import OpTable
 
 if TYPE_CHECKING:
     from ui.tk.app import App
@@ -48,13 +49,10 @@ class ControlServer:
         self.app = app
         self.conn = app.conn
         self.conn.on_request = self.on_request
-        self.handlers: dict[str, Callable[[dict[str, Any], Respond], Any]] = {
-            "ui.state": self.state, "ui.type": self.type, "ui.key": self.key,
-            "ui.menu": self.menu, "ui.open": self.open, "ui.dialog": self.dialog,
-            "ui.dialog_answer": self.dialog_answer, "ui.screenshot": self.screenshot,
-            "ui.quit": self.quit, "ui.raise": self.raise_window,
-            "ui.agent": self.agent,
-        }
+
+    #: ui.* op → the method that serves it (the one dispatch style, rio/protocol/op_table.py);
+    #: a method takes the checked arguments and ``respond``, and returns the result or DEFER
+    handles: OpTable[ControlServer] = OpTable()
 
     def register(self) -> None:
         self.conn.call("bus.register", {"prefixes": ["ui"], "name": "ui", "pid": os.getpid()})
@@ -80,10 +78,7 @@ class ControlServer:
 
         try:
             args = ops.validate(req)
-            handler = self.handlers.get(req.op)
-            if handler is None:
-                raise ops.unknown_op(req.op)
-            result = handler(args, respond)
+            result = self.handles.call(self, req.op, args, respond)   # unknown_op if none
         except RioError as err:
             respond(err)
             return
@@ -106,6 +101,7 @@ class ControlServer:
         return ed
 
     # --- ops --------------------------------------------------------------------------------------
+    @handles("ui.state")
     def state(self, args: dict[str, Any], respond: Respond) -> Any:
         app = self.app
         active = app.active_editor()
@@ -140,6 +136,7 @@ class ControlServer:
                 "window": {"geometry": app.root.winfo_geometry(),
                            "title": app.root.title()}}
 
+    @handles("ui.type")
     def type(self, args: dict[str, Any], respond: Respond) -> Any:
         ed = self._editor()
         ed.text.focus_set()
@@ -148,6 +145,7 @@ class ControlServer:
         line, col = ed.cursor()
         return {"buffer": ed.buffer_id, "cursor": {"line": line, "col": col}}
 
+    @handles("ui.key")
     def key(self, args: dict[str, Any], respond: Respond) -> Any:
         keysym = args["keysym"]
         state = args.get("state") or ""
@@ -182,6 +180,7 @@ class ControlServer:
         send()
         return DEFER
 
+    @handles("ui.menu")
     def menu(self, args: dict[str, Any], respond: Respond) -> Any:
         try:
             cmd = self.app.commands.by_path(args["path"])
@@ -195,6 +194,7 @@ class ControlServer:
         self.app.invoke(cmd.name)
         return {"invoked": cmd.name}
 
+    @handles("ui.open")
     def open(self, args: dict[str, Any], respond: Respond) -> Any:
         def ready(ed: "EditorTab") -> None:
             line, col = ed.cursor()
@@ -205,6 +205,7 @@ class ControlServer:
                            fail=respond)
         return DEFER
 
+    @handles("ui.dialog")
     def dialog(self, args: dict[str, Any], respond: Respond) -> Any:
         name = args["name"]
         if name == "conflict":
@@ -223,6 +224,7 @@ class ControlServer:
                                 f"Known: {', '.join(sorted([*DIALOG_COMMANDS, 'conflict', 'unsaved']))}.")
         return {"opened": name, "dialogs_open": sorted(self.app.dialogs)}
 
+    @handles("ui.dialog_answer")
     def dialog_answer(self, args: dict[str, Any], respond: Respond) -> Any:
         name = args["name"]
         d = self.app.dialogs.get(name)
@@ -237,6 +239,7 @@ class ControlServer:
             raise ProtocolError("bad_args", str(exc.args[0])) from None
         return {"answered": name, "button": args["button"]}
 
+    @handles("ui.screenshot")
     def screenshot(self, args: dict[str, Any], respond: Respond) -> Any:
         path = Path(args["path"])
         tool = shutil.which("import")
@@ -268,6 +271,7 @@ class ControlServer:
         root.after(int(args.get("delay_ms") or 150), shoot)
         return DEFER
 
+    @handles("ui.raise")
     def raise_window(self, args: dict[str, Any], respond: Respond) -> Any:
         """Bring the window to the front: a second ``rio`` on this instance's folder lands
         here instead of opening a second window (one window per instance, as '90s editors
@@ -275,6 +279,7 @@ class ControlServer:
         self.app.raise_window()
         return {"raised": True, "pid": os.getpid()}
 
+    @handles("ui.agent")
     def agent(self, args: dict[str, Any], respond: Respond) -> Any:
         """The agent panel (ui/tk/agent_panel.py): open, close, send, approve … as a user would."""
         panel = self.app.agent_panel
@@ -284,6 +289,7 @@ class ControlServer:
         result = panel.control(args, respond)   # None: it answers later, through respond
         return DEFER if result is None else result
 
+    @handles("ui.quit")
     def quit(self, args: dict[str, Any], respond: Respond) -> Any:
         respond({"quitting": True})
         if args.get("force"):
