@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -579,8 +580,11 @@ def test_the_sign_in_card_offers_the_agents_own_ways_and_its_button_signs_in(des
     card = a["sign_in"]
     assert card["state"] == "needed"
     by_id = {m["id"]: m for m in card["methods"]}
-    # the agent's program without its ACP arguments, then the method's (rio/acp/auth.py)
-    assert by_id["term"]["command"] == f"{sys.executable} --login"
+    # the configured agent's whole command (its args too: runnable as shown), then the
+    # method's (rio/acp/client.py settings_for, rio/acp/auth.py)
+    fake = REPO / "tests" / "fakes" / "acp_agent.py"
+    assert by_id["term"]["command"] == shlex.join(
+        [sys.executable, str(fake), str(desktop.root.parent / "acp.json"), "--login"])
     assert "FAKE_API_KEY" in by_id["key"]["text"]
     assert by_id["browser"]["type"] == "agent" and by_id["browser"]["command"] == ""
     got = desktop.call("ui.agent", {"action": "sign_in"})
