@@ -229,3 +229,32 @@ def test_each_table_serves_exactly_its_ops_of_the_catalogue(index):
     catalogue = {name for name in ops.REGISTRY if name.split(".", 1)[0] == prefix}
     assert table.names == (catalogue if only is None else only)
     assert table.names <= set(ops.REGISTRY)
+
+
+def test_the_hubs_threads_answer_turns_every_outcome_into_a_reply():
+    """actors/bus/local_ops.answer (the hub's bus.*, the supervisor's system.*): the result,
+    DEFERRED kept, a RioError as it is, a bug as internal.unexpected, bad arguments and an
+    op without a method refused — never an exception on the hub's thread."""
+    from actors.bus.local_ops import DEFERRED, answer
+    from rio.protocol.errors import BusError
+
+    def refused():
+        raise BusError("no_route", "m", "n")
+
+    table = OpTable()
+    outcomes = {"bus.stats": lambda: {"n": 1}, "bus.services": lambda: DEFERRED,
+                "bus.unregister": refused, "bus.register": lambda: 1 / 0}
+    for name, outcome in outcomes.items():
+        table(name)(lambda self, req, outcome=outcome: outcome())
+    owner = object()
+
+    def ask(op, args=None):
+        return answer(table, owner, b"client", Request("r1", op, args or {}))
+    assert ask("bus.stats").result == {"n": 1}
+    assert ask("bus.services") is DEFERRED
+    assert ask("bus.unregister").error["kind"] == "bus.no_route"
+    assert ask("bus.register").error["kind"] == "internal.unexpected"
+    assert ask("bus.register", {"prefixes": "x"}).error["kind"] == "protocol.bad_args"
+    table2 = OpTable()
+    assert answer(table2, owner, b"c", Request("r2", "bus.stats", {})).error["kind"] \
+        == "protocol.unknown_op"
