@@ -255,3 +255,4 @@ def test_the_hub_sends_an_mcp_approval_to_the_process_that_holds_mcp(hub_and_cli
     with pytest.raises(BusError) as refused:
         client.call("agent.approve", MCP_APPROVE, timeout=5)
     assert refused.value.kind == "bus.no_route" and core.seen == []
+    assert "mcp.*" in refused.value.message

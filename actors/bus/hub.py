@@ -326,8 +326,8 @@ class Hub:
             target = self._named(session_process(str(frame.args.get("conversation"))))
         else:
             # an MCP proposal's approval: to the mcp actor that holds it (route_prefix)
-            target = self._turn_owner(sender, frame) or self._routes.get(
-                route_prefix(frame.op, frame.args))
+            prefix = route_prefix(frame.op, frame.args)
+            target = self._turn_owner(sender, frame) or self._routes.get(prefix)
         if target is None:
             self._reply(sender, Reply.failure(frame.id, BusError(
                 "no_route", f"Nothing serves {prefix}.* ops right now.",
