@@ -153,9 +153,8 @@ def test_translator_opens_unknown_calls_and_ends_each_call_once():
 
 def test_settings_for_a_discovered_agent_use_its_program_for_sign_in(tmp_path):
     from rio.acp.client import settings_for
-    from rio.acp.discovery import AgentInfo, AgentSpec
+    from rio.acp.discovery import KNOWN_AGENTS, AgentInfo, AgentSpec
     from rio.protocol.errors import AgentError
-    from rio.acp.discovery import KNOWN_AGENTS
     opencode = next(a for a in KNOWN_AGENTS if a.name == "opencode")
     info = AgentInfo("opencode", "OpenCode", True, "/bin/opencode", ("acp",))
     spec = AgentSpec("opencode", "OpenCode", "opencode", ("acp",), {"X": "1"}, known=opencode)

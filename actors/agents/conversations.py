@@ -395,7 +395,8 @@ class ConversationsActor(pykka.ThreadingActor):
             self.store.get(check_conversation_id(only))
         shown = {cid: (r.successor or r) for cid, r in self.running.items()
                  if not only or cid == only}
-        turns = [(cid, r.turn, r.text) for cid, r in shown.items()]
+        turns: list[tuple[str, str | None, str]] = [
+            (cid, r.turn, r.text) for cid, r in shown.items()]
         turns += [(cid, None, "") for cid in sorted(self.healthy)
                   if cid not in shown and (not only or cid == only)]
 

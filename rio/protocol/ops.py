@@ -407,7 +407,8 @@ define("session.set_mode", "ACP session/set_mode on the conversation's running a
        SESSION_CONVERSATION, Arg("mode", str, check=non_empty))
 define("session.set_config", "ACP session/set_config_option on the conversation's running agent.",
        SESSION_CONVERSATION, Arg("option", str, check=non_empty), Arg("value", (str, bool)))
-define("session.pending", "The running turn's waiting proposals and questions, as events.",
+define("session.pending", "The running turn's waiting proposals and questions, then what "
+       "the running agent offers (agent.modes, agent.config, agent.commands), as events.",
        SESSION_CONVERSATION)
 define("session.authenticate", "ACP authenticate on the conversation's running agent.",
        SESSION_CONVERSATION, Arg("method", str, check=non_empty))
