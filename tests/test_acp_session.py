@@ -231,6 +231,8 @@ def test_a_crash_mid_turn_is_restarted_and_resumed(chat, base):
     first = c.send("one")
     ended = c.wait("agent.turn", turn=first, state="error")
     assert ended["error"]["kind"] == "agent.agent_exited"
+    # resumed and retried once in that turn (the same script crashes again), then it ends
+    assert len([d for t, d in c.events if t == "agent.restarted" and d["turn"] == first]) == 1
     session = c.wait("agent.session", turn=first)["session"]
     c.script({"load_session": True, "state": str(state), "default_turn": [{"echo": True}]})
     second = c.send("two")
@@ -239,6 +241,24 @@ def test_a_crash_mid_turn_is_restarted_and_resumed(chat, base):
     assert c.wait("agent.session", turn=second)["session"] == session
     assert c.wait("agent.turn", turn=second, state="done")
     assert c.text(second) == "echo: two"
+
+
+def test_a_crash_mid_turn_is_resumed_in_that_turn_and_the_prompt_sent_again(chat, base):
+    """An agent that offers session/load and dies during a turn is started again, resumed and
+    sent the prompt once more in that same turn: one agent.restarted line, no error."""
+    marker = base / "crashed-once"
+    c = chat({"load_session": True, "state": str(base / "sessions-retry.json"),
+              "turns": [[{"text": "halfway "}, {"crash": 3, "once": str(marker)},
+                         {"echo": True}]]})
+    turn = c.send("one")
+    c.wait("agent.turn", turn=turn, state="done")
+    of_turn = [(t, d) for t, d in c.events if d.get("turn") == turn]
+    restarted = [d for t, d in of_turn if t == "agent.restarted"]
+    assert len(restarted) == 1 and restarted[0]["resumed"] is True
+    sessions = [d["session"] for t, d in of_turn if t == "agent.session"]
+    assert len(sessions) == 2 and len(set(sessions)) == 1    # new, then the same one loaded
+    assert [d for t, d in of_turn if t == "agent.error"] == []
+    assert marker.exists() and c.text(turn).endswith("echo: one")
 
 
 def test_stopping_the_conversations_process_ends_the_agent_and_its_helpers(chat, server):

@@ -210,3 +210,34 @@ def test_session_pending_gives_what_the_running_agent_offers_even_between_turns(
         {"topic": "agent.config", "data": {"options": updates.config, "conversation": "c1"}}]}
     client.alive = False
     assert asyncio.run(AgentSession.pending_op(me, None)) == {"turn": None, "events": []}
+
+
+def test_a_crash_the_agent_cannot_be_resumed_from_is_one_error_and_no_retry():
+    """An agent that offers session/load dies mid-turn, and starting it again fails: the
+    crash's agent.error is published once (the client left it to the turn, which would have
+    resumed), the prompt is not sent again and the turn ends with the crash."""
+    from rio.protocol.errors import AgentError
+    port, tools = Port(), FakeTools()
+    crash = AgentError("agent_exited", "The agent 'fake' stopped (exit code 3).", "Send again.")
+    prompts: list[dict] = []
+
+    class Crashing(Client):
+        async def prompt(self, text: str, **kw: Any) -> PromptOutcome:
+            prompts.append(kw)
+            self.alive = False
+            return PromptOutcome("error", "", "halfway", crash, True)
+
+    def restart(port: Any) -> Any:
+        raise AgentError("agent_failed", "It would not start.", "Check it.")
+    client = Crashing(None)
+    client.can_load = True
+    brain = AcpBrain("fake", restart, client=client, session_id="s1")
+    turn = AcpTurn(AcpTurnSpec("c1", "c1.1", "fake", "hi"), brain, tools, port, Path("/tmp"),
+                   snapshot=lambda root: None, diff=lambda snap: {"files": [], "more": 0})
+    result = asyncio.run(turn.run())
+    assert prompts == [{"resumable": True}]
+    assert result.status == "error" and result.error.kind == "agent.agent_exited"
+    errors = [d for t, d in port.events if t == "agent.error"]
+    assert [e["kind"] for e in errors] == ["agent.agent_exited"] and errors[0]["partial"]
+    assert [t for t, _ in port.events if t == "agent.restarted"] == []
+    assert port.gate == ["begin", "end"]

@@ -267,9 +267,11 @@ class AcpClient(AgentRequests, AgentWire):
         return self.session_id
 
     # --- prompts ---------------------------------------------------------------------------
-    async def prompt(self, text: str) -> PromptOutcome:
+    async def prompt(self, text: str, *, resumable: bool = False) -> PromptOutcome:
         """One turn. Never raises for the agent's failures: they come back as an outcome with
-        a classified error, already published as ``agent.error`` (as the API path does).
+        a classified error, already published as ``agent.error`` (as the API path does) —
+        except, when ``resumable``, the agent's exit: the caller resumes it and sends the
+        prompt again (``AcpTurn``), and publishes the error itself if it cannot.
         Cancelling the calling task cancels the prompt (session/cancel first)."""
         session = self._session()
         self.state = "prompting"
@@ -287,7 +289,8 @@ class AcpClient(AgentRequests, AgentWire):
             raise
         except Exception as exc:  # noqa: BLE001 -- classified below, every path answered
             err = await self._classify(exc, "session/prompt")
-            return self._failed(err)
+            resumed = resumable and err.kind == "agent.agent_exited"
+            return self._failed(err, publish=not resumed)
         finally:
             if self.state == "prompting":
                 self.state = "ready"
@@ -300,10 +303,11 @@ class AcpClient(AgentRequests, AgentWire):
         status: Literal["stopped", "done"] = "stopped" if reason == "cancelled" else "done"
         return PromptOutcome(status, reason, "".join(self.updates.text), usage=usage)
 
-    def _failed(self, err: RioError) -> PromptOutcome:
+    def _failed(self, err: RioError, *, publish: bool = True) -> PromptOutcome:
         partial = bool(self.updates.text)
-        self._publish("agent.error", {"kind": err.kind, "message": err.message,
-                                      "next": err.next, "partial": partial})
+        if publish:
+            self._publish("agent.error", {"kind": err.kind, "message": err.message,
+                                          "next": err.next, "partial": partial})
         return PromptOutcome("error", "", "".join(self.updates.text), err, partial)
 
     async def _watch(self, task: asyncio.Future[Any]) -> Any:

@@ -140,6 +140,10 @@ class _Question:
         asyncio.get_running_loop().create_future()))
 
 
+def _exited(outcome: Any) -> bool:
+    return outcome.error is not None and outcome.error.kind == "agent.agent_exited"
+
+
 class AcpTurn(AnswersProposals):
     """One turn answered by an ACP agent; see the module docstring."""
 
@@ -181,8 +185,12 @@ class AcpTurn(AnswersProposals):
             if restarted is not None:
                 self.publish("agent.restarted", restarted)
             await asyncio.shield(snap)  # the fingerprint is of the files before the prompt
-            outcome = await self.brain.client.prompt(self.spec.text)
-            if outcome.error is not None and outcome.error.kind == "agent.agent_exited":
+            resumable = bool(self.brain.client.can_load)
+            outcome = await self.brain.client.prompt(self.spec.text, resumable=True) \
+                if resumable else await self.brain.client.prompt(self.spec.text)
+            if _exited(outcome) and resumable:
+                outcome = await self._resume_and_retry(outcome)
+            if _exited(outcome):
                 self.brain.died = True
             self._outcome = self._result(outcome.status, outcome.text, outcome.error,
                                          outcome.partial)
@@ -199,6 +207,30 @@ class AcpTurn(AnswersProposals):
         await self._finish(snap)
         assert self._outcome is not None
         return self._with_extra(self._outcome)
+
+    async def _resume_and_retry(self, crashed: Any) -> Any:
+        """The agent died during this turn and offers ``session/load``: start it again, resume
+        its session and send the prompt once more, with one ``agent.restarted`` line. When it
+        cannot be resumed (the start or the load fails, or it is Stop or a new message that
+        ended the turn), the crash's ``agent.error`` is published and the turn ends with it;
+        the next message starts the agent again, as before."""
+        retry = None
+        if not self._interrupted and self.brain.session_id:
+            try:
+                restarted = await self.brain.ready(self, self.spec.stored_session)
+            except RioError as err:
+                log.info("turn %s: the agent could not be resumed (%s)", self.spec.turn, err)
+                restarted = None
+            if restarted is not None:
+                self.publish("agent.restarted", restarted)
+                if restarted["resumed"]:
+                    retry = await self.brain.client.prompt(self.spec.text)
+        if retry is not None:
+            return retry
+        error = crashed.error
+        self.publish("agent.error", {"kind": error.kind, "message": error.message,
+                                     "next": error.next, "partial": bool(crashed.partial)})
+        return crashed
 
     def _streamed(self) -> str:
         client = self.brain.client

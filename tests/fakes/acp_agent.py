@@ -30,7 +30,8 @@ then ``write: ok`` / ``write error: <code> <message>`` · ``{"write_disk": {"pat
 "content"}}`` writes the file itself, behind the client's back · ``{"terminal": "cmd"}`` tries
 terminal/create, says ``terminal: <code>`` · ``{"silent": seconds}`` sends nothing (a cancel
 ends it) · ``{"hang": true}`` until session/cancel · ``{"hang": "forever"}`` ignores cancel
-too · ``{"crash": code}`` exits mid-turn (after a line on stderr) · ``{"stderr": bytes}`` ·
+too · ``{"crash": code, "once"?: marker}`` exits mid-turn (after a line on stderr; with
+``once``, only while the marker file does not exist, which it creates) · ``{"stderr": bytes}`` ·
 ``{"mcp": {"tool", "args"?, "server"?}}`` starts the session's stdio MCP server (from
 ``mcpServers``), calls the tool, says ``mcp: <JSON of the answer>`` or ``mcp: error: …`` ·
 ``{"malformed": "…"}`` a raw non-JSON line on stdout · ``{"helper": "group"|"setsid"}`` starts
@@ -361,6 +362,10 @@ class FakeAgent:
                 await asyncio.Event().wait()
             await self.wait_cancel(None)
         elif "crash" in a:
+            if a.get("once"):     # a marker file: crash only the first time (across processes)
+                if os.path.exists(a["once"]):
+                    return
+                open(a["once"], "w").close()
             sys.stderr.write("fatal: the fake agent crashes on purpose\n")
             sys.stderr.flush()
             os._exit(int(a["crash"]))
