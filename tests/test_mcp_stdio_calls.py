@@ -1,7 +1,7 @@
-"""``rio mcp`` serves tool calls at once (rio/mcp/server.py): a proposal waiting for the user
-does not hold up the agent's reads, each bus connection is used by the thread that made it
-alone, and closing the link closes the idle workers' connections. No processes: the bus
-connection is a fake with the ``call``/``close`` of a real one."""
+"""``rio mcp`` serves tool calls at once (rio/mcp/server.py over actors/bus/call_pool.py): a
+proposal waiting for the user does not hold up the agent's reads, each bus connection is used
+by the thread that made it alone, and closing the link closes the idle workers' connections.
+No processes: the bus connection is a fake with the ``call``/``close`` of a real one."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from actors.bus.call_pool import CallPool
 from rio.mcp.server import CoreLink, McpStdioServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -59,7 +60,7 @@ def call(ident: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def test_a_read_is_answered_while_a_proposal_waits_for_the_user():
     world = World()
-    link = CoreLink(world.connect)
+    link = CoreLink(CallPool(world.connect))
     server = McpStdioServer(link, "c1", "tok", "claude")
 
     async def go() -> tuple[dict[str, Any], dict[str, Any], bool]:
@@ -86,7 +87,7 @@ def test_a_read_is_answered_while_a_proposal_waits_for_the_user():
 
 def test_calls_beyond_the_pool_wait_for_a_worker_and_all_are_answered():
     world = World()
-    link = CoreLink(world.connect, size=2)
+    link = CoreLink(CallPool(world.connect, size=2))
     server = McpStdioServer(link, "c1", "tok", "claude")
 
     async def go() -> list[dict[str, Any]]:
@@ -110,7 +111,7 @@ def test_a_failed_connection_is_a_refusal_and_the_next_call_connects_again():
         if failures:
             raise failures.pop()
         return world.connect()
-    link = CoreLink(connect, size=1)
+    link = CoreLink(CallPool(connect, size=1))
     server = McpStdioServer(link, "c1", "tok", "claude")
     try:
         # the first connection (made at start) failed: this call connects again

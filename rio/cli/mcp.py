@@ -52,4 +52,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         else:
             os.chdir(args.root)   # find_instance picks the instance holding the cwd
         return _connect(given)
-    return serve(args.conversation, Path(args.token_file), connect, agent=args.agent)
+    from actors.bus.call_pool import CallPool  # worker threads, a bus connection each
+    return serve(args.conversation, Path(args.token_file), lambda: CallPool(connect),
+                 agent=args.agent)

@@ -16,20 +16,18 @@ tests (tests/test_mcp_endpoint.py).
 
 Tool calls are served at once, each its own bus request: a ``propose_edit`` waiting minutes
 for the user must not hold up the agent's ``read_buffer`` meanwhile. A bus connection is
-single-thread (a ZeroMQ socket belongs to one thread), so :class:`CoreLink` keeps a small pool
-of worker threads, each with a connection of its own, made when the worker starts (the first
-while ``initialize`` is answered). Answers go out as each call ends, each under its JSON-RPC id.
+single-thread (a ZeroMQ socket belongs to one thread), so the calls run on a small pool of
+worker threads, each with a connection of its own made when the worker starts — the first
+while ``initialize`` is answered (actors/bus/call_pool.py; `rio mcp` passes it in). Answers go
+out as each call ends, each under its JSON-RPC id.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
-import queue
 import sys
-import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,73 +47,19 @@ LINE_LIMIT = 64 << 20
 CALL_TIMEOUT_S = QUESTION_TIMEOUT_S + 120.0
 
 
-#: Tool calls served at once (each worker thread has its own bus connection); a call beyond
-#: that waits for a worker. Proposals waiting for the user are few; reads end in milliseconds.
-CALLS_AT_ONCE = 8
-
-
 class CoreLink:
-    """Bus connections on worker threads of their own, one per thread, up to ``size`` calls at
-    once. The workers are daemon threads: one still waiting for the user when the agent goes
-    does not keep the process alive."""
+    """The bus side, for the asyncio loop: each call is one future of ``calls`` — the pool of
+    worker threads with a connection each (actors/bus/call_pool.py, given by `rio mcp`: rio/
+    starts no threads) — so calls run at once."""
 
-    def __init__(self, connect: Any, size: int = CALLS_AT_ONCE) -> None:
-        self.connect = connect
-        self.size = size
-        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.lock = threading.Lock()
-        self.idle = 0                  # workers waiting for a job none was promised to yet
-        self.workers: list[threading.Thread] = []
-        self.conns: list[Any] = []
-        # The first connection is made while the agent's initialize is answered.
-        self.connecting = self._submit(lambda conn: None)
+    def __init__(self, calls: Any) -> None:
+        self.calls = calls
 
     async def call(self, op: str, args: dict[str, Any], timeout: float) -> Any:
-        return await asyncio.wrap_future(
-            self._submit(lambda conn: conn.call(op, args, timeout=timeout)))
-
-    def _submit(self, job: Any) -> concurrent.futures.Future[Any]:
-        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        with self.lock:
-            self.jobs.put((job, done))
-            if self.idle:
-                self.idle -= 1
-            elif len(self.workers) < self.size:
-                worker = threading.Thread(target=self._work, daemon=True,
-                                          name=f"rio-mcp-bus-{len(self.workers)}")
-                self.workers.append(worker)
-                worker.start()
-        return done
-
-    def _work(self) -> None:
-        conn = None
-        while True:
-            job, done = self.jobs.get()
-            if job is None:            # close()
-                break
-            if done.set_running_or_notify_cancel():
-                try:
-                    if conn is None:   # made on this thread, used by it alone
-                        conn = self.connect()
-                        with self.lock:
-                            self.conns.append(conn)
-                    done.set_result(job(conn))
-                except BaseException as exc:  # noqa: BLE001 -- the caller gets every failure
-                    done.set_exception(exc)
-            with self.lock:
-                self.idle += 1
-        if conn is not None:
-            conn.close()
+        return await asyncio.wrap_future(self.calls.submit(op, args, timeout))
 
     def close(self) -> None:
-        """Idle workers close their connections; one still waiting for a reply is left to end
-        with the process."""
-        with self.lock:
-            count = len(self.workers)
-        for _ in range(count):
-            self.jobs.put((None, None))
-        for worker in list(self.workers):
-            worker.join(timeout=5 / max(count, 1))
+        self.calls.close()
 
 
 def tool_list() -> list[dict[str, Any]]:
@@ -237,13 +181,16 @@ async def run_stdio(server: McpStdioServer) -> None:
         await asyncio.wait(tasks, timeout=5)
 
 
-def serve(conversation: str, token_file: Path, connect: Any, agent: str = "acp") -> int:
+def serve(conversation: str, token_file: Path, make_calls: Callable[[], Any],
+          agent: str = "acp") -> int:
+    """Serve one agent; ``make_calls()`` gives the pool the bus calls run on (it starts
+    connecting at once, so it is made only once the token is read)."""
     token = read_token(token_file)
     if token is None:
         raise AuthError("bad_token", f"There is no token file {token_file} (or it is empty).",
                         "Start the agent from Rio (agent panel or `rio chat --agent`); Rio "
                         "writes the token when it starts the agent's session.")
-    link = CoreLink(connect)
+    link = CoreLink(make_calls())
     try:
         asyncio.run(run_stdio(McpStdioServer(link, conversation, token, agent)))
     finally:
