@@ -11,14 +11,15 @@ the heap and reuses the same pages — at 128 KiB every slice was a fresh ``mmap
 kernel zeroes again, and a 100 MB file took ~1 s longer to become editable. Measured in
 docs/adr/0026-start-path-and-long-line-keys.md ("e").
 
-Set at the start of each process (the supervisor, a host — core, agent session, spare — and the
-window), since environment variables (``MALLOC_MMAP_THRESHOLD_``) reach only the children; a
-user's own ``MALLOC_MMAP_THRESHOLD_`` wins. Elsewhere than glibc this does nothing.
+The supervisor (the ``rio`` process, with the hub) and every host (core, agent session, spare)
+set it at start with :func:`fix_mmap_threshold`; every process an instance starts, the window
+among them (``ui/`` reaches ``actors/`` only through the bus client), also gets it as
+``MALLOC_MMAP_THRESHOLD_`` in its environment (:func:`child_env_value`), which glibc reads at
+start. A user's own ``MALLOC_MMAP_THRESHOLD_`` wins. Elsewhere than glibc this does nothing.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 
 M_MMAP_THRESHOLD = -3            # <malloc.h>
@@ -30,9 +31,18 @@ def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     ``mallopt`` or the user set ``MALLOC_MMAP_THRESHOLD_``."""
     if "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
+    import ctypes   # here: actors.window_first imports this module on the window-first path
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return bool(mallopt(M_MMAP_THRESHOLD, threshold))
+
+
+def child_env_value() -> dict[str, str]:
+    """The environment entry that sets the same threshold in a child (glibc reads it at start);
+    empty when the user set their own."""
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return {}
+    return {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}

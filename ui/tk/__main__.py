@@ -28,7 +28,6 @@ import tkinter as tk
 from pathlib import Path
 
 from actors.bus.client import connect, connect_remote, end_with_supervisor
-from actors.malloc import fix_mmap_threshold
 from rio.config.instance import InstanceInfo, find_instance, project_state_dir
 from rio.protocol.errors import RioError
 from ui.tk.early import EARLY_CONNECT_S, early_window
@@ -45,7 +44,6 @@ def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
                         help="a remote instance (`rio serve --listen`) instead of a local one")
     parser.add_argument("--server-key", help="the remote server's public key (`rio keys`)")
     args = parser.parse_args(argv)
-    fix_mmap_threshold()   # big slices of text go back to the OS when freed (actors/malloc.py)
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s ui[%(process)d] %(name)s: %(message)s")
     if args.connect:
