@@ -32,7 +32,6 @@ import pykka
 from actors.actor_registry import Ping, factory_for
 from actors.bus.client import Endpoints
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext
-from actors.malloc import fix_mmap_threshold
 
 log = logging.getLogger("rio.host")
 
@@ -158,7 +157,6 @@ def spare_main(argv: list[str]) -> int:
     parser.add_argument("--preload", default="")
     parser.add_argument("--instance", default="")
     args = parser.parse_args(argv)
-    fix_mmap_threshold()
     for name in [a for a in args.preload.split(",") if a]:
         factory_for(name)
         for module in STARTED_MODULES.get(name, ()):
@@ -188,7 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault-injection", action="store_true")
     parser.add_argument("--stdin-watchdog", action="store_true")
     args = parser.parse_args(argv)
-    fix_mmap_threshold()   # big frames and slices go back to the OS when freed
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
                         format=f"%(asctime)s {args.process}[%(process)d] %(name)s: %(message)s")
     from actors import process_control

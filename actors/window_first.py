@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 
 from actors import process_control
-from actors.malloc import child_env_value
 from rio.config.instance import state_base
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +39,6 @@ def child_env(instance: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(
         [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["RIO_INSTANCE"] = instance
-    env.update(child_env_value())   # big buffers back to the OS when freed (actors/malloc.py)
     return env
 
 

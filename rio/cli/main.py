@@ -92,9 +92,7 @@ def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()) -> Bu
 # --- commands -----------------------------------------------------------------------------------
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from actors.malloc import fix_mmap_threshold
     from actors.supervisor import run_supervisor
-    fix_mmap_threshold()   # the hub relays big frames: give them back when freed
     return run_supervisor(root=Path(args.root or ".").resolve(), instance=args.instance,
                           desktop=False, listen=args.listen, placement=args.placement,
                           fault_injection=args.fault_injection)
@@ -153,9 +151,7 @@ def cmd_desktop(args: argparse.Namespace) -> int:
     name = check_name(args.instance) if args.instance else default_name(root)
     window = start_window(name, root, files)
     wait_drawn(window)
-    from actors.malloc import fix_mmap_threshold
     from actors.supervisor import run_supervisor
-    fix_mmap_threshold()   # the hub relays big frames: give them back when freed
     return run_supervisor(root=root, instance=name, desktop=True, open_files=files,
                           window=window)
 

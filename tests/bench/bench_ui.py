@@ -56,9 +56,7 @@ class Harness:
     def __init__(self, server, display: str):
         import tkinter as tk
 
-        from actors.malloc import fix_mmap_threshold
         from ui.tk.app import App
-        fix_mmap_threshold()   # as the window process does (ui/tk/__main__.py)
         os.environ["DISPLAY"] = display
         self.server = server
         self.conn = server.connect("bench-ui")
