@@ -11,24 +11,27 @@ docs/adr/0026-start-path-and-long-line-keys.md ("e").
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import importlib
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:   # not at run time: that import is what this module avoids
+    from hashlib import _Hash
 
 
-def sha256(data: bytes = b"") -> Any:
+def sha256(data: bytes = b"") -> _Hash:
     """``hashlib.sha256(data)``, hashlib imported on first use (the module's docstring)."""
     import hashlib
     return hashlib.sha256(data)
 
 
-def _builtin_sha256() -> Callable[[bytes], Any]:
-    try:
-        from _sha2 import sha256 as builtin   # Python ≥ 3.12
-    except ImportError:
+def _builtin_sha256() -> Callable[..., Any]:
+    for module in ("_sha2", "_sha256"):   # Python ≥ 3.12, Python 3.11
         try:
-            from _sha256 import sha256 as builtin   # Python 3.11
-        except ImportError:   # a build without the built-in hashes
-            return sha256
-    return builtin
+            found: Callable[..., Any] = importlib.import_module(module).sha256
+        except (ImportError, AttributeError):
+            continue
+        return found
+    return sha256   # a build without the built-in hashes
 
 
 _NAME_SHA256 = _builtin_sha256()

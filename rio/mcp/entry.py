@@ -62,7 +62,7 @@ def issue_token(root: Path, conversation: str) -> Path:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
-        import secrets   # here, not above: secrets imports hashlib (rio/files/digest.py)
+        import secrets  # here, not above: secrets imports hashlib (rio/files/digest.py)
         os.write(fd, secrets.token_urlsafe(32).encode("ascii"))
         os.fsync(fd)
     finally:
@@ -86,7 +86,7 @@ def read_token(path: Path) -> str | None:
 
 def check_token(root: Path, conversation: str, token: Any) -> None:
     """Raise ``auth.bad_token`` unless ``token`` is the conversation's current token."""
-    import hmac   # here, not above: hmac imports hashlib (rio/files/digest.py)
+    import hmac  # here, not above: hmac imports hashlib (rio/files/digest.py)
     expected = read_token(token_path(root, conversation))
     if not isinstance(token, str) or not token or expected is None or not hmac.compare_digest(
             token.encode("utf-8", "replace"), expected.encode("ascii")):
