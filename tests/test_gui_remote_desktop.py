@@ -186,9 +186,9 @@ def test_rio_connect_opens_the_desktop_on_the_remote_project(remote, display, tm
     try:
         found: list[str] = []
 
-        def window() -> bool:     # the title is "Rio — proj"
+        def window() -> bool:     # the title is "Rio — proj — on HOST:PORT"
             out = subprocess.run(["xdotool", "search", "--onlyvisible", "--name",
-                                  f"^Rio .* {srv.root.name}$"],
+                                  f"^Rio .* {srv.root.name} .*on "],
                                  env=env, capture_output=True, text=True, timeout=10)
             found[:] = out.stdout.split()
             return bool(found) or proc.poll() is not None
