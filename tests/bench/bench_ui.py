@@ -13,6 +13,7 @@ real `rio serve`, and measures, with floors from the same run:
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -39,6 +40,26 @@ def _xvfb() -> tuple[subprocess.Popen, str]:
     with os.fdopen(read_fd, "rb") as pipe:
         number = pipe.readline().strip().decode()
     return proc, f":{number}"
+
+
+_SHARED: list[tuple[subprocess.Popen, str]] = []
+
+
+def _shared_xvfb() -> str:
+    """One Xvfb for every run of this process: Tk keeps its X connection after the last
+    window is destroyed, so a second run on a fresh server died of an XIO error on the
+    first one's (``--runs 3``). Ended when the process exits."""
+    if not _SHARED or _SHARED[0][0].poll() is not None:
+        _SHARED[:] = [_xvfb()]
+
+        def stop(proc: subprocess.Popen = _SHARED[0][0]) -> None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        atexit.register(stop)
+    return _SHARED[0][1]
 
 
 def _make(path: Path, size: int, line: str = "the quick brown fox jumps over the lazy do\n") -> None:
@@ -214,7 +235,7 @@ def run(quick: bool = False) -> list[Row]:
     rows: list[Row] = []
     if shutil.which("Xvfb") is None:
         return [Row("ui", "SKIPPED: Xvfb missing", float("nan"), "")]
-    xvfb, display = _xvfb()
+    display = _shared_xvfb()
     os.environ["DISPLAY"] = display
     tmp = Path(tempfile.mkdtemp(prefix="rio-bench-ui-"))
     big = 10_000_000 if quick else 100_000_000
@@ -302,7 +323,5 @@ def run(quick: bool = False) -> list[Row]:
                         "MB", None, "≤ 150 MB", rss <= 150e6))
     finally:
         server.stop()
-        xvfb.terminate()
-        xvfb.wait(5)
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
