@@ -153,3 +153,22 @@ def test_rio_keys_add_is_client_or_authorize(tmp_path, monkeypatch, capsys):
     assert cli.main(["keys", "remove", "far"]) == cli.EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rio: usage: ")
+
+
+@pytest.mark.parametrize("form", ["add", "authorize"])
+def test_a_public_key_that_starts_with_a_dash_is_taken_as_the_key(tmp_path, monkeypatch, form):
+    """Z85 starts 1 key in 85 with "-" (the first 4 bytes ≥ 63·85⁴): argparse took such a key
+    for an option and `rio keys add NAME KEY` failed now and then."""
+    from zmq.utils import z85
+
+    from rio.cli import main as cli
+    monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
+    raw = (63 * 85 ** 4).to_bytes(4, "big") + bytes(range(28))
+    key = z85.encode(raw).decode()
+    assert key.startswith("-") and len(key) == 40
+    argv = ["keys", "add", "far", key, "--role", "owner"] if form == "add" else \
+        ["keys", "--authorize", "far", key, "--role", "owner"]
+    assert cli.main(argv) == 0
+    assert [(n, r) for n, r in curve_keys.authorized_roles().values()] == [("far", "owner")]
+    assert curve_keys.check_public_key(key) in {
+        k if isinstance(k, bytes) else k.encode() for k in curve_keys.authorized_roles()}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -507,9 +508,16 @@ def _main(argv: Sequence[str] | None = None) -> int:
 _DESKTOP_OPTIONS = ("--instance", "--connect", "--server-key")
 
 
+#: A CURVE public key as `rio keys` prints it: 40 characters of Z85.
+_Z85_KEY_WORD = re.compile(r"^[0-9a-zA-Z.:+=^!/*?&<>()\[\]{}@%$#-]{40}$")
+
+
 def glue_server_key(argv: list[str]) -> list[str]:
     """``--server-key KEY`` → ``--server-key=KEY``: a Z85 key may start with "-" (1 key in 85),
-    which argparse would take for an option and refuse the command."""
+    which argparse would take for an option and refuse the command. A key given as a word of
+    its own (``rio keys add NAME KEY``, ``--authorize NAME KEY``) gets a leading space instead,
+    which argparse reads as a positional; every reader of a key strips it
+    (``check_public_key``)."""
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -517,7 +525,10 @@ def glue_server_key(argv: list[str]) -> list[str]:
             out.append(f"--server-key={argv[i + 1]}")
             i += 2
         else:
-            out.append(argv[i])
+            word = argv[i]
+            if word.startswith("-") and _Z85_KEY_WORD.match(word):
+                word = " " + word
+            out.append(word)
             i += 1
     return out
 
