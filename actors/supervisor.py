@@ -210,8 +210,15 @@ class Supervisor:
         if self.hub is None or self.hub.alive() or self.stop_requested.is_set():
             return
         log.error("the hub's thread died; starting it again")
+        try:
+            self.hub.restart()
+        except Exception:  # noqa: BLE001 -- the supervisor must outlive a failed restart
+            # ZeroMQ closes the dead thread's sockets in its I/O thread, after the thread
+            # ended: binding the same endpoint again can fail for a moment (EADDRINUSE).
+            # The next tick tries again; exiting here would end the whole instance.
+            log.exception("starting the hub again failed; trying again")
+            return
         self.hub_restarts += 1
-        self.hub.restart()
         self.hub.publish("system.process", {"name": "hub", "event": "restarted",
                                             "restarts": self.hub_restarts})
 

@@ -360,3 +360,41 @@ def test_host_stop_ends_a_process_cleanly_not_as_a_crash(tmp_path: Path) -> None
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     finally:
         server.stop()
+
+
+def test_a_hub_restart_that_fails_to_bind_is_tried_again_not_fatal() -> None:
+    """ZeroMQ unbinds a dead socket in its I/O thread, after the hub's thread ended, so the
+    first bind of the restarted hub can fail (EADDRINUSE under load). That used to escape the
+    supervisor's loop and end the whole instance (its instance.json gone)."""
+    from types import SimpleNamespace
+
+    import zmq
+
+    from actors.supervisor import Supervisor
+
+    class FlakyHub:
+        def __init__(self) -> None:
+            self.started, self.attempts, self.events = False, 0, []
+
+        def alive(self) -> bool:
+            return self.started
+
+        def restart(self) -> None:
+            self.attempts += 1
+            if self.attempts == 1:
+                raise zmq.ZMQError(zmq.EADDRINUSE)
+            self.started = True
+
+        def publish(self, topic: str, data: dict) -> None:
+            self.events.append((topic, data))
+
+    hub = FlakyHub()
+    sup = SimpleNamespace(hub=hub, stop_requested=threading.Event(), hub_restarts=0)
+    Supervisor._check_hub(sup)          # the first try fails: no exception, nothing counted
+    assert hub.attempts == 1 and sup.hub_restarts == 0 and hub.events == []
+    Supervisor._check_hub(sup)          # the next tick succeeds
+    assert hub.attempts == 2 and sup.hub_restarts == 1
+    assert hub.events == [("system.process", {"name": "hub", "event": "restarted",
+                                              "restarts": 1})]
+    Supervisor._check_hub(sup)          # alive: left alone
+    assert hub.attempts == 2
