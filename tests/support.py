@@ -19,6 +19,8 @@ from typing import Any
 
 import psutil
 
+from actors import process_control
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -68,7 +70,9 @@ class RioServer:
             [sys.executable, "-m", "rio.cli", "serve", "--root", str(self.root), "--instance",
              self.name, *self.extra_args],
             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, cwd=str(self.root))
+            stderr=subprocess.PIPE, cwd=str(self.root),
+            # Ends with this process even when no finalizer runs (a fatal X I/O error).
+            preexec_fn=process_control.dies_with_this_process())
         self.known_pids.add(self.proc.pid)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
