@@ -102,24 +102,57 @@ def _watch_stdin(stopping: threading.Event) -> None:
     stopping.set()
 
 
+#: How long a host that was told to end (SIGTERM, or its parent gone) may take before it exits
+#: regardless: an actor stuck in its ``on_stop`` or a helper's stop that hangs must not leave
+#: a process behind its dead supervisor. Edits are journaled before they are acknowledged, so
+#: exiting here loses nothing acknowledged.
+EXIT_DEADLINE_S = 5.0
+_deadline_armed = threading.Lock()
+
+
+def _arm_exit_deadline(seconds: float = EXIT_DEADLINE_S) -> None:
+    """Once per process: after ``seconds``, SIGKILL the groups of everything this process
+    spawned and ``os._exit(1)``. A daemon timer: it fires while the main thread waits for
+    stuck threads at interpreter shutdown too."""
+    if not _deadline_armed.acquire(blocking=False):
+        return
+    from actors import process_control
+
+    def last_resort() -> None:
+        log.error("still running %.0f s after being told to end: exiting now", seconds)
+        process_control.kill_all_now()
+        # Helpers that left their group (setsid) carry the cookie: sweep for them, on a
+        # thread of its own so that a slow /proc scan cannot hold the exit up past 1 s.
+        sweeper = threading.Thread(target=process_control.sweep_all_spawned, daemon=True,
+                                   name="last-sweep")
+        sweeper.start()
+        sweeper.join(1.0)
+        os._exit(1)
+
+    timer = threading.Timer(seconds, last_resort)
+    timer.daemon = True
+    timer.start()
+
+
+def _on_term(host: "Host") -> None:
+    """SIGTERM: the supervisor's stop sequence, or PR_SET_PDEATHSIG when it died. End cleanly,
+    within :data:`EXIT_DEADLINE_S`."""
+    host.stopping.set()
+    _arm_exit_deadline()
+
+
 def _parent_gone(host: "Host") -> None:
     """The supervisor vanished: nobody else will stop what this process spawned, so stop it
     first (agents, helpers, run commands: no orphans), then end cleanly (journals flushed) —
-    and never linger: after 5 s, exit whatever the actors are doing."""
+    and never linger: after :data:`EXIT_DEADLINE_S`, exit whatever the actors are doing."""
     from actors import process_control
 
     def stop_children() -> None:
         process_control.stop_all(**process_control.ORPHAN_GRACES)
 
-    def last_resort() -> None:
-        stop_children()
-        os._exit(1)
-
     threading.Thread(target=stop_children, name="orphan-stop", daemon=True).start()
     host.stopping.set()
-    timer = threading.Timer(5.0, last_resort)
-    timer.daemon = True
-    timer.start()
+    _arm_exit_deadline()
 
 
 #: Modules an actor's factory imports only when it runs (actors.factories keeps them lazy): a
@@ -191,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     from actors import process_control
 
     host = Host(args)
-    signal.signal(signal.SIGTERM, lambda *_: host.stopping.set())
+    signal.signal(signal.SIGTERM, lambda *_: _on_term(host))
     signal.signal(signal.SIGINT, lambda *_: host.stopping.set())
     if args.stdin_watchdog:
         threading.Thread(target=_watch_stdin, args=(host.stopping,), daemon=True,

@@ -90,6 +90,8 @@ class Supervisor:
         self.children: dict[str, Child] = {}
         self.lock = threading.Lock()
         self.stop_requested = threading.Event()
+        #: set to run the monitor loop's next tick at once (a system.spawn waiting to start)
+        self.wake = threading.Event()
         self.started = time.time()
         self.hub: Hub | None = None
         self.hub_restarts = 0
@@ -189,7 +191,8 @@ class Supervisor:
         tick = 0.02
         try:
             while not self.stop_requested.is_set():
-                self.stop_requested.wait(tick)
+                self.wake.wait(tick)
+                self.wake.clear()
                 self._check_hub()
                 self.conn.drain()
                 now = time.monotonic()
@@ -226,6 +229,9 @@ class Supervisor:
         return {c.pid for c in self.children.values() if c.pid} | self.spares.pids()
 
     def _check(self, child: Child, now: float) -> None:
+        if child.state == "starting" and child.spawned is None:
+            self._spawn(child)      # a system.spawn: started here, see spawn_on_demand
+            return
         if child.state in ("stopped", "idle-stopped") and child.extra.pop(RESPAWN, False):
             self._spawn(child)      # a system.spawn came while it was stopping: start it again
             return
@@ -426,8 +432,11 @@ class Supervisor:
             child = Child(spec, self._argv_for(spec))
             child.budget = spec.budget()
             self.children[name] = child
-            self._spawn(child)
-            return {"name": name, "pid": child.pid, "state": child.state}
+        # Started by the monitor loop, not here on the hub's thread: a child's PDEATHSIG
+        # follows the thread that forked it, and the hub's thread can die and be started
+        # again (ADR-0021), which would have sent SIGTERM to every agent spawned from it.
+        self.wake.set()
+        return {"name": name, "pid": None, "state": child.state}
 
     def request_restart(self, name: str, *, again: bool = True,
                         reason: str = "requested") -> dict[str, Any]:

@@ -273,6 +273,40 @@ def test_a_sigkilled_supervisor_leaves_no_survivor(server: RioServer) -> None:
     assert not survivors, [(p.pid, p.cmdline()) for p in survivors]
 
 
+def test_a_host_whose_actor_never_stops_still_exits_after_sigterm(server: RioServer,
+                                                                   project: Path) -> None:
+    """SIGTERM (the stop sequence, or PDEATHSIG when the supervisor died) ends a host within
+    its exit deadline even when an actor is stuck in on_stop: the interpreter would otherwise
+    wait for that actor's thread for ever. Started outside the supervisor, so that neither a
+    lifeline nor the supervisor's KILL step can end it instead."""
+    import subprocess
+    import sys
+
+    from actors.host import EXIT_DEADLINE_S
+
+    info = server.info()
+    host = subprocess.Popen(
+        [sys.executable, "-m", "actors.host", "--process", "fake:wedged-polite-1",
+         "--actors", "fake_agent", "--root", str(project), "--requests", info["requests"],
+         "--events", info["events"], "--instance", server.name],
+        env=server.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline().startswith(b"ready"), host.stderr.read()
+        assert wait_for(lambda: len(helper_pids(server)) >= 1 or bool(
+            psutil.Process(host.pid).children()), 20)
+        helpers = psutil.Process(host.pid).children()
+        host.send_signal(signal.SIGTERM)
+        code = host.wait(EXIT_DEADLINE_S + 10)
+        assert code == 1, host.stderr.read()
+        assert not wait_gone(helpers, 10)       # its helper did not outlive it
+    finally:
+        if host.poll() is None:
+            os.killpg(host.pid, signal.SIGKILL)
+            host.wait(10)
+
+
 def test_a_failing_system_op_is_an_error_reply_not_a_dead_hub(tmp_path: Path) -> None:
     from actors.supervisor import Supervisor
     from rio.config.supervisor import load_config
@@ -302,14 +336,20 @@ def test_a_dead_hub_thread_is_started_again_and_the_instance_stays_usable(tmp_pa
     server = RioServer(root, tmp_path, extra_args=["--fault-injection"]).start()
     try:
         core = server.pids()["core"]
+        # An agent spawned (system.spawn arrives on the hub's thread) before the hub dies:
+        # PDEATHSIG follows the forking thread, so it must not have been forked there.
+        agent = spawn_fake(server, "polite-polite-0")
         assert server.call("system.fault", {"fault": "hub_crash"})["armed"] is True
-        with pytest.raises(RioError):           # this frame kills the hub: it is never answered
-            server.call("system.status", timeout=2)
-        assert wait_for(lambda: _status_or_none(server) is not None, 20)
+        # The next frame kills the hub (the agent's events may come first): unanswered.
+        _status_or_none(server)
+        assert wait_for(lambda: (_status_or_none(server) or {}).get("hub_restarts") == 1, 20)
         status = server.call("system.status")
         assert status["hub_restarts"] == 1
         # The core was not restarted: it reconnected to the same endpoints on its own.
         assert {p["name"]: p["pid"] for p in status["processes"]}["core"] == core
+        time.sleep(0.5)     # a SIGTERM'd agent would have exited by now
+        after = process(server, "fake:polite-polite-0")
+        assert (after["pid"], after["restarts"], after["state"]) == (agent, 0, "running"), after
         assert wait_for(lambda: _buffer_list_or_none(server) is not None, 20)
         done = server.cli("stop", "--instance", server.name)
         assert done.returncode == 0, done.stderr

@@ -17,7 +17,8 @@ Three pieces live here, all on the *instance* side of ``rio faults`` (the harnes
   spawn key, ``<host>-<helpers>-<n>[-anything]``:
 
   - host ``polite`` ends on stdin close; ``stubborn`` ignores stdin close and SIGTERM (worse than
-    claude-agent-acp and codex-acp, which ignore stdin close but obey TERM; ADR-0007) so only the KILL step ends it; ``crash`` exits 3 at once.
+    claude-agent-acp and codex-acp, which ignore stdin close but obey TERM; ADR-0007) so only the KILL step ends it; ``crash`` exits 3 at once; ``wedged`` obeys
+    TERM but its actor never finishes stopping (only the host's exit deadline ends it).
   - helpers ``polite`` (end on stdin close), ``stubborn`` (ignore it and TERM) or ``forking``
     (double fork + setsid: escapes the group; only the cookie sweep finds it), ``n`` of them.
 
@@ -52,7 +53,7 @@ from rio.text.journal import OsJournalStore
 SAVE_FAIL_FILE = "fault.save_fail.json"
 JOURNAL_FAIL_FILE = "fault.journal_fail.json"
 HELPER_KINDS = ("polite", "stubborn", "forking")
-HOST_KINDS = ("polite", "stubborn", "crash")
+HOST_KINDS = ("polite", "stubborn", "crash", "wedged")
 DELTA_INTERVAL_S = 0.05
 _ERRNOS = {"ENOSPC": errno_module.ENOSPC, "EIO": errno_module.EIO}
 _SIGNALS = {"KILL": signal.SIGKILL, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT,
@@ -287,6 +288,10 @@ class FakeAgentActor(pykka.ThreadingActor):
                 stdout=process_control.DEVNULL, cwd=str(self.host.root)))
         self.host.bus.publish("fake.helpers", {"process": self.host.name,
                                                "pids": [h.pid for h in self.helpers]})
+
+    def on_stop(self) -> None:
+        if self.key.host == "wedged":
+            threading.Event().wait()    # stuck for good: the host must still exit
 
     def on_receive(self, message: Any) -> Any:
         match message:
