@@ -56,3 +56,21 @@ def test_the_fingerprint_is_capped(tmp_path):
         (tmp_path / f"f{i}.txt").write_text(str(i))
     snap = disk_changes.take(tmp_path, max_files=3)
     assert len(snap.stats) == 3 and snap.capped
+
+
+def test_line_endings_are_read_as_rio_reads_them_and_binary_files_get_no_diff(tmp_path):
+    """The diff is of the text fs.read and a buffer give (newlines as "\\n"), so Revert can take
+    it back; a change of line endings alone says so instead of an empty diff."""
+    (tmp_path / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    (tmp_path / "ends.txt").write_bytes(b"one\ntwo\n")
+    (tmp_path / "blob.dat").write_bytes(b"\x00\x01\x02" * 10)
+    before = disk_changes.take(tmp_path)
+    for name, data in (("crlf.txt", b"one\r\n2\r\n"), ("ends.txt", b"one\r\ntwo\r\n"),
+                       ("blob.dat", b"\x00\x03" * 10)):
+        (tmp_path / name).write_bytes(data)
+        st = (tmp_path / name).stat()
+        os.utime(tmp_path / name, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    by_path = {f["path"]: f for f in disk_changes.changes(before)["files"]}
+    assert "\r" not in by_path["crlf.txt"]["diff"] and "-two\n+2\n" in by_path["crlf.txt"]["diff"]
+    assert "diff" not in by_path["ends.txt"] and "line endings" in by_path["ends.txt"]["note"]
+    assert "diff" not in by_path.get("blob.dat", {"path": "blob.dat"})

@@ -696,3 +696,38 @@ def test_files_changed_behind_rios_back_can_be_reviewed_and_reverted(desktop, fr
     bid = notes_buffer(desktop)
     assert desktop.call("buffer.info", {"buffer": bid})["undo_label"] == \
         "Revert the agent's change on disk"
+
+
+def test_a_crlf_file_the_agent_rewrote_is_reverted_with_its_line_endings(desktop, fresh, model):
+    """Windows line endings: the diff is of the text as Rio reads it, so Revert puts the file
+    back (it was refused as "changed again since"), CRLF kept; a second Revert is refused."""
+    crlf = desktop.root / "crlf.txt"
+    crlf.write_bytes(b"one\r\ntwo \xf0\x9f\x98\x80\r\nthree")
+    script = {"turns": [[{"write_disk": {"path": str(crlf),
+                                         "content": "one\r\n2 \U0001F600\r\nthree"}},
+                         {"text": "Rewrote it."}]]}
+    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
+    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
+    desktop.call("ui.agent", {"action": "open", "conversation": cid})
+    desktop.call("ui.agent", {"action": "send", "text": "rewrite crlf"})
+    agent(desktop, lambda a: a["state"] == "idle" and a["changed_files"]
+          and a["changed_files"][0]["path"] == "crlf.txt", 60)
+
+    def revert() -> None:
+        assert desktop.call("ui.agent", {"action": "revert", "path": "crlf.txt"})["asking"]
+        desktop.wait_state(lambda s: any(d["name"] == "agent_revert"
+                                         for d in s["dialogs_open"]))
+        desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": "Revert"})
+
+    revert()
+    a = agent(desktop, lambda a: a["changed_files"][0]["state"] not in (None, "reverting"))
+    assert a["changed_files"][0]["state"] == "reverted"
+    assert crlf.read_bytes() == b"one\r\ntwo \xf0\x9f\x98\x80\r\nthree"
+    revert()
+    a = agent(desktop, lambda a: a["changed_files"][0]["state"] not in ("reverted",
+                                                                       "reverting"))
+    assert a["changed_files"][0]["state"].startswith("not reverted")
+    assert crlf.read_bytes() == b"one\r\ntwo \xf0\x9f\x98\x80\r\nthree"
+    for b in desktop.call("buffer.list"):
+        if b.get("path", "").endswith("crlf.txt"):
+            desktop.call("buffer.close", {"buffer": b["buffer"], "discard": True})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,3 +36,46 @@ def test_a_file_changed_again_since_or_a_cut_diff_is_refused():
     assert text_before(diff, "") is None
     assert text_before(diff + "\n[… 120 more characters]\n", after) is None
     assert text_before("not a diff\n", after) is None
+
+
+# Lines end at "\n" only: a form feed, "\x1c", NEL or U+2028 inside a line is text, not a line
+# end (str.splitlines took them as ends, so such a file's diff could not be taken back).
+ODD = st.text(alphabet=st.sampled_from(list("ab \n\x0c\x0b\x1c\x85\u2028é\U0001F600")),
+              max_size=24)
+
+
+@settings(max_examples=300)
+@given(ODD, ODD)
+def test_only_newlines_end_lines_in_a_diff_and_its_inverse(before, after):
+    diff = unified_diff("f.py", before, after)
+    if before != after:
+        assert text_before(diff, after) == before
+
+
+def _revert_on_disk(tmp_path, before: bytes, after: bytes) -> tuple[str | None, str]:
+    """What Revert works out for a file the agent rewrote from ``before`` to ``after``: the
+    diff of agent.changed_files taken back from the text fs.read gives (the panel's path)."""
+    from rio.agent import disk_changes
+    from rio.files.files import decode_bytes
+    from rio.files.fs_ops import FsOps
+    path = tmp_path / "f.txt"
+    path.write_bytes(before)
+    snap = disk_changes.take(tmp_path)
+    path.write_bytes(after)
+    st_ = path.stat()
+    os.utime(path, ns=(st_.st_atime_ns, st_.st_mtime_ns + 10_000_000))
+    entry = disk_changes.changes(snap)["files"][0]
+    now = FsOps(tmp_path).read("f.txt", 1_000_000)["text"]
+    return text_before(entry.get("diff") or "", now), decode_bytes(before)[0]
+
+
+def test_a_crlf_file_the_agent_changed_can_be_reverted(tmp_path):
+    got, want = _revert_on_disk(tmp_path, b"one\r\ntwo\r\nthree\r\n", b"one\r\n2\r\nthree\r\n")
+    assert got == want == "one\ntwo\nthree\n"
+
+
+def test_a_file_with_a_form_feed_or_latin1_text_can_be_reverted(tmp_path):
+    got, want = _revert_on_disk(tmp_path, b"a\n\x0c\nb\nc\n", b"a\n\x0c\nB\nc\n")
+    assert got == want
+    got, want = _revert_on_disk(tmp_path, b"caf\xe9\nb\n", b"caf\xe9\nB\n")
+    assert got == want == "caf\xe9\nb\n"

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from rio.agent.proposals import unified_diff
+from rio.files.files import decode_bytes
 from rio.files.workspace import Workspace
+from rio.protocol.errors import RioError
 
 MAX_FILES = 20_000
 MAX_FILE_BYTES = 256 * 1024
@@ -56,11 +58,13 @@ def _read(path: Path, limit: int) -> str | None:
             data = fh.read(limit + 1)
     except OSError:
         return None
-    if len(data) > limit or b"\0" in data:
+    if len(data) > limit:
         return None
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        # As fs.read and a buffer see it (newlines as "\n", BOM or Latin-1 decoded): Revert
+        # takes the diff back from the text fs.read gives (ui/tk/agent_changed.py).
+        return decode_bytes(data)[0]
+    except RioError:           # binary
         return None
 
 
@@ -113,6 +117,10 @@ def _entry(before: Snapshot, rel: str, change: str) -> dict[str, Any]:
     if old_text is None or new_text is None:
         entry["note"] = ("no diff: the file is large, binary or was not read at the turn's "
                          "start")
+        return entry
+    if old_text == new_text and change == "modified":
+        entry["note"] = ("no diff: its text is the same; only its line endings, encoding or "
+                         "time stamp changed")
         return entry
     diff = unified_diff(rel, old_text, new_text, created=change == "created")
     if len(diff) > MAX_DIFF_CHARS:

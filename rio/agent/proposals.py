@@ -11,6 +11,7 @@ model is told why, in words it can act on.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -58,10 +59,22 @@ def apply_located(text: str, where: Located, new_text: str) -> str:
     return text[:where.start] + new_text + text[where.end:]
 
 
+#: A line and its "\n" (the last line may have none).
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+
+
+def lines_of(text: str) -> list[str]:
+    """``text``'s lines with their ends, split at ``"\\n"`` only: ``str.splitlines`` also ends a
+    line at ``"\\r"``, a form feed, ``"\\x1c"``, NEL or U+2028, so the diff of a file holding
+    one (a ``^L`` page break in source) could not be read back line for line
+    (rio/agent/unpatch.py)."""
+    return _LINE.findall(text)
+
+
 def unified_diff(path: str, before: str, after: str, *, created: bool = False) -> str:
     """A unified diff of ``before`` → ``after`` (``created``: from /dev/null)."""
-    a = before.splitlines(keepends=True)
-    b = after.splitlines(keepends=True)
+    a = lines_of(before)
+    b = lines_of(after)
     lines = list(difflib.unified_diff(a, b, "/dev/null" if created else f"a/{path}",
                                       f"b/{path}", n=3))
     # difflib leaves a last line without "\n" unterminated; mark it the way git does.

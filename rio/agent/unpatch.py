@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from rio.agent.proposals import lines_of
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
 #: How disk_changes.py and proposals.py mark a diff they cut short.
@@ -19,7 +21,7 @@ _CUT = ("[… diff truncated", "more characters]")
 
 def _hunks(diff: str) -> list[tuple[int, int, list[str], list[str]]] | None:
     """``[(new_start, new_count, old_lines, new_lines)]`` (lines with their ends), or None."""
-    lines = diff.splitlines(keepends=True)
+    lines = lines_of(diff)
     hunks: list[tuple[int, int, list[str], list[str]]] = []
     i = 0
     while i < len(lines) and not lines[i].startswith("@@"):
@@ -73,7 +75,7 @@ def text_before(diff: str, now: str) -> str | None:
     hunks = _hunks(diff)
     if not hunks:
         return None
-    current = now.splitlines(keepends=True)
+    current = lines_of(now)
     out: list[str] = []
     pos = 0
     for new_start, new_n, old, new in hunks:
