@@ -79,3 +79,25 @@ def test_a_file_with_a_form_feed_or_latin1_text_can_be_reverted(tmp_path):
     assert got == want
     got, want = _revert_on_disk(tmp_path, b"caf\xe9\nb\n", b"caf\xe9\nB\n")
     assert got == want == "caf\xe9\nb\n"
+
+
+def test_revert_of_a_created_or_deleted_file_is_refused_naming_what_to_do():
+    """ui.agent revert on a row without Revert says why for that row, not a generic refusal."""
+    from types import SimpleNamespace
+
+    from rio.protocol.errors import RioError
+    from ui.tk import agent_changed
+    from ui.tk.agent_model import Block
+    block = Block("note", data={"changed_files": [
+        {"path": "new.txt", "change": "created", "diff": "+x\n"},
+        {"path": "gone.txt", "change": "deleted", "diff": "-x\n"},
+        {"path": "big.txt", "change": "modified", "note": "no diff: the file is large"}]})
+    panel = SimpleNamespace(model=SimpleNamespace(shown=SimpleNamespace(blocks=[block])))
+    said = {}
+    for path in ("new.txt", "gone.txt", "big.txt"):
+        agent_changed.revert(panel, path, lambda r, p=path: said.__setitem__(p, r))
+    assert all(isinstance(r, RioError) for r in said.values())
+    assert "created by the agent" in said["new.txt"].message
+    assert "Delete it yourself" in said["new.txt"].message
+    assert "deleted by the agent" in said["gone.txt"].message
+    assert "the file is large" in said["big.txt"].message

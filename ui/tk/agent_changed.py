@@ -82,7 +82,7 @@ def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None
     with ``{path, asking}``; the row's state says how it went."""
     found = _find(panel.model.shown, path)
     if found is None or not can_revert(found[1]):
-        _refuse(respond, "There is no modified file with a diff to revert here.")
+        _refuse(respond, _why_not(found[1] if found else None))
         return
     block, entry = found
     path = str(entry.get("path"))
@@ -99,6 +99,20 @@ def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None
                   "tab takes the revert back. A tab with unsaved changes is left alone.")
     if respond is not None:
         respond({"path": path, "asking": True})
+
+
+def _why_not(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "There is no modified file with a diff to revert here."
+    path, change = entry.get("path"), entry.get("change")
+    if change == "created":
+        return (f"{path} was created by the agent: Revert puts back modified files only. "
+                "Delete it yourself if it should go (Review shows what it holds).")
+    if change == "deleted":
+        return (f"{path} was deleted by the agent: Revert puts back modified files only. "
+                "Review shows its text in the diff; recreate it from there or from version "
+                "control.")
+    return f"{path} has no diff to take back ({entry.get('note') or 'none was kept'})."
 
 
 def _refuse(respond: Respond | None, message: str) -> None:
