@@ -30,9 +30,16 @@ def desktop(project, tmp_path, display):
     d.stop()
 
 
+def _is_window(p: psutil.Process) -> bool:
+    """A window process: `rio`'s own fork (named rio-window) or a started `-m ui.tk…`."""
+    try:
+        return p.is_running() and (p.name() == "rio-window" or "ui.tk" in " ".join(p.cmdline()))
+    except psutil.Error:
+        return False
+
+
 def _ui_processes(desktop: RioDesktop) -> list[psutil.Process]:
-    return [p for p in desktop.tree()
-            if p.is_running() and "ui.tk" in " ".join(p.cmdline())]
+    return [p for p in desktop.tree() if _is_window(p)]
 
 
 @pytest.mark.timeout(120)
@@ -52,7 +59,7 @@ def test_a_second_rio_opens_the_file_in_the_window_already_open(desktop, project
     assert {p.pid for p in _ui_processes(desktop)} == first_ui
     # No window process was left behind by the second command.
     assert not [p for p in psutil.process_iter(["cmdline"])
-                if p.info["cmdline"] and "ui.tk" in " ".join(p.info["cmdline"])
+                if p.info["cmdline"] and _is_window(p)
                 and desktop.name in " ".join(p.info["cmdline"]) and p.pid not in first_ui]
     assert desktop.call("ui.raise")["raised"] is True
 

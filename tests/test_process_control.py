@@ -400,3 +400,53 @@ def test_a_child_reaped_by_its_owner_is_forgotten(fleet: Fleet) -> None:
     assert spawned not in pc.live_spawned()
     report = pc.stop(spawned, **FAST)            # still harmless afterwards
     assert (report.how, report.returncode, report.survivors) == ("exited", 0, [])
+
+
+def _fork_child(body: Callable[[int], None]) -> pc.Spawned:
+    """Fork a child in a session of its own that runs ``body(stdin_fd)`` then exits 0, adopted
+    the way `rio FILE` adopts its forked window."""
+    stdin_r, stdin_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover -- the child
+        try:
+            os.setsid()
+            os.close(stdin_w)
+            body(stdin_r)
+        finally:
+            os._exit(0)
+    os.close(stdin_r)
+    child = pc.ForkedChild(pid, ["forked-test-child"], os.fdopen(stdin_w, "wb"), None)
+    return pc.adopt(child, cookie=pc.new_cookie(), argv=["forked-test-child"])
+
+
+@pytest.mark.timeout(30)
+def test_a_forked_child_adopted_is_stopped_like_a_spawned_one() -> None:
+    def polite(stdin_fd: int) -> None:
+        while os.read(stdin_fd, 1):
+            pass
+
+    def deaf(_stdin_fd: int) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(1)
+
+    first = _fork_child(polite)
+    assert first.popen.poll() is None and first in pc.live_spawned()
+    report = pc.stop(first, stdin_grace=5, term_grace=5, kill_grace=5)
+    assert (report.how, report.returncode, report.survivors) == ("stdin_closed", 0, [])
+    assert first not in pc.live_spawned()
+
+    second = _fork_child(deaf)
+    report = pc.stop(second, stdin_grace=0.2, term_grace=0.3, kill_grace=5)
+    assert (report.how, report.returncode, report.survivors) == ("killed", -9, [])
+    with pytest.raises(ProcessLookupError):
+        os.kill(second.pid, 0)          # reaped: no zombie left behind
+
+
+@pytest.mark.timeout(30)
+def test_a_forked_childs_wait_times_out_and_then_sees_the_exit() -> None:
+    spawned = _fork_child(lambda fd: time.sleep(0.5))
+    with pytest.raises(subprocess.TimeoutExpired):
+        spawned.popen.wait(0.05)
+    assert spawned.popen.wait(10) == 0 and spawned.popen.returncode == 0
+    pc.stop(spawned)

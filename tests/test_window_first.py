@@ -72,11 +72,14 @@ def test_rio_starts_the_window_itself_and_the_supervisor_adopts_it(project, tmp_
         desktop.wait_active_ready()
         ui = next(p for p in desktop.call("system.status")["processes"] if p["name"] == "ui")
         window = psutil.Process(ui["pid"])
-        # Started by `rio` itself (the supervisor's process), as ui.tk.first, in a process
-        # group of its own, and it logs where a window the supervisor starts logs.
+        # A fork of `rio` itself (the supervisor's process): no interpreter start of its own,
+        # so its command line is rio's and its name says what it is. In a session of its own,
+        # it logs where a window the supervisor starts logs, carries its own spawn cookie
+        # (for what it starts) and ends with the supervisor.
         assert window.ppid() == desktop.proc.pid
-        assert window.cmdline()[1:3] == ["-m", "ui.tk.first"]
-        assert os.getpgid(window.pid) == window.pid
+        assert window.name() == "rio-window"
+        assert window.cmdline() == psutil.Process(desktop.proc.pid).cmdline()
+        assert os.getpgid(window.pid) == window.pid == os.getsid(window.pid)
         assert os.path.samefile(f"/proc/{window.pid}/fd/2", ui["log"])
         assert [t["name"] for t in desktop.state()["tabs"]] == ["hello.py"]
         # The window is the supervisor's child like any other: a crash is restarted the
@@ -85,6 +88,8 @@ def test_rio_starts_the_window_itself_and_the_supervisor_adopts_it(project, tmp_
         assert wait_for(lambda: next(p for p in desktop.call("system.status")["processes"]
                                      if p["name"] == "ui")["pid"] not in (None, window.pid)
                         and desktop.ui_ready(), 60)
+        again = next(p for p in desktop.call("system.status")["processes"] if p["name"] == "ui")
+        assert psutil.Process(again["pid"]).cmdline()[1:3] == ["-m", "ui.tk.first"]
     finally:
         desktop.stop()
 
@@ -105,7 +110,7 @@ def test_the_early_window_goes_when_the_instance_cannot_start(project, tmp_path,
     # The window had been started (its log opened) before the config was read...
     assert (Path(env["RIO_STATE_DIR"]) / "logs" / f"{name}.ui.log").exists()
     # ...and it did not outlive the refusal.
-    windows = [p for p in psutil.process_iter(["cmdline"])
-               if p.info["cmdline"] and "ui.tk.first" in p.info["cmdline"]
-               and name in p.info["cmdline"]]
+    windows = [p for p in psutil.process_iter(["cmdline", "name"])
+               if p.info["cmdline"] and name in p.info["cmdline"]
+               and ("ui.tk.first" in p.info["cmdline"] or p.info["name"] == "rio-window")]
     assert not wait_gone(windows, 10), [p.pid for p in windows]

@@ -145,12 +145,12 @@ def cmd_desktop(args: argparse.Namespace) -> int:
         for path in files:
             argv += ["--open", path]
         return subprocess.call(argv)
-    # The window first: its process is started before this one imports the supervisor (which
-    # adopts it), and the rest starts once the window is drawn (ADR-0026 b).
-    from actors.window_first import start_window, wait_drawn
+    # The window first: a fork of this process draws it before this one imports the supervisor
+    # (which adopts it), and the rest starts once the window is drawn (ADR-0026 b).
+    from actors.window_first import fork_window, wait_drawn
     from rio.config.instance import check_name, default_name
     name = check_name(args.instance) if args.instance else default_name(root)
-    window = start_window(name, root, files)
+    window = fork_window(name, root, files)
     wait_drawn(window)
     from actors.supervisor import run_supervisor
     return run_supervisor(root=root, instance=name, desktop=True, open_files=files,
