@@ -1,8 +1,8 @@
 """``python -m ui.tk.first --instance NAME --root DIR [--open FILE]...``: the desktop process,
 window first.
 
-`rio [PATH]` starts this before its own supervisor exists (actors/window_first.py), and the
-supervisor restarts the window the same way. It draws the window — title, saved size — from
+`rio [PATH]` runs :func:`main` in a fork of itself before its own supervisor exists
+(actors/window_first.py); the supervisor restarts the window as this command. It draws the window — title, saved size — from
 its command line alone, before the bus client (zmq) is imported and before the instance file
 or the hub exist; then it runs the desktop (:func:`ui.tk.__main__.main`) into that window,
 connecting to the instance's endpoints, which libzmq allows before the hub has bound. Nothing
