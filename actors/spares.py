@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
+
 from actors import process_control
 from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig
 
@@ -64,6 +66,14 @@ class _Kind:
     gave_up: bool = False
 
 
+def _stopped(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED,
+                                                psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
+        return False
+
+
 def kind_of(process_name: str) -> str:
     """``agent:<conversation>`` → ``agent``; ``core`` → ``core``."""
     return process_name.split(":", 1)[0]
@@ -90,7 +100,9 @@ class Spares:
                 or tuple(argv[1:3]) != HOST_MODULE:
             return None
         spare, kind.spawned = kind.spawned, None
-        if spare.popen.poll() is not None or spare.popen.stdin is None:
+        if spare.popen.poll() is not None or spare.popen.stdin is None or _stopped(spare.pid):
+            # A stopped spare (SIGSTOP, a debugger) would read the line only when continued:
+            # the process would sit "never answered a ping" for 15 s before its restart.
             process_control.sweep(spare.cookie)
             return None
         line = json.dumps({"argv": list(argv[3:]), "log": str(log_path)}) + "\n"

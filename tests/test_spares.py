@@ -101,6 +101,26 @@ def test_a_crashed_spare_is_replaced_and_the_core_is_untouched(server: RioServer
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
+def test_a_stopped_spare_is_not_given_the_core(server: RioServer) -> None:
+    """A SIGSTOPped spare would take the assignment and never answer: the core sat 15 s as
+    "never answered a ping" before a second restart. It is passed over (and swept) instead."""
+    spare = spare_pid(server)
+    os.kill(spare, signal.SIGSTOP)
+    assert wait_for(lambda: psutil.Process(spare).status() == psutil.STATUS_STOPPED, 10)
+    old = server.pids()["core"]
+    os.kill(old, signal.SIGKILL)
+    assert wait_for(lambda: core(server)["pid"] not in (old, spare) and core(server)["ready"]
+                    or core(server)["restarts"] > 1, 60), status(server)
+    server.known_pids.add(core(server)["pid"])
+    assert core(server)["restarts"] == 1 and "SIGKILL" in core(server)["last_exit"]
+    assert not alive(spare)
+    assert wait_for(lambda: [s["pid"] for s in status(server)["spares"]] not in ([], [spare]),
+                    30), status(server)
+    server.known_pids.add(status(server)["spares"][0]["pid"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
 def test_a_spare_is_stopped_with_the_instance(server: RioServer) -> None:
     spare = psutil.Process(spare_pid(server))
     res = server.cli("stop", "--instance", server.name)
