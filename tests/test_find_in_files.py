@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rio.files.find_in_files import (
     MAX_LINE_TEXT,
@@ -110,3 +112,21 @@ def test_filter_paths_include_and_exclude_globs():
                                                                   "README.md"]
     assert list(filter_paths(paths, "", "*.txt *.md")) == ["a.py", "pkg/b.py", "build/d.py"]
     assert list(filter_paths(paths)) == paths
+
+
+PATTERNS = [r"a+", r"\bab?\w*", r"^b", r"c$", r"(a|b)c", r"[^a\n]+", r"é+", r"(?:AB)+", r"a.*?c",
+            r"(?<=a)b", r"\d{2,}", r"(a)(b)?\2?", r"\s+$", r"(?P<x>b)(?P=x)"]
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(PATTERNS), st.booleans(), st.booleans(),
+       st.text(alphabet=st.sampled_from(list("abcAB é12\n")), max_size=40))
+def test_a_regex_finds_what_re_finds(pattern, match_case, whole_word, text):
+    """Find in Files matches regexes with the regex package (time-limited, GIL released):
+    the hits are those re gives, as Find in a buffer finds them."""
+    from rio.files.search import compile_pattern
+    options = SearchOptions(regex=True, match_case=match_case, whole_word=whole_word)
+    want = [(m.start(), m.end()) for m in compile_pattern(pattern, options).finditer(text)
+            if m.start() != m.end()]
+    got = [(m.start, m.end) for m in ProjectSearch(pattern, options).run(["f"], lambda _p: text)]
+    assert got == want

@@ -232,3 +232,68 @@ def test_walk_lists_the_project_files_in_order_with_the_cap(project):
     assert capped == {"files": listed["files"][:3], "truncated": True}
     with pytest.raises(PathError):
         ops.handle("fs.walk", {"path": "../..", "max_files": 3})
+
+
+def test_a_regex_that_backtracks_without_end_is_refused_and_other_threads_run(tmp_path):
+    """fs.search runs the client's regex in the core, for any client (a remote observer
+    too). Python's re holds the GIL for the whole of one match, so ``(a|aa)+$`` over a long run
+    of "a" froze every thread of the core — its bus thread stopped answering pings and the
+    supervisor killed it as hung, and five such searches used up its restart budget. The
+    search now gives up after MATCH_TIMEOUT_S with buffer.bad_pattern, and other threads keep
+    running meanwhile."""
+    import threading
+    import time
+
+    from rio.files.find_in_files import MATCH_TIMEOUT_S
+    (tmp_path / "a.txt").write_text("a" * 60 + "b\n")
+    (tmp_path / "ok.txt").write_text("x = 1\n")
+    pages = SearchPages(tmp_path)
+    assert pages.start({"pattern": r"x\s*=", "regex": True})["counts"]["results"] == 1
+    ticks = []
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.01)
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(DocumentError) as info:
+            page = pages.start({"pattern": "(a|aa)+$", "regex": True})
+            while not page["done"]:
+                page = pages.page(page["search"])
+    finally:
+        done.set()
+        ticker.join(5)
+    took = time.monotonic() - started
+    assert info.value.kind == "buffer.bad_pattern"
+    assert "a.txt" in info.value.message and "backtrack" in info.value.message
+    assert "Simplify" in info.value.next
+    assert took < MATCH_TIMEOUT_S + 5
+    # the other thread ran all along: no gap of more than half the time limit
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert len(ticks) > 10 and max(gaps) < MATCH_TIMEOUT_S / 2, max(gaps)
+    assert len(pages) == 0           # the failed search is gone, nothing left running
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_backtracking_search_does_not_cost_the_core_a_restart(tmp_path):
+    """Against a real instance: the search is refused as a bad pattern, the core answered its
+    pings meanwhile (no restart) and serves the next request."""
+    from tests.support import RioServer
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.txt").write_text("a" * 60 + "b\n")
+    srv = RioServer(root, tmp_path).start()
+    try:
+        with pytest.raises(DocumentError) as info:
+            srv.call("fs.search", {"pattern": "(a|aa)+$", "regex": True}, timeout=30)
+        assert info.value.kind == "buffer.bad_pattern"
+        core = next(p for p in srv.call("system.status")["processes"] if p["name"] == "core")
+        assert core["restarts"] == 0 and core["ready"], core
+        assert srv.call("fs.read", {"path": "a.txt"})["text"].startswith("aaa")
+    finally:
+        srv.stop()
