@@ -368,3 +368,17 @@ def test_every_file_name_lists_as_utf8_text(tmp_path: Path, raw: bytes) -> None:
         assert entry.undecodable == (displayable(os.fsdecode(raw)) != os.fsdecode(raw))
     finally:
         os.unlink(path)
+
+
+def test_a_name_longer_than_the_file_system_allows_says_so(tmp_path):
+    """A 300-byte file name (ENAMETOOLONG) was "cannot be checked … Check the folder's
+    permissions": the next action named the wrong problem."""
+    ws = Workspace(tmp_path)
+    for must_exist in (True, False):
+        with pytest.raises(PathError) as info:
+            ws.resolve("x" * 300 + ".txt", must_exist=must_exist)
+        err = info.value
+        assert err.kind == "path.invalid"
+        assert "too long" in err.message and "shorter" in err.next
+        assert "permission" not in err.next
+        assert len(err.message) < 200          # the name is not repeated whole

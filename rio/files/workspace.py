@@ -244,6 +244,11 @@ class Workspace:
         if exc.errno == errno.ELOOP:
             return PathError("invalid", f"{shown} is a loop of symbolic links",
                              next="Fix or remove the looping link", path=shown)
+        if exc.errno == errno.ENAMETOOLONG:
+            brief = shown if len(shown) <= 80 else shown[:60] + "…" + shown[-16:]
+            return PathError("invalid", f"A name in {brief} is too long for the file system "
+                             "(255 bytes at most for one name)",
+                             next="Use a shorter file or folder name", path=shown)
         return PathError("invalid", f"{shown} cannot be checked: {exc.strerror or exc}",
                          next="Check the folder's permissions", path=shown)
 
