@@ -94,3 +94,21 @@ def test_ignore_files_are_read_once_per_instance() -> None:
         assert r.is_ignored(name, False)
     # Each file once; info/exclude is never needed because .gitignore already decided.
     assert sorted(reads) == [".gitignore", "src/.gitignore"]
+
+
+@pytest.mark.timeout(30)
+def test_a_gitignore_line_that_backtracks_does_not_hang_a_walk() -> None:
+    """pathspec turns ``*a*a…*b`` into ``[^/]*a[^/]*a…b``; with re, matching it against a long
+    name took minutes with the GIL held (the core missed its pings and was killed as hung on
+    every listing). A cloned repository — or an editor key, which can save a .gitignore and
+    a long name — could keep the core down. The ignore patterns now match with the regex
+    package, which does this in milliseconds, with the GIL released."""
+    import time
+    line = "*a" * 12 + "*b"
+    r = rules({".gitignore": f"{line}\n*.log\n"})
+    started = time.monotonic()
+    assert not r.is_ignored("a" * 250, False)
+    assert not r.is_ignored("src/" + "a" * 250, False)
+    assert r.is_ignored("x" + "a" * 12 + "b", False)    # the line still means what git says
+    assert r.is_ignored("deep/x.log", False)
+    assert time.monotonic() - started < 2

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
+import regex
 from pathspec import GitIgnoreSpec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 #: Folder names skipped everywhere, whatever .gitignore says.
 ALWAYS_IGNORED_DIRS = frozenset({
@@ -39,22 +42,46 @@ def _never_virtualenv(rel: str) -> bool:
     return False
 
 
+class _Pattern(GitIgnoreSpecPattern):
+    """pathspec's gitignore pattern, matched with the ``regex`` package instead of ``re``.
+
+    pathspec turns ``*a*a*a…*b`` into ``[^/]*a[^/]*a…b``; ``re`` tries every way to split a
+    long name between the stars (minutes for 12 stars and a 250-character name), with the GIL
+    held, so one such line in a project's .gitignore — a cloned repository's, or one an editor
+    key saved — hung every listing and walk in the core until the supervisor killed it as
+    hung. ``regex`` matches it in milliseconds and releases the GIL while it matches."""
+
+    __slots__ = ()
+
+    def __init__(self, pattern: Any, include: bool | None = None) -> None:
+        super().__init__(pattern, include)
+        if isinstance(self.regex, re.Pattern):
+            self.regex = regex.compile(self.regex.pattern, self.regex.flags & _FLAGS)
+
+
+_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE
+
+
+def _compile(lines: list[str]) -> GitIgnoreSpec:
+    return GitIgnoreSpec.from_lines(lines, _Pattern)
+
+
 def parse_gitignore(text: str) -> GitIgnoreSpec:
     """Compile one ignore file; lines git would not understand are skipped, not fatal."""
     lines = text.splitlines()
     try:
-        return GitIgnoreSpec.from_lines(lines)
-    except (ValueError, re.error):
+        return _compile(lines)
+    except (ValueError, re.error, regex.error):
         # One bad line (a lone "!" or "[z-a]") must not make the whole file count for nothing,
         # and must never break a listing: keep the lines that compile.
         good = []
         for line in lines:
             try:
-                GitIgnoreSpec.from_lines([line])
-            except (ValueError, re.error):
+                _compile([line])
+            except (ValueError, re.error, regex.error):
                 continue
             good.append(line)
-        return GitIgnoreSpec.from_lines(good)
+        return _compile(good)
 
 
 class IgnoreRules:
