@@ -23,6 +23,8 @@ import pykka
 from actors.actor_registry import Ping, answer_ping
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve
 from actors.digest_thread import sha256_on_a_thread
+from actors.memory_trim import trim_soon
+from rio.memory import is_large
 from rio.protocol.errors import DocumentError
 from rio.text.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 
@@ -125,6 +127,8 @@ class DocumentActor(pykka.ThreadingActor):
         if ctx.op == "buffer.close":
             self.registry.tell(Closed(self.buffer.id))
             self.stop()
+            if is_large(len(self.buffer.document.buffer)):
+                trim_soon()       # the document's chunks are freed once this actor is gone
         return ANSWERED
 
     def on_stop(self) -> None:
@@ -226,6 +230,8 @@ class DocumentsActor(pykka.ThreadingActor):
 
     def _opened(self, buf: OpenBuffer, ctx: RequestContext) -> Any:
         summary = buf.summary()
+        if is_large(summary["length"]):
+            trim_soon()           # what reading and decoding the file took, given back
         self._adopt(buf)
         ctx.reply(summary)      # before the event: the opener has its answer when it comes
         self.bus.publish("buffer.opened", summary)

@@ -28,7 +28,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from actors.spawn_env import COOKIE_ENV, LIFELINE_ENV, LINEAGE_ENV, PARENT_ENV
 from rio.config.instance import state_base
@@ -100,10 +100,12 @@ PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
 
 
-def fork_window(instance: str, root: Path, files: list[str]) -> process_control.Spawned:
+def fork_window(instance: str, root: Path, files: list[str],
+                window_main: Callable[[list[str]], int]) -> process_control.Spawned:
     """Fork now; the child draws the window and runs the desktop in this interpreter (no second
-    interpreter start, no imports but the window's own), the parent returns it as a spawned
-    child. Call it from the thread that will run the monitor loop, before any other thread
+    interpreter start, no imports but the window's own): ``window_main`` is
+    ``ui.tk.first.main``, given by the `rio` command (actors never import the ui), called with
+    that module's arguments. The parent returns the child as a spawned one. Call it from the thread that will run the monitor loop, before any other thread
     exists (else :func:`start_window` is used: a fork copies no thread but the caller's, and
     a lock another thread held would stay held in the child)."""
     if threading.active_count() > 1:
@@ -128,8 +130,7 @@ def fork_window(instance: str, root: Path, files: list[str]) -> process_control.
             for fd in (stdin_r, stdin_w, out_r, out_w, log_fd):
                 os.close(fd)
             _become_window(parent, instance, cookie, root)
-            from ui.tk.first import main
-            code = main(argv[3:])
+            code = window_main(argv[3:])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 -- a child of a fork never returns to the caller

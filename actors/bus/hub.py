@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,6 +44,8 @@ import zmq
 
 from actors.bus.local_ops import DEFERRED, Deferred, LocalRequest, answer  # noqa: F401
 from actors.bus.sockets import HWM, WELCOME, configure  # noqa: F401 -- HWM, WELCOME re-exported
+from actors.memory_trim import trim_soon
+from rio.memory import LargeFlow
 from rio.protocol import ops, roles
 from rio.protocol.errors import BusError, InternalError, ProtocolError
 from rio.protocol.frames import Event, Reply, Request, decode, encode, peek_id
@@ -93,6 +96,7 @@ class Hub:
         self._inject_lock = threading.Lock()
         self._inject_endpoint = f"inproc://hub-inject-{id(self)}"
         self.stats = {"requests": 0, "replies": 0, "events": 0, "errors": 0}
+        self._flow = LargeFlow()     # large files passing through: then a trim (rio/memory.py)
         self._crash_next = False
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -246,6 +250,8 @@ class Hub:
         on (a frame that killed this thread once left the instance unstoppable)."""
         try:
             self._on_frames(frames)
+            if self._flow.add(sum(len(f) for f in frames), time.monotonic()):
+                trim_soon()     # a large file passed through: its buffers, given back
         except Exception as exc:  # noqa: BLE001 -- every thread that reads the network
             self.stats["errors"] += 1
             log.exception("hub: a %d-part frame from %r failed", len(frames), frames[0][:64])

@@ -150,11 +150,17 @@ def cmd_desktop(args: argparse.Namespace) -> int:
     from actors.window_first import fork_window, wait_drawn
     from rio.config.instance import check_name, default_name
     name = check_name(args.instance) if args.instance else default_name(root)
-    window = fork_window(name, root, files)
+    window = fork_window(name, root, files, _window_main)
     wait_drawn(window)
     from actors.supervisor import run_supervisor
     return run_supervisor(root=root, instance=name, desktop=True, open_files=files,
                           window=window)
+
+
+def _window_main(argv: list[str]) -> int:
+    """The window, in the fork `rio` makes of itself (actors/window_first.py)."""
+    from ui.tk.first import main
+    return main(argv)
 
 
 def cmd_remote_desktop(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
+from rio.memory import give_back, is_large
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 from ui.tk import session as session_mod
@@ -262,6 +263,8 @@ class App(FileActions):
         return f" {name} * " if ed.summary.get("dirty") else f" {name} "
 
     def remove_tab(self, ed: EditorTab) -> None:
+        if ed.replica is not None and is_large(len(ed.replica.buffer)):
+            self.root.after(1000, lambda: give_back(collect=True))   # rio/memory.py
         self.editors.pop(ed.buffer_id, None)
         try:
             self.notebook.forget(ed)

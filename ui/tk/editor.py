@@ -33,6 +33,7 @@ from collections.abc import Callable
 from tkinter import ttk
 from typing import Any
 
+from rio.memory import give_back
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 from rio.text import edit_commands as ec
@@ -417,6 +418,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
                 self.replica.buffer.insert(len(self.replica.buffer), parts.pop(0))
             text = ""
             big = True
+            self.after(1000, give_back)     # the loading's pieces are freed by then
         else:
             text = "".join(parts)
             self.replica = Replica(text, version, origin)
