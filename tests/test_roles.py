@@ -234,3 +234,13 @@ def test_system_ops_shows_each_ops_role():
     described = {d["op"]: d["role"] for d in ops.describe()}
     assert described["fs.read"] == "observer" and described["buffer.save"] == "editor"
     assert described["run.start"] == "owner"
+
+
+def test_an_unknown_op_is_refused_naming_the_likely_typo():
+    """A remote key that mistypes an op (fs.raed) was told to ask for the owner role — the
+    wrong next action. It is still refused (fail closed), but the message says the op is not
+    in the catalogue and the next action is to check the name."""
+    err = roles.refusal(b"remote:observer:c", "fs.raed")
+    assert isinstance(err, AuthError) and err.kind == "auth.forbidden"
+    assert "fs.raed" in err.message and "not an op" in err.message
+    assert "system.ops" in err.next and err.details["needed"] == "owner"

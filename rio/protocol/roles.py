@@ -108,6 +108,11 @@ def refusal(identity: bytes, op: str) -> AuthError | None:
     if allows(role, op):
         return None
     needed = required(op)
+    if op not in OP_ROLES:     # most likely a typo: say so before naming a role
+        return AuthError("forbidden", f"{op} is not an op this server lists; an op it does not "
+                         f"list needs the owner role (this key is an {role})",
+                         next="Check the op's name: `rio call system.ops` lists them",
+                         op=op, role=role, needed=needed)
     # every role's name starts with a vowel: "an" throughout
     return AuthError("forbidden", f"{op} needs the {needed} role; this key is an {role} "
                      f"(an {role} may {_GRANTS[role]})",
