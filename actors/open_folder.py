@@ -54,7 +54,8 @@ def open_folder(args: Mapping[str, Any], *, remote: bool,
     if not display:
         raise BusError("no_display", "There is no display to open the new window on.",
                        "Run `rio FOLDER` from a desktop session.")
-    proc = subprocess.Popen([sys.executable, "-m", "rio.cli", str(folder.resolve())],
+    # -P: started in the folder, whose own modules must not shadow Rio's (a msgpack.py)
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "rio.cli", str(folder.resolve())],
                             env=instance_env(environ, str(display)), cwd=str(folder),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)

@@ -36,7 +36,9 @@ log = logging.getLogger("rio.supervisor.spares")
 #: A spare has nothing to save: a short stdin grace (it reads its stdin once imports are
 #: done), then TERM.
 SPARE_GRACES = {"stdin_grace": 0.5, "term_grace": 0.5, "kill_grace": 1.0}
-HOST_MODULE = ("-m", "actors.host")
+#: How every host is started: ``-P`` keeps the working directory (the project root) off the
+#: front of ``sys.path``, so a project's ``msgpack.py`` or ``json.py`` is never imported.
+HOST_MODULE = ("-P", "-m", "actors.host")
 
 
 class _Child(Protocol):
@@ -97,7 +99,7 @@ class Spares:
         there is none ready to take it (the caller starts the process as before)."""
         kind = self.kinds.get(kind_of(spec.name))
         if not spec.spare or kind is None or kind.spawned is None \
-                or tuple(argv[1:3]) != HOST_MODULE:
+                or tuple(argv[1:1 + len(HOST_MODULE)]) != HOST_MODULE:
             return None
         spare, kind.spawned = kind.spawned, None
         if spare.popen.poll() is not None or spare.popen.stdin is None or _stopped(spare.pid):
@@ -105,7 +107,7 @@ class Spares:
             # the process would sit "never answered a ping" for 15 s before its restart.
             process_control.sweep(spare.cookie)
             return None
-        line = json.dumps({"argv": list(argv[3:]), "log": str(log_path)}) + "\n"
+        line = json.dumps({"argv": list(argv[1 + len(HOST_MODULE):]), "log": str(log_path)}) + "\n"
         try:
             spare.popen.stdin.write(line.encode())
             spare.popen.stdin.flush()

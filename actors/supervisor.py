@@ -31,7 +31,7 @@ from actors import process_control
 from actors.bus.client import Endpoints, connect
 from actors.bus.hub import Hub
 from actors.bus.local_ops import Deferred, LocalRequest, answer
-from actors.spares import SPARE_GRACES, Spares
+from actors.spares import HOST_MODULE, SPARE_GRACES, Spares
 from actors.spawn_waits import RESPAWN, SpawnWaits
 from actors.window_first import child_env, window_argv
 from rio.config.instance import InstanceInfo, InstancePaths, default_name, pid_alive, state_base
@@ -152,7 +152,7 @@ class Supervisor:
     def _argv_for(self, spec: ProcessSpec) -> list[str]:
         if "ui" in spec.actors:
             return window_argv(self.name, self.root, self.open_files)
-        argv = [sys.executable, "-m", "actors.host", "--process", spec.name,
+        argv = [sys.executable, *HOST_MODULE, "--process", spec.name,
                 "--actors", ",".join(spec.actors), "--root", str(self.root),
                 "--requests", self.paths.requests_endpoint,
                 "--events", self.paths.events_endpoint, "--instance", self.name,

@@ -137,7 +137,7 @@ def test_the_entry_holds_no_token_and_no_rio_variable(state, monkeypatch):
     token = read_token(token_path(state.resolve(), "c9"))
     assert entry["name"] == "rio" and entry["env"] == []
     assert token and all(token not in a for a in entry["args"])
-    assert entry["args"][:3] == ["-m", "rio.cli", "mcp"]
+    assert entry["args"][:4] == ["-P", "-m", "rio.cli", "mcp"]
     assert "--token-file" in entry["args"] and "--instance-file" in entry["args"]
     assert entry["args"][entry["args"].index("--agent") + 1] == "claude"
 

@@ -154,7 +154,8 @@ def start_headless(root: Path, *, timeout: float) -> Attached:
     from rio.config.instance import InstancePaths, default_name
     paths = InstancePaths.for_name(default_name(root))
     log = tempfile.TemporaryFile(prefix="rio-chat-serve-")
-    proc = subprocess.Popen([sys.executable, "-m", "rio.cli", "serve", "--root", str(root),
+    # -P: started in the project, whose own modules must not shadow Rio's (a msgpack.py)
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "rio.cli", "serve", "--root", str(root),
                              "--instance", paths.name],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             cwd=str(root), start_new_session=True)

@@ -134,7 +134,8 @@ def mcp_server_entry(conversation_id: str, root: Path | str,
     name) is what "always allow" is remembered under."""
     root = Path(root).resolve()
     path = issue_token(root, conversation_id)
-    args = ["-m", "rio.cli", "mcp", "--conversation", conversation_id, "--root", str(root),
+    # -P: the agent runs it in the project, whose own modules must not shadow Rio's
+    args = ["-P", "-m", "rio.cli", "mcp", "--conversation", conversation_id, "--root", str(root),
             "--token-file", str(path)]
     instance = os.environ.get("RIO_INSTANCE")
     if instance:
