@@ -163,3 +163,26 @@ def test_the_window_installs_the_search_commands(app):
     app.app.invoke("search.find")
     dlg = find_dialog.controller_for(app.app).dialog
     assert dlg is not None and dlg.alive()
+
+
+@pytest.mark.timeout(90)
+def test_a_regex_that_backtracks_neither_freezes_the_window_nor_fails_silently(app, server):
+    """re held the window for minutes on ``(\\w+\\s?)+$`` over a line of a dozen words (a
+    pattern people write); the regex package answers at once, and a pattern that backtracks
+    even there is stopped after a second with a message saying what to change."""
+    import time
+    (server.root / "words.txt").write_text("word " * 12 + "!\n" + "a" * 60 + "!\n")
+    app.open("words.txt")
+    c = find_dialog.controller_for(app.app)
+    dlg = c.show()
+    dlg.regex.set(True)
+    dlg.pattern.set(r"(\w+\s?)+$")
+    started = time.monotonic()
+    dlg.buttons["find_next"].invoke()
+    assert time.monotonic() - started < 5
+    assert "Cannot find" in dlg.status.cget("text")
+    dlg.pattern.set(r"(a|aa)+$")
+    dlg.buttons["find_next"].invoke()
+    assert time.monotonic() - started < 15
+    assert "backtracks" in dlg.status.cget("text") and "Simplify" in dlg.status.cget("text")
+    dlg.close()

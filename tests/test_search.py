@@ -172,3 +172,20 @@ def test_find_next_is_first_match_at_or_after_offset(text, offset):
     expected = [m.start() for m in re.finditer("ab", text, re.I) if m.start() >= offset]
     got = eng.find_next(text, offset)
     assert (got.start if got else None) == (expected[0] if expected else None)
+
+
+def test_a_pattern_that_backtracks_is_stopped_with_a_bad_pattern_error():
+    """Find runs the user's regex in the window's process: re froze it for minutes on
+    ``(a|aa)+$`` over a run of "a"; the engine now gives up after MATCH_TIMEOUT_S."""
+    import time
+
+    from rio.files.search import MATCH_TIMEOUT_S
+    engine = SearchEngine(r"(a|aa)+$", SearchOptions(regex=True))
+    started = time.monotonic()
+    with pytest.raises(DocumentError) as info:
+        engine.find_next("a" * 60 + "b\n", 0)
+    assert time.monotonic() - started < MATCH_TIMEOUT_S + 3
+    assert info.value.kind == "buffer.bad_pattern" and "backtracks" in info.value.message
+    # the usual case answers as before
+    assert SearchEngine(r"(\w+\s?)+$", SearchOptions(regex=True)).find_next(
+        "word " * 12 + "!\n", 0) is None

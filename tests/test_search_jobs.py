@@ -244,7 +244,7 @@ def test_a_regex_that_backtracks_without_end_is_refused_and_other_threads_run(tm
     import threading
     import time
 
-    from rio.files.find_in_files import MATCH_TIMEOUT_S
+    from rio.files.search import MATCH_TIMEOUT_S
     (tmp_path / "a.txt").write_text("a" * 60 + "b\n")
     (tmp_path / "ok.txt").write_text("x = 1\n")
     pages = SearchPages(tmp_path)

@@ -12,29 +12,22 @@ A regular expression is matched with the ``regex`` package, not ``re`` (ADR-0032
 runs the pattern any client sends (``fs.search``, a remote observer's too), and ``re`` holds the
 GIL for the whole of one match — ``(a+)+$`` over a long run of ``a`` froze every thread of the
 core until the supervisor killed it as hung. ``regex`` releases the GIL while it matches and
-stops after :data:`MATCH_TIMEOUT_S` (``buffer.bad_pattern``). ``re`` still compiles the pattern
-first, so what is accepted and how an error reads stay those of Find.
+stops after ``MATCH_TIMEOUT_S`` (``buffer.bad_pattern``): rio.files.search, shared with Find.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-import regex
-
-from rio.files.search import SearchOptions, compile_pattern
-from rio.protocol.errors import DocumentError
+from rio.files.search import SearchOptions, compile_pattern, guarded, guarded_finditer
 
 DEFAULT_MAX_RESULTS = 5000
 DEFAULT_MAX_FILES = 20_000
 # Result lines longer than this are clipped around the match: a minified 2 MB line would
 # otherwise land whole in the results list (and Tk is slow on long lines: ~9 ms a key at 100 K characters).
 MAX_LINE_TEXT = 400
-#: The longest one regex match (or the search for the next one) may take in one file's text.
-MATCH_TIMEOUT_S = 1.0
 
 ReadText = Callable[[str], "str | None"]
 
@@ -64,7 +57,7 @@ class ProjectSearch:
                  max_results: int = DEFAULT_MAX_RESULTS, max_files: int = DEFAULT_MAX_FILES):
         self._re = compile_pattern(pattern, options)  # raises buffer.bad_pattern early
         self._pattern = pattern
-        self._guarded = _guarded(self._re, pattern) if options.regex else None
+        self._guarded = guarded(self._re, pattern) if options.regex else None
         self._empty = pattern == ""
         self.max_results = max_results
         self.max_files = max_files
@@ -134,7 +127,9 @@ class ProjectSearch:
     def _search_text(self, path: str, text: str) -> Iterator[Match]:
         line = 1
         counted_to = 0  # newlines are counted incrementally: one pass over the file in total
-        for m in self._matches(path, text):
+        found = (self._re.finditer(text) if self._guarded is None
+                 else guarded_finditer(self._guarded, text, 0, path, self._pattern))
+        for m in found:
             start, end = m.start(), m.end()
             if start == end:
                 continue  # empty matches (``^``, ``x*``) are noise in a results list
@@ -144,36 +139,6 @@ class ProjectSearch:
             eol = text.find("\n", start)
             eol = len(text) if eol < 0 else eol
             yield Match(path, line, start - bol + 1, _clip(text, bol, eol, start), start, end)
-
-
-    def _matches(self, path: str, text: str) -> Iterator[re.Match[str] | regex.Match[str]]:
-        if self._guarded is None:      # a literal (escaped) pattern: no backtracking to fear
-            yield from self._re.finditer(text)
-            return
-        found = self._guarded.finditer(text, timeout=MATCH_TIMEOUT_S)
-        while True:
-            try:
-                m = next(found, None)
-            except TimeoutError:
-                raise DocumentError(
-                    "buffer.bad_pattern", f"The pattern took more than {MATCH_TIMEOUT_S:g} s "
-                    f"in {path}: it backtracks too much (a repeat inside a repeat, such as "
-                    "(a+)+).", next="Simplify the pattern (no nested repeats), or turn off "
-                    "Regular expression", pattern=self._pattern) from None
-            if m is None:
-                return
-            yield m
-
-
-def _guarded(compiled: re.Pattern[str], pattern: str) -> regex.Pattern[str]:
-    """``compiled`` (what :func:`compile_pattern` made) for the ``regex`` package."""
-    flags = regex.VERSION0 | (compiled.flags & (re.MULTILINE | re.IGNORECASE))
-    try:
-        return regex.compile(compiled.pattern, flags)
-    except regex.error as exc:   # re took it: a corner where the two differ
-        raise DocumentError("buffer.bad_pattern", f"Find in Files cannot run this regular "
-                            f"expression: {exc}", next="Write it another way, or turn off "
-                            "Regular expression", pattern=pattern) from None
 
 
 def _clip(text: str, bol: int, eol: int, at: int) -> str:

@@ -13,6 +13,11 @@ Semantics worth knowing:
 * ``selection=(lo, hi)`` restricts matches to ``lo <= start`` and ``end <= hi``; wrapping then
   wraps inside the selection.
 * ``find_next`` skips an empty match exactly at ``offset`` so repeated Find Next with ``^`` moves.
+* A regular expression is checked and compiled with ``re`` (what is accepted, and how an error
+  reads), then matched with the ``regex`` package (ADR-0032): ``re`` holds the GIL for the whole
+  of one match, so ``(\\w+\\s?)+$`` over a line of ten words froze the window (or, for Find in
+  Files, the core) for minutes. ``regex`` releases the GIL, is fast on such patterns, and gives
+  up after :data:`MATCH_TIMEOUT_S` with ``buffer.bad_pattern``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import regex
 
 from rio.protocol.errors import DocumentError
 from rio.text.edit_commands import TextEdit
@@ -59,6 +66,40 @@ def compile_pattern(pattern: str, options: SearchOptions = SearchOptions()) -> r
                           next=_PATTERN_NEXT, pattern=pattern) from None
 
 
+#: The longest one regex match (or the search for the next one) may take.
+MATCH_TIMEOUT_S = 1.0
+_FLAGS = re.MULTILINE | re.IGNORECASE
+
+
+def guarded(compiled: re.Pattern[str], pattern: str) -> regex.Pattern[str]:
+    """``compiled`` (what :func:`compile_pattern` made of ``pattern``) for the regex package."""
+    try:
+        return regex.compile(compiled.pattern, regex.VERSION0 | (compiled.flags & _FLAGS))
+    except regex.error as exc:   # re took it: a corner where the two differ
+        raise DocumentError("buffer.bad_pattern", f"This regular expression cannot be run: "
+                            f"{exc}", next="Write it another way, or turn off Regular "
+                            "expression", pattern=pattern) from None
+
+
+def guarded_finditer(compiled: regex.Pattern[str], text: str, pos: int, where: str,
+                     pattern: str) -> Iterator[regex.Match[str]]:
+    """``compiled.finditer(text, pos)``, each match within :data:`MATCH_TIMEOUT_S`, else
+    ``buffer.bad_pattern`` saying it backtracks too much in ``where``."""
+    found = compiled.finditer(text, pos, timeout=MATCH_TIMEOUT_S)
+    while True:
+        try:
+            m = next(found, None)
+        except TimeoutError:
+            raise DocumentError(
+                "buffer.bad_pattern", f"The pattern took more than {MATCH_TIMEOUT_S:g} s in "
+                f"{where}: it backtracks too much (a repeat inside a repeat, such as (a+)+)",
+                next="Simplify the pattern (no nested repeats), or turn off Regular expression",
+                pattern=pattern) from None
+        if m is None:
+            return
+        yield m
+
+
 class SearchEngine:
     """One compiled pattern plus options; every method takes the current text."""
 
@@ -66,6 +107,7 @@ class SearchEngine:
         self.pattern = pattern
         self.options = options
         self._re = compile_pattern(pattern, options)
+        self._guarded = guarded(self._re, pattern) if options.regex else None
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -81,7 +123,9 @@ class SearchEngine:
         """
         if not self.pattern:
             return
-        for m in self._re.finditer(text, lo):
+        found = (self._re.finditer(text, lo) if self._guarded is None
+                 else guarded_finditer(self._guarded, text, lo, "this document", self.pattern))
+        for m in found:
             if m.start() > hi or (m.start() == hi and m.end() > hi):
                 return
             if m.end() <= hi:
@@ -149,7 +193,7 @@ class SearchEngine:
             return replacement
         try:
             return m.expand(replacement)
-        except (re.error, IndexError) as exc:
+        except (re.error, regex.error, IndexError) as exc:
             raise DocumentError("buffer.bad_replacement", f"Bad replacement: {exc}",
                               next="Fix the group references in Replace with",
                               replacement=replacement) from None

@@ -97,8 +97,12 @@ class FindController:
         text = access.text()
         scope = self.scope if self.in_selection else None
         start = search_start(access.cursor(), access.selection(), backward)
-        found = (engine.find_prev(text, start, scope) if backward
-                 else engine.find_next(text, start, scope))
+        try:
+            found = (engine.find_prev(text, start, scope) if backward
+                     else engine.find_next(text, start, scope))
+        except RioError as err:      # a regex that backtracks too much (rio/files/search.py)
+            self._say(f"{err.message}. {err.next}.", True)
+            return False
         if found is None:
             self._say(f"Cannot find {self.pattern!r}.", True)
             return False
@@ -119,7 +123,10 @@ class FindController:
             return 0
         text = access.text()
         lo, hi = max(0, top - 2000), min(len(text), bottom + 2000)
-        hits = engine.find_all(text, (lo, hi), limit=MAX_MARKED)
+        try:
+            hits = engine.find_all(text, (lo, hi), limit=MAX_MARKED)
+        except RioError:
+            return 0                 # the match itself was found: only the tint is left out
         for m in hits:
             a, b = access._tk_index_if_shown(m.start), access._tk_index_if_shown(m.end)
             if a is not None and b is not None:
