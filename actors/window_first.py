@@ -53,7 +53,9 @@ def child_env(instance: str) -> dict[str, str]:
 
 
 def window_argv(instance: str, root: Path, files: list[str]) -> list[str]:
-    argv = [sys.executable, "-m", "ui.tk.first", "--instance", instance, "--root", str(root)]
+    # -P: the project folder (its cwd) is never on its import path (ADR-0033)
+    argv = [sys.executable, "-P", "-m", "ui.tk.first", "--instance", instance,
+            "--root", str(root)]
     for path in files:
         argv += ["--open", path]
     return argv
@@ -130,7 +132,7 @@ def fork_window(instance: str, root: Path, files: list[str],
             for fd in (stdin_r, stdin_w, out_r, out_w, log_fd):
                 os.close(fd)
             _become_window(parent, instance, cookie, root)
-            code = window_main(argv[3:])
+            code = window_main(argv[4:])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 -- a child of a fork never returns to the caller
@@ -174,6 +176,10 @@ def _become_window(parent: int, instance: str, cookie: str, root: Path) -> None:
     os.environ[PARENT_ENV] = str(parent)
     os.environ.pop(LIFELINE_ENV, None)   # none: it watches its parent's pid (and PDEATHSIG)
     os.chdir(root)
+    # What -P does for a started window (ADR-0033): `python -m rio.cli` run in the project put
+    # it on the path, where its own modules would shadow Rio's and the standard library's.
+    project = os.path.realpath(root)
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != project]
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)   # `rio` set SIG_DFL; the window writes pipes
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

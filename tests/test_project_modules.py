@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 def shadow(root: Path, marker: Path) -> None:
     """A ``msgpack.py`` that notes who imported it, then hands over to the real msgpack (the
-    test harness itself runs ``python -m rio.cli serve`` from the project, as a user could)."""
+    test harness runs ``python -m rio.cli serve`` from the project, as a user could: should a
+    process import it, the test sees who and the process still works)."""
     (root / "msgpack.py").write_text(
         "import os, sys\n"
         f"with open({str(marker)!r}, 'a') as f:\n"
@@ -56,6 +57,8 @@ def test_a_projects_msgpack_py_is_not_imported_by_the_core_or_its_spare(tmp_path
         srv.stop()
     lines = marker.read_text().splitlines() if marker.exists() else []
     assert not [line for line in lines if "actors.host" in line], lines
+    # Nor by the supervisor, started here as `python -m rio.cli serve` in the project.
+    assert not [line for line in lines if "rio.cli" in line], lines
 
 
 @pytest.mark.timeout(60)
@@ -63,7 +66,6 @@ def test_the_mcp_server_an_agent_starts_in_the_project_does_not_import_its_modul
     """An ACP agent runs ``rio mcp`` (the mcpServers entry) with the project as its working
     directory: that command, too, keeps the project's own modules out."""
     import subprocess
-    import sys
 
     from rio.mcp.entry import mcp_server_entry
     root = tmp_path / "proj"

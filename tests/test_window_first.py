@@ -89,7 +89,7 @@ def test_rio_starts_the_window_itself_and_the_supervisor_adopts_it(project, tmp_
                                      if p["name"] == "ui")["pid"] not in (None, window.pid)
                         and desktop.ui_ready(), 60)
         again = next(p for p in desktop.call("system.status")["processes"] if p["name"] == "ui")
-        assert psutil.Process(again["pid"]).cmdline()[1:3] == ["-m", "ui.tk.first"]
+        assert psutil.Process(again["pid"]).cmdline()[1:4] == ["-P", "-m", "ui.tk.first"]
     finally:
         desktop.stop()
 

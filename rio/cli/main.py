@@ -141,7 +141,7 @@ def cmd_desktop(args: argparse.Namespace) -> int:
         # Rio already serves this folder: its window is raised (one window per instance),
         # or, on a headless instance (`rio serve`), a window is attached to it.
         print(f"Rio is already running on this folder (instance {running.name}).", flush=True)
-        argv = [sys.executable, "-m", "ui.tk", "--instance", running.name]
+        argv = [sys.executable, "-P", "-m", "ui.tk", "--instance", running.name]   # ADR-0033
         for path in files:
             argv += ["--open", path]
         return subprocess.call(argv)
@@ -174,7 +174,7 @@ def cmd_remote_desktop(args: argparse.Namespace) -> int:
         print_error("usage", "--instance names a local instance; --connect a remote one",
                     "give one of them")
         return EXIT_USAGE
-    argv = [sys.executable, "-m", "ui.tk", "--connect", args.connect]
+    argv = [sys.executable, "-P", "-m", "ui.tk", "--connect", args.connect]   # ADR-0033
     if args.server_key:
         argv.append(f"--server-key={args.server_key}")   # a key may start with "-"
     for path in args.paths:
