@@ -74,3 +74,21 @@ def test_line_endings_are_read_as_rio_reads_them_and_binary_files_get_no_diff(tm
     assert "\r" not in by_path["crlf.txt"]["diff"] and "-two\n+2\n" in by_path["crlf.txt"]["diff"]
     assert "diff" not in by_path["ends.txt"] and "line endings" in by_path["ends.txt"]["note"]
     assert "diff" not in by_path.get("blob.dat", {"path": "blob.dat"})
+
+
+def test_a_deleted_file_says_how_it_was_stored_so_it_can_be_written_back(tmp_path):
+    from rio.agent.unpatch import text_before
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9\r\nend\r\n")
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbfone\ntwo")
+    (tmp_path / "kept.txt").write_text("stays\n")
+    before = disk_changes.take(tmp_path)
+    os.remove(tmp_path / "latin.txt")
+    os.remove(tmp_path / "bom.txt")
+    (tmp_path / "kept.txt").write_text("changed\n")
+    got = {f["path"]: f for f in disk_changes.changes(before)["files"]}
+    assert got["latin.txt"]["stored_as"] == {"encoding": "latin-1", "newline": "crlf"}
+    assert got["bom.txt"]["stored_as"] == {"encoding": "utf-8-sig", "newline": "lf"}
+    assert "stored_as" not in got["kept.txt"]          # only a deleted file needs it
+    # Its whole text is in the diff, as Rio reads it.
+    assert text_before(got["latin.txt"]["diff"], "") == "caf\u00e9\nend\n"
+    assert text_before(got["bom.txt"]["diff"], "") == "one\ntwo"

@@ -698,6 +698,40 @@ def test_files_changed_behind_rios_back_can_be_reviewed_and_reverted(desktop, fr
         "Revert the agent's change on disk"
 
 
+def test_a_file_the_agent_deleted_is_restored_as_it_was_stored(desktop, fresh, model):
+    """The agent deletes a Latin-1 file with CRLF line ends itself: the card offers Restore,
+    which writes it back byte for byte (asking first), and never over a file that is there
+    again."""
+    gone = desktop.root / "gone.txt"
+    stored = b"caf\xe9 cr\xe8me\r\nsecond line\r\n"
+    gone.write_bytes(stored)
+    script = {"turns": [[{"delete_disk": {"path": str(gone)}}, {"text": "Deleted it."}]]}
+    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
+    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
+    desktop.call("ui.agent", {"action": "open", "conversation": cid})
+    desktop.call("ui.agent", {"action": "send", "text": "delete gone.txt"})
+    a = agent(desktop, lambda a: a["state"] == "idle" and a["changed_files"], 60)
+    assert a["changed_files"] == [{"path": "gone.txt", "change": "deleted", "revert": True,
+                                   "state": None, "diff_shown": False}]
+    assert not gone.exists()
+
+    def restore() -> None:
+        assert desktop.call("ui.agent", {"action": "revert", "path": "gone.txt"})["asking"]
+        desktop.wait_state(lambda s: any(d["name"] == "agent_revert"
+                                         for d in s["dialogs_open"]))
+        desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": "Revert"})
+
+    restore()
+    agent(desktop, lambda a: a["changed_files"][0]["state"] == "restored")
+    assert gone.read_bytes() == stored
+    assert not [b for b in desktop.call("buffer.list") if b.get("path") == "gone.txt"]
+    gone.write_bytes(b"written again\n")      # something is there again: never overwritten
+    restore()
+    a = agent(desktop, lambda a: (a["changed_files"][0]["state"] or "").startswith("not"))
+    assert "there is a file at gone.txt again" in a["changed_files"][0]["state"]
+    assert gone.read_bytes() == b"written again\n"
+
+
 def test_a_crlf_file_the_agent_rewrote_is_reverted_with_its_line_endings(desktop, fresh, model):
     """Windows line endings: the diff is of the text as Rio reads it, so Revert puts the file
     back (it was refused as "changed again since"), CRLF kept; a second Revert is refused."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rio.agent.proposals import unified_diff
-from rio.files.files import decode_bytes
+from rio.files.files import FileFormat, decode_bytes
 from rio.files.workspace import Workspace
 from rio.protocol.errors import RioError
 
@@ -34,6 +34,8 @@ MAX_TOTAL_BYTES = 4 * 1024 * 1024
 MAX_DIFF_CHARS = 20_000
 #: At most this many changed files are listed (with the count of the rest).
 MAX_LISTED = 200
+#: A text's line ends as buffer.save names them.
+NEWLINE_NAMES = {"\n": "lf", "\r\n": "crlf", "\r": "cr"}
 
 
 @dataclass
@@ -41,6 +43,8 @@ class Snapshot:
     root: Path
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    #: how each kept text was stored (encoding, line ends): a deleted file is put back so
+    formats: dict[str, FileFormat] = field(default_factory=dict)
     capped: bool = False
 
 
@@ -53,6 +57,11 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 
 def _read(path: Path, limit: int) -> str | None:
+    got = _read_as_stored(path, limit)
+    return None if got is None else got[0]
+
+
+def _read_as_stored(path: Path, limit: int) -> tuple[str, FileFormat] | None:
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
@@ -63,7 +72,7 @@ def _read(path: Path, limit: int) -> str | None:
     try:
         # As fs.read and a buffer see it (newlines as "\n", BOM or Latin-1 decoded): Revert
         # takes the diff back from the text fs.read gives (ui/tk/agent_changed.py).
-        return decode_bytes(data)[0]
+        return decode_bytes(data)
     except RioError:           # binary
         return None
 
@@ -86,16 +95,18 @@ def take(root: Path, *, max_files: int = MAX_FILES, max_file_bytes: int = MAX_FI
             continue
         snap.stats[rel] = st
         if st[0] <= max_file_bytes and total + st[0] <= max_total_bytes:
-            text = _read(path, max_file_bytes)
-            if text is not None:
-                snap.texts[rel] = text
+            got = _read_as_stored(path, max_file_bytes)
+            if got is not None:
+                snap.texts[rel], snap.formats[rel] = got
                 total += st[0]
     return snap
 
 
 def changes(before: Snapshot, *, max_listed: int = MAX_LISTED) -> dict[str, Any]:
-    """What changed on disk since ``before``: ``{files: [{path, change, diff?, note?}],
-    more: N}`` where change is ``modified``, ``created`` or ``deleted``."""
+    """What changed on disk since ``before``: ``{files: [{path, change, diff?, note?,
+    stored_as?}], more: N}`` where change is ``modified``, ``created`` or ``deleted``; a deleted
+    file whose text was kept has ``stored_as: {encoding, newline}``, what buffer.save takes to
+    write it back as it was."""
     after = take(before.root, max_files=len(before.stats) + MAX_LISTED + 1, max_file_bytes=0,
                  max_total_bytes=0)
     files: list[dict[str, Any]] = []
@@ -123,6 +134,11 @@ def _entry(before: Snapshot, rel: str, change: str) -> dict[str, Any]:
                          "time stamp changed")
         return entry
     diff = unified_diff(rel, old_text, new_text, created=change == "created")
+    fmt = before.formats.get(rel)
+    if change == "deleted" and fmt is not None:
+        # What buffer.save needs to write it back as it was (the panel's Restore).
+        entry["stored_as"] = {"encoding": fmt.encoding,
+                              "newline": NEWLINE_NAMES.get(fmt.newline, "lf")}
     if len(diff) > MAX_DIFF_CHARS:
         diff = diff[:MAX_DIFF_CHARS] + f"\n[… {len(diff) - MAX_DIFF_CHARS} more characters]\n"
     entry["diff"] = diff

@@ -27,7 +27,8 @@ then says
 ``permission: <optionId|cancelled>`` · ``{"read": {"path", "line"?, "limit"?}}`` then says
 ``read: <content>`` or ``read error: <code> <message>`` · ``{"write": {"path", "content"}}``
 then ``write: ok`` / ``write error: <code> <message>`` · ``{"write_disk": {"path",
-"content"}}`` writes the file itself, behind the client's back · ``{"terminal": "cmd"}`` tries
+"content"}}`` writes the file itself, behind the client's back · ``{"delete_disk": {"path"}}``
+deletes it · ``{"terminal": "cmd"}`` tries
 terminal/create, says ``terminal: <code>`` · ``{"silent": seconds}`` sends nothing (a cancel
 ends it) · ``{"hang": true}`` until session/cancel · ``{"hang": "forever"}`` ignores cancel
 too · ``{"crash": code, "once"?: marker}`` exits mid-turn (after a line on stderr; with
@@ -347,6 +348,8 @@ class FakeAgent:
             w = a["write_disk"]
             with open(w["path"], "w", encoding="utf-8") as fh:
                 fh.write(w["content"])
+        elif "delete_disk" in a:
+            os.remove(a["delete_disk"]["path"])
         elif "terminal" in a:
             try:
                 await conn.create_terminal(session_id=sid, command=a["terminal"])

@@ -8,8 +8,12 @@
   refused when the file changed again since or the diff was cut short), put in the file's
   buffer as one undoable edit (``buffer.open``, ``buffer.text``, ``buffer.replace``) and saved
   (``buffer.save``) — all through the core. A tab with unsaved changes is never overwritten:
-  the revert is refused and says so. Created and deleted files have no Revert (the core offers
-  no delete, and a deleted file's text is only in its diff): Review shows what happened.
+  the revert is refused and says so.
+* *Restore* (the same action, ``ui.agent revert``) writes a *deleted* file back when its whole
+  text was kept at the turn's start (its diff is then whole): a new buffer with that text, saved
+  at the path with the encoding and line ends it had (``stored_as``), then closed — refused when
+  something is at that path again. Created files have no Revert: the core offers no delete, and
+  deleting is the user's call (Review shows what the file holds).
 
 Each row's state (``reverting``, ``reverted``, or why not) is kept in the block's data, so the
 card redraws it and ``ui.state`` reports it.
@@ -33,7 +37,17 @@ REVERT_LABEL = "Revert the agent's change on disk"
 
 
 def can_revert(entry: dict[str, Any]) -> bool:
-    return entry.get("change", "modified") == "modified" and bool(entry.get("diff"))
+    change = entry.get("change", "modified")
+    if change == "deleted":
+        return _deleted_text(entry) is not None
+    return change == "modified" and bool(entry.get("diff"))
+
+
+def _deleted_text(entry: dict[str, Any]) -> str | None:
+    """A deleted file's whole text, from its diff (None when the diff was cut short or its
+    text was not kept at the turn's start)."""
+    diff = entry.get("diff")
+    return text_before(str(diff), "") if diff else None
 
 
 def describe(conv: Any) -> list[dict[str, Any]]:
@@ -87,16 +101,27 @@ def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None
     block, entry = found
     path = str(entry.get("path"))
 
+    deleted = entry.get("change") == "deleted"
+
     def answered(button: str, _values: dict[str, str]) -> None:
         if button == "Revert":
             _set(panel, block, path, "reverting")
-            _revert(panel, block, entry)
+            (_restore if deleted else _revert)(panel, block, entry)
     from ui.tk.dialogs import Dialog
-    Dialog(panel.app, "agent_revert", "Revert a file",
-           f"Put {path} back as it was before the agent's turn?",
-           ["Revert", "Cancel"], answered, icon="question",
-           detail="The file gets its earlier text, saved from its tab: Edit → Undo in that "
-                  "tab takes the revert back. A tab with unsaved changes is left alone.")
+    if deleted:
+        Dialog(panel.app, "agent_revert", "Restore a file",
+               f"Put {path} back? The agent deleted it during its turn.",
+               ["Revert", "Cancel"], answered, icon="question",
+               detail="The file is written again with the text, encoding and line ends it "
+                      "had when the turn started. Nothing is overwritten: if something is at "
+                      "that path now, the restore is refused.")
+    else:
+        Dialog(panel.app, "agent_revert", "Revert a file",
+               f"Put {path} back as it was before the agent's turn?",
+               ["Revert", "Cancel"], answered, icon="question",
+               detail="The file gets its earlier text, saved from its tab: Edit → Undo in "
+                      "that tab takes the revert back. A tab with unsaved changes is left "
+                      "alone.")
     if respond is not None:
         respond({"path": path, "asking": True})
 
@@ -109,9 +134,9 @@ def _why_not(entry: dict[str, Any] | None) -> str:
         return (f"{path} was created by the agent: Revert puts back modified files only. "
                 "Delete it yourself if it should go (Review shows what it holds).")
     if change == "deleted":
-        return (f"{path} was deleted by the agent: Revert puts back modified files only. "
-                "Review shows its text in the diff; recreate it from there or from version "
-                "control.")
+        return (f"{path} was deleted by the agent and its whole text was not kept (it was "
+                "large or binary, or its diff was cut short): restore it from version "
+                "control or a backup.")
     return f"{path} has no diff to take back ({entry.get('note') or 'none was kept'})."
 
 
@@ -163,6 +188,47 @@ def _revert(panel: Any, block: Block, entry: dict[str, Any]) -> None:
                   failed("not reverted"))
 
 
+def _restore(panel: Any, block: Block, entry: dict[str, Any]) -> None:
+    """Write a deleted file back — never over something at its path now — through the core: a
+    new buffer with its text, saved there as it was stored, then closed."""
+    path = str(entry["path"])
+    old = _deleted_text(entry)
+    stored = entry.get("stored_as") or {}
+
+    def failed(why: str) -> Callable[[Any], None]:
+        return lambda err=None: _set(panel, block, path, why + (
+            f" ({err.message})" if isinstance(err, RioError) else ""))
+
+    def there(_read: Any) -> None:
+        failed(f"not restored: there is a file at {path} again; Review shows the old text")()
+
+    def absent(err: Any) -> None:
+        if not (isinstance(err, RioError) and err.kind.endswith("not_found")):
+            failed("not restored")(err)
+            return
+        panel.request("buffer.new", {"text": old}, created, failed("not restored"))
+
+    def created(summary: Any) -> None:
+        bid = str(summary["buffer"])
+        args = {"buffer": bid, "path": path, **{k: v for k, v in stored.items()
+                                                if k in ("encoding", "newline") and v}}
+
+        def done(_saved: Any) -> None:
+            _set(panel, block, path, "restored")
+            panel.request("buffer.close", {"buffer": bid}, lambda _c: None, lambda _e: None)
+
+        def not_saved(err: Any) -> None:
+            failed("not restored")(err)
+            panel.request("buffer.close", {"buffer": bid, "discard": True},
+                          lambda _c: None, lambda _e: None)
+        panel.request("buffer.save", args, done, not_saved)
+
+    if old is None:
+        failed("not restored: its whole text was not kept")()
+        return
+    panel.request("fs.read", {"path": path, "max_chars": 1}, there, absent)
+
+
 class ChangedFilesCard(Card):
     """The files, each with Review (and Revert for a modified one), its state, its diff."""
 
@@ -192,9 +258,10 @@ class ChangedFilesCard(Card):
             ttk.Label(row, text=f"{path} ({entry.get('change') or 'modified'})").pack(
                 side="left")
             if can_revert(entry):
-                ttk.Button(row, text="Revert", width=7, command=lambda p=path: revert(
+                label = "Restore" if entry.get("change") == "deleted" else "Revert"
+                ttk.Button(row, text=label, width=7, command=lambda p=path: revert(
                     panel, p), state="disabled" if states.get(path) in
-                    ("reverting", "reverted") else "normal").pack(side="right")
+                    ("reverting", "reverted", "restored") else "normal").pack(side="right")
             ttk.Button(row, text="Review", width=7,
                        command=lambda p=path: review(panel, p)).pack(side="right", padx=2)
             if states.get(path):
