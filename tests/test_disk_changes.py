@@ -92,3 +92,17 @@ def test_a_deleted_file_says_how_it_was_stored_so_it_can_be_written_back(tmp_pat
     # Its whole text is in the diff, as Rio reads it.
     assert text_before(got["latin.txt"]["diff"], "") == "caf\u00e9\nend\n"
     assert text_before(got["bom.txt"]["diff"], "") == "one\ntwo"
+
+
+def test_a_deleted_files_diff_is_never_cut_so_it_can_be_restored(tmp_path):
+    from rio.agent.unpatch import text_before
+    text = "".join(f"line {n}\n" for n in range(10_000))       # ~89 KB: over the diff cap
+    assert len(text) > disk_changes.MAX_DIFF_CHARS
+    (tmp_path / "long.txt").write_text(text)
+    (tmp_path / "edited.txt").write_text(text)
+    before = disk_changes.take(tmp_path)
+    os.remove(tmp_path / "long.txt")
+    (tmp_path / "edited.txt").write_text("")
+    got = {f["path"]: f for f in disk_changes.changes(before)["files"]}
+    assert text_before(got["long.txt"]["diff"], "") == text
+    assert "more characters]" in got["edited.txt"]["diff"]      # a modified file's is cut

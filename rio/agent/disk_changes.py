@@ -139,7 +139,9 @@ def _entry(before: Snapshot, rel: str, change: str) -> dict[str, Any]:
         # What buffer.save needs to write it back as it was (the panel's Restore).
         entry["stored_as"] = {"encoding": fmt.encoding,
                               "newline": NEWLINE_NAMES.get(fmt.newline, "lf")}
-    if len(diff) > MAX_DIFF_CHARS:
+    # A deleted file's diff is its whole text (at most MAX_FILE_BYTES; MAX_TOTAL_BYTES for all
+    # of them): kept whole, so that it can be restored.
+    if len(diff) > MAX_DIFF_CHARS and change != "deleted":
         diff = diff[:MAX_DIFF_CHARS] + f"\n[… {len(diff) - MAX_DIFF_CHARS} more characters]\n"
     entry["diff"] = diff
     return entry
