@@ -33,6 +33,9 @@ class ActorHost(Protocol):
     refs: list[pykka.ActorRef]
     ping_targets: list[pykka.ActorRef]
     fault_injection: bool
+    #: run on a thread of their own once the process is ready (registered on the bus): what
+    #: can load after the start, out of the way of "ready" (imports a first request needs)
+    after_ready: list[Callable[[], object]]
 
 
 Factory = Callable[[ActorHost], dict[str, Handler]]

@@ -48,6 +48,7 @@ class Host:
         self.ping_targets: list[pykka.ActorRef] = []
         self.bus = BusThread(self.endpoints, name=self.name)
         self.fault_injection = bool(args.fault_injection)
+        self.after_ready: list[Callable[[], object]] = []
 
     def run(self) -> int:
         handlers: dict[str, Callable[[RequestContext], None]] = {}
@@ -61,9 +62,18 @@ class Host:
         self.bus.handlers.update(handlers)
         self.bus.start()
         print(f"ready {self.name} {os.getpid()}", flush=True)
+        if self.after_ready:
+            threading.Thread(target=self._after_ready, name="after-ready", daemon=True).start()
         self.stopping.wait()
         self.shutdown()
         return 0
+
+    def _after_ready(self) -> None:
+        for step in self.after_ready:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 -- a warm-up that fails is done on first use
+                log.exception("%s: a step after the start failed", self.name)
 
     @handles("host.ping")
     def host_ping(self, ctx: RequestContext) -> Any:

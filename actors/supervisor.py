@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import zmq
 
 from actors import process_control
 from actors.bus.client import Endpoints, connect
@@ -73,6 +74,32 @@ class Child:
         return self.spawned.pid if self.spawned is not None else None
 
 
+class Wake:
+    """A wake-up the monitor loop polls beside its bus sockets: :meth:`set` from any thread
+    (a pipe: one byte, never blocking) ends its wait at once."""
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+
+    def fileno(self) -> int:
+        return self._r
+
+    def set(self) -> None:
+        try:
+            os.write(self._w, b"\0")
+        except (BlockingIOError, OSError):   # full: a wake-up is pending already
+            pass
+
+    def clear(self) -> None:
+        try:
+            while os.read(self._r, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+
 class Supervisor:
     def __init__(self, *, root: Path, instance: str | None, desktop: bool,
                  config: SupervisorConfig, listen: str | None = None,
@@ -90,8 +117,11 @@ class Supervisor:
         self.children: dict[str, Child] = {}
         self.lock = threading.Lock()
         self.stop_requested = threading.Event()
-        #: set to run the monitor loop's next tick at once (a system.spawn waiting to start)
-        self.wake = threading.Event()
+        #: set to run the monitor loop's next tick at once (a system.spawn waiting to start, a
+        #: starting process registered on the bus)
+        self.wake = Wake()
+        #: names of starting processes the hub has seen register, not pinged since
+        self._registered: set[str] = set()
         self.started = time.time()
         self.hub: Hub | None = None
         self.hub_restarts = 0
@@ -122,7 +152,7 @@ class Supervisor:
         process_control.become_subreaper()
         endpoints = Endpoints(self.paths.requests_endpoint, self.paths.events_endpoint)
         self.hub = Hub(endpoints.requests, endpoints.events,
-                       local_handler=self.handle_system).start()
+                       local_handler=self.handle_system, on_registered=self.on_registered).start()
         if self.listen:
             self._start_remote_listener()
         self.paths.write_info(InstanceInfo(self.name, str(self.root), os.getpid(),
@@ -189,9 +219,14 @@ class Supervisor:
     # --- the monitor loop -----------------------------------------------------------------------
     def run(self) -> int:
         tick = 0.02
+        # The loop wakes for a reply or event (a ping answered: "ready" at once), a wake-up
+        # (system.spawn, a registration), or after `tick` — never later.
+        poller = zmq.Poller()
+        self.conn.register(poller)
+        poller.register(self.wake.fileno(), zmq.POLLIN)
         try:
             while not self.stop_requested.is_set():
-                self.wake.wait(tick)
+                poller.poll(int(tick * 1000))
                 self.wake.clear()
                 self._check_hub()
                 self.conn.drain()
@@ -278,7 +313,7 @@ class Supervisor:
                                      kill_grace=1.0)
                 self._exited(child, None, now, hung=True)
                 return
-            if now - child.ping_sent_at < STARTING_PING_S:
+            if now - child.ping_sent_at < STARTING_PING_S and not self._just_registered(child):
                 return
 
         def answered(reply: Reply, child: Child = child) -> None:
@@ -298,6 +333,18 @@ class Supervisor:
         child.ping_sent_at = now
         child.ping_outstanding = self.conn.request("host.ping", {"process": child.spec.name},
                                                    answered, timeout=interval)
+
+    def on_registered(self, name: str) -> None:
+        """From the hub's thread: ``name`` registered on the bus. A starting process is pinged
+        at once instead of at its next STARTING_PING_S, so "ready" follows it closely."""
+        self._registered.add(name)
+        self.wake.set()
+
+    def _just_registered(self, child: Child) -> bool:
+        if child.spec.name not in self._registered:
+            return False
+        self._registered.discard(child.spec.name)
+        return True
 
     def _exited(self, child: Child, code: int | None, now: float, hung: bool = False) -> None:
         if self.hub is not None:

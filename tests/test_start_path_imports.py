@@ -64,3 +64,34 @@ def test_a_spare_waits_for_its_assignment_without_openssl():
 @pytest.mark.timeout(60)
 def test_a_file_hash_still_loads_openssl_when_it_is_needed():
     assert _loaded("from rio.files.digest import sha256; sha256(b'x')", "_hashlib")
+
+
+@pytest.mark.timeout(60)
+def test_an_agent_session_comes_up_without_the_workspace_walk():
+    """A session process is ready before it loads the project walk (pathspec, regex: ~55 ms)
+    that an ACP turn's fingerprint needs; it loads it right after (Host.after_ready)."""
+    code = ("import sys; from actors.actor_registry import factory_for; "
+            "factory_for('agent_session'); "
+            "print(' '.join(m for m in ('pathspec', 'regex', 'rio.files.workspace', "
+            "'rio.agent.disk_changes') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(REPO), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == []
+
+
+def test_the_steps_after_ready_run_once_the_host_is_ready_and_survive_a_failure(tmp_path):
+    import argparse
+    import threading
+
+    from actors.host import Host
+
+    args = argparse.Namespace(process="t", root=str(tmp_path), requests="ipc:///nonexistent",
+                              events="ipc:///nonexistent2", fault_injection=False,
+                              actors="")
+    host = Host(args)
+    ran: list[str] = []
+    done = threading.Event()
+    host.after_ready += [lambda: 1 / 0, lambda: ran.append("second") or done.set()]
+    host._after_ready()
+    assert done.is_set() and ran == ["second"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import importlib
 import logging
 import threading
 import time
@@ -604,6 +605,9 @@ def start_agent_session(host: ActorHost) -> dict[str, Callable[[RequestContext],
     keeper = SessionKeeper.start(session, host.name)
     host.refs.append(keeper)
     host.ping_targets.append(keeper)
+    # An ACP turn's first step (the project's fingerprint) needs the workspace walk: loaded
+    # once the session is ready, before a turn usually comes, not on the start path.
+    host.after_ready.append(lambda: importlib.import_module("rio.agent.disk_changes"))
     # "agent": the turn answers (agent.approve, agent.stop, agent.permission_answer) the hub
     # routes here by conversation; the hub never registers this process for the prefix.
     return {"session": session.handle, "agent": session.handle}

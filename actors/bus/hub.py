@@ -79,12 +79,16 @@ class Hub:
                  context: zmq.Context | None = None,
                  curve_secret: bytes | None = None,
                  local_handler: Callable[[bytes, Request], Reply | Deferred | None] | None
-                 = None):
+                 = None,
+                 on_registered: Callable[[str], None] | None = None):
+        """``on_registered(name)``: told (on the hub's thread; it must not block) when a
+        process registers — the supervisor pings a starting one at once."""
         self.requests_endpoint = requests_endpoint
         self.events_endpoint = events_endpoint
         self.ctx = context or zmq.Context.instance()
         self._curve_secret = curve_secret
         self._local_handler = local_handler
+        self._on_registered = on_registered
         self._services: dict[bytes, Service] = {}
         self._routes: dict[str, bytes] = {}
         self._seq: dict[str, int] = {}
@@ -399,6 +403,8 @@ class Hub:
         self._services[sender] = Service(sender, name, prefixes, args["pid"])
         for p in prefixes:
             self._routes[p] = sender
+        if self._on_registered is not None:
+            self._on_registered(name)
         return {"registered": list(prefixes)}
 
     @handles("bus.unregister")

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from rio.acp.port import PermissionQuestion, WriteOutcome
-from rio.agent import disk_changes
 from rio.agent.tools import Proposal, ToolOutcome, Tools
 from rio.agent.turn import (
     INTERRUPTED,
@@ -149,16 +148,19 @@ class AcpTurn(AnswersProposals):
 
     def __init__(self, spec: AcpTurnSpec, brain: AcpBrain, tools: Tools, port: TurnPort,
                  root: Path, *, permission_timeout_s: float = PERMISSION_TIMEOUT_S,
-                 snapshot: Callable[[Path], Any] = disk_changes.take,
-                 diff: Callable[[Any], Mapping[str, Any]] = disk_changes.changes) -> None:
+                 snapshot: Callable[[Path], Any] | None = None,
+                 diff: Callable[[Any], Mapping[str, Any]] | None = None) -> None:
+        # Imported here, not at the top: it brings the workspace walk (pathspec, regex), which
+        # a session process need not load before it is ready (a warm-up loads it just after).
+        from rio.agent import disk_changes
         self.spec = spec
         self.brain = brain
         self.tools = tools
         self.port = port
         self.root = root
         self.permission_timeout_s = permission_timeout_s
-        self._snapshot = snapshot
-        self._diff = diff
+        self._snapshot = snapshot or disk_changes.take
+        self._diff = diff or disk_changes.changes
         self.pending: dict[str, PendingProposal] = {}
         self.questions: dict[str, _Question] = {}
         self.new: list[Message] = []

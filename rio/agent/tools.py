@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from rio.agent.danger import classify
 from rio.agent.proposals import Located, ProposalKind, Refusal, edit_diff, locate, unified_diff
-from rio.files.fs_ops import READ_LIMIT_BYTES, truncation_marker
+from rio.files.files import READ_LIMIT_BYTES, truncation_marker
 from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import ToolSpec
 

@@ -495,6 +495,15 @@ class FaultyFilePort:
 # Load, save, check
 
 
+#: Largest file fs.read (and an agent's read tool) will load at all (the reply is capped
+#: separately by max_chars).
+READ_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+def truncation_marker(shown: int, total: int) -> str:
+    return f"\n[… truncated: showing {shown} of {total} characters …]\n"
+
+
 def load_file(path: str | os.PathLike[str], *, port: FilePort | None = None,
               max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedFile:
     """Read and decode one file, keeping its format and a fingerprint for conflict checks.

@@ -12,17 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rio.files.files import load_file
+from rio.files.files import READ_LIMIT_BYTES, load_file, truncation_marker
 from rio.files.search_jobs import SearchPages
 from rio.files.workspace import Workspace
 from rio.protocol.op_table import OpTable
-
-#: Largest file fs.read will load at all (the reply is capped separately by max_chars).
-READ_LIMIT_BYTES = 64 * 1024 * 1024
-
-
-def truncation_marker(shown: int, total: int) -> str:
-    return f"\n[… truncated: showing {shown} of {total} characters …]\n"
 
 
 class FsOps:
