@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import zmq
 
 from actors import process_control
 from actors.bus.client import Endpoints, connect
@@ -221,12 +220,9 @@ class Supervisor:
         tick = 0.02
         # The loop wakes for a reply or event (a ping answered: "ready" at once), a wake-up
         # (system.spawn, a registration), or after `tick` — never later.
-        poller = zmq.Poller()
-        self.conn.register(poller)
-        poller.register(self.wake.fileno(), zmq.POLLIN)
         try:
             while not self.stop_requested.is_set():
-                poller.poll(int(tick * 1000))
+                self.conn.wait(tick, wake_fd=self.wake.fileno())
                 self.wake.clear()
                 self._check_hub()
                 self.conn.drain()

@@ -263,3 +263,17 @@ def test_events_ends_at_its_timeout(client, hub):
     assert list(client.events("nothing.", timeout=0.2)) == []
     assert 0.2 <= time.monotonic() - t0 < 5
     assert client._handlers == []
+
+
+def test_wait_ends_when_the_callers_wake_fd_is_readable(client):
+    """BusConnection.wait(wake_fd=…): the supervisor's monitor loop waits on its bus sockets
+    and its own wake-up pipe at once (a system.spawn wakes it without a frame)."""
+    r, w = os.pipe()
+    try:
+        threading.Timer(0.2, lambda: os.write(w, b"x")).start()
+        assert client.wait(30, wake_fd=r) is True     # woken (a timeout answers False)
+        assert os.read(r, 10) == b"x"                 # left for the caller to drain
+        assert client.wait(0.05, wake_fd=r) is False  # nothing pending: times out
+    finally:
+        os.close(r)
+        os.close(w)

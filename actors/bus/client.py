@@ -76,6 +76,7 @@ class BusConnection:
         self._poller = zmq.Poller()
         self._poller.register(self._dealer, zmq.POLLIN)
         self._poller.register(self._sub, zmq.POLLIN)
+        self._extra_pollers: dict[int, zmq.Poller] = {}
 
     # --- the thread that owns the connection calls these ------------------------------------
     def fds(self) -> tuple[int, int]:
@@ -115,12 +116,15 @@ class BusConnection:
                 self._drain_sub()
         return self.live
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout: float, *, wake_fd: int | None = None) -> bool:
         """Block until something arrives — a reply, an event, a request routed to this
         client, or a reply due now (a refused request, a request past its deadline) — and
         handle it as :meth:`drain` does; or until ``timeout`` seconds pass. Returns whether
         anything was handled. The waiting is done on the sockets, never by sleeping: it wakes
-        the moment a frame arrives, and at the nearest request deadline."""
+        the moment a frame arrives, and at the nearest request deadline. ``wake_fd``: also
+        return (True) once that descriptor is readable — the caller's own wake-up, which it
+        drains (the supervisor's monitor loop)."""
+        poller = self._poller if wake_fd is None else self._poller_with(wake_fd)
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             if self.drain():
@@ -132,7 +136,19 @@ class BusConnection:
             if self._pending:   # wake for the nearest deadline so its callback fires on time
                 nearest = min(p.deadline for p in self._pending.values()) - now
                 remaining = min(remaining, max(nearest, 0.0) + 0.001)
-            self._poller.poll(int(remaining * 1000) + 1)
+            ready = dict(poller.poll(int(remaining * 1000) + 1))
+            if wake_fd is not None and wake_fd in ready:
+                self.drain()
+                return True
+
+    def _poller_with(self, fd: int) -> zmq.Poller:
+        poller = self._extra_pollers.get(fd)
+        if poller is None:
+            poller = self._extra_pollers[fd] = zmq.Poller()
+            poller.register(self._dealer, zmq.POLLIN)
+            poller.register(self._sub, zmq.POLLIN)
+            poller.register(fd, zmq.POLLIN)
+        return poller
 
     def wait_for(self, condition: Callable[[], Any], timeout: float) -> bool:
         """:meth:`wait` until ``condition()`` is true (checked before each wait) or ``timeout``
