@@ -655,6 +655,14 @@ def test_a_proposal_waiting_before_the_window_started_is_shown_with_approve(desk
     agent(desktop, lambda a: a["state"] == "idle" and not a["pending"])
 
 
+def answer_revert(desktop, path: str, button: str = "Revert") -> None:
+    """Press the row's Revert (or Restore) as a user would: the agent_revert dialog opens,
+    and ``button`` answers it."""
+    assert desktop.call("ui.agent", {"action": "revert", "path": path})["asking"]
+    desktop.wait_state(lambda s: any(d["name"] == "agent_revert" for d in s["dialogs_open"]))
+    desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": button})
+
+
 def test_files_changed_behind_rios_back_can_be_reviewed_and_reverted(desktop, fresh, model):
     """The fake ACP agent rewrites notes.txt itself: the card offers Review (the tab and the
     diff) and Revert (after asking; never over a tab's unsaved text)."""
@@ -678,10 +686,7 @@ def test_files_changed_behind_rios_back_can_be_reviewed_and_reverted(desktop, fr
     desktop.call("ui.type", {"text": "typed "})       # unsaved text in the tab
 
     def revert(button: str = "Revert") -> None:
-        assert desktop.call("ui.agent", {"action": "revert", "path": "notes.txt"})["asking"]
-        desktop.wait_state(lambda s: any(d["name"] == "agent_revert"
-                                         for d in s["dialogs_open"]))
-        desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": button})
+        answer_revert(desktop, "notes.txt", button)
 
     revert("Cancel")
     revert()
@@ -716,10 +721,7 @@ def test_a_file_the_agent_deleted_is_restored_as_it_was_stored(desktop, fresh, m
     assert not gone.exists()
 
     def restore() -> None:
-        assert desktop.call("ui.agent", {"action": "revert", "path": "gone.txt"})["asking"]
-        desktop.wait_state(lambda s: any(d["name"] == "agent_revert"
-                                         for d in s["dialogs_open"]))
-        desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": "Revert"})
+        answer_revert(desktop, "gone.txt")
 
     restore()
     agent(desktop, lambda a: a["changed_files"][0]["state"] == "restored")
@@ -748,10 +750,7 @@ def test_a_crlf_file_the_agent_rewrote_is_reverted_with_its_line_endings(desktop
           and a["changed_files"][0]["path"] == "crlf.txt", 60)
 
     def revert() -> None:
-        assert desktop.call("ui.agent", {"action": "revert", "path": "crlf.txt"})["asking"]
-        desktop.wait_state(lambda s: any(d["name"] == "agent_revert"
-                                         for d in s["dialogs_open"]))
-        desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": "Revert"})
+        answer_revert(desktop, "crlf.txt")
 
     revert()
     a = agent(desktop, lambda a: a["changed_files"][0]["state"] not in (None, "reverting"))

@@ -68,6 +68,15 @@ class Conversation:
         self.conn.close()
 
 
+def end_conversation(server, chat) -> None:
+    """Stop the conversation's agent process (it may be gone already) and close the client."""
+    try:
+        server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
+                    timeout=20)
+    except RioError:
+        pass
+    chat.close()
+
 def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
     server, script = setup
     monkeypatch.setenv("RIO_STATE_DIR", server.env["RIO_STATE_DIR"])   # for token_path
@@ -149,12 +158,7 @@ def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn(setu
         assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
             "alpha\nbeta\n"
     finally:
-        try:
-            server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
-                        timeout=20)
-        except RioError:
-            pass
-        chat.close()
+        end_conversation(server, chat)
 
 
 def test_agent_pending_lists_an_mcp_proposal_and_the_agents_modes_for_a_late_window(setup):
@@ -195,9 +199,4 @@ def test_agent_pending_lists_an_mcp_proposal_and_the_agents_modes_for_a_late_win
         later = chat.conn.call("agent.pending", {"conversation": chat.cid}, timeout=15)
         assert sorted(e["topic"] for e in later["events"]) == ["agent.config", "agent.modes"]
     finally:
-        try:
-            server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
-                        timeout=20)
-        except RioError:
-            pass
-        chat.close()
+        end_conversation(server, chat)

@@ -91,6 +91,16 @@ def review(panel: Any, path: str | None, respond: Respond | None = None) -> None
         respond({"path": path, "diff_shown": path in shown})
 
 
+#: The agent_revert dialog's title, question and detail, for a modified and a deleted file.
+_REVERT_ASK = ("Revert a file", "Put {path} back as it was before the agent's turn?",
+               "The file gets its earlier text, saved from its tab: Edit → Undo in that tab "
+               "takes the revert back. A tab with unsaved changes is left alone.")
+_RESTORE_ASK = ("Restore a file", "Put {path} back? The agent deleted it during its turn.",
+                "The file is written again with the text, encoding and line ends it had when "
+                "the turn started. Nothing is overwritten: if something is at that path now, "
+                "the restore is refused.")
+
+
 def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None:
     """Ask, then put the file back (see the module docstring). ``respond`` answers at once
     with ``{path, asking}``; the row's state says how it went."""
@@ -108,20 +118,9 @@ def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None
             _set(panel, block, path, "reverting")
             (_restore if deleted else _revert)(panel, block, entry)
     from ui.tk.dialogs import Dialog
-    if deleted:
-        Dialog(panel.app, "agent_revert", "Restore a file",
-               f"Put {path} back? The agent deleted it during its turn.",
-               ["Revert", "Cancel"], answered, icon="question",
-               detail="The file is written again with the text, encoding and line ends it "
-                      "had when the turn started. Nothing is overwritten: if something is at "
-                      "that path now, the restore is refused.")
-    else:
-        Dialog(panel.app, "agent_revert", "Revert a file",
-               f"Put {path} back as it was before the agent's turn?",
-               ["Revert", "Cancel"], answered, icon="question",
-               detail="The file gets its earlier text, saved from its tab: Edit → Undo in "
-                      "that tab takes the revert back. A tab with unsaved changes is left "
-                      "alone.")
+    title, question, detail = _RESTORE_ASK if deleted else _REVERT_ASK
+    Dialog(panel.app, "agent_revert", title, question.format(path=path), ["Revert", "Cancel"],
+           answered, icon="question", detail=detail)
     if respond is not None:
         respond({"path": path, "asking": True})
 
@@ -150,12 +149,19 @@ def _set(panel: Any, block: Block, path: str, state: str) -> None:
     panel.refresh_block(block)
 
 
-def _revert(panel: Any, block: Block, entry: dict[str, Any]) -> None:
-    path = str(entry["path"])
-
+def _failing(panel: Any, block: Block, path: str) -> Callable[[str], Callable[[Any], None]]:
+    """``failed(why)``: a callback that sets the row's state to ``why`` (and the error's
+    message, when it is given one)."""
     def failed(why: str) -> Callable[[Any], None]:
         return lambda err=None: _set(panel, block, path, why + (
             f" ({err.message})" if isinstance(err, RioError) else ""))
+    return failed
+
+
+def _revert(panel: Any, block: Block, entry: dict[str, Any]) -> None:
+    path = str(entry["path"])
+
+    failed = _failing(panel, block, path)
 
     def got_disk(read: Any) -> None:
         old = text_before(str(entry["diff"]), str(read.get("text") or ""))
@@ -195,9 +201,7 @@ def _restore(panel: Any, block: Block, entry: dict[str, Any]) -> None:
     old = _deleted_text(entry)
     stored = entry.get("stored_as") or {}
 
-    def failed(why: str) -> Callable[[Any], None]:
-        return lambda err=None: _set(panel, block, path, why + (
-            f" ({err.message})" if isinstance(err, RioError) else ""))
+    failed = _failing(panel, block, path)
 
     def there(_read: Any) -> None:
         failed(f"not restored: there is a file at {path} again; Review shows the old text")()
