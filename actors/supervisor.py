@@ -86,17 +86,27 @@ class Wake:
         return self._r
 
     def set(self) -> None:
+        if self._w < 0:
+            return        # closed: its number may belong to another file by now
         try:
             os.write(self._w, b"\0")
-        except (BlockingIOError, OSError):   # full: a wake-up is pending already
+        except OSError:   # full (a wake-up is pending already), or closed at shutdown
             pass
 
     def clear(self) -> None:
         try:
             while os.read(self._r, 4096):
                 pass
-        except (BlockingIOError, OSError):
+        except OSError:   # empty
             pass
+
+    def close(self) -> None:
+        fds, self._r, self._w = (self._r, self._w), -1, -1
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 class Supervisor:
@@ -332,9 +342,12 @@ class Supervisor:
 
     def on_registered(self, name: str) -> None:
         """From the hub's thread: ``name`` registered on the bus. A starting process is pinged
-        at once instead of at its next STARTING_PING_S, so "ready" follows it closely."""
-        self._registered.add(name)
-        self.wake.set()
+        at once instead of at its next STARTING_PING_S, so "ready" follows it closely. Any
+        other registration (a ready process again, a window, a client) is not kept."""
+        child = self.children.get(name)
+        if child is not None and not child.ready:
+            self._registered.add(name)
+            self.wake.set()
 
     def _just_registered(self, child: Child) -> bool:
         if child.spec.name not in self._registered:
@@ -570,6 +583,7 @@ class Supervisor:
         if self.hub is not None:
             self.hub.stop()
         self.paths.remove()
+        self.wake.close()
 
 
 def describe_exit(code: int | None) -> str:
