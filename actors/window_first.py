@@ -30,7 +30,16 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from actors.spawn_env import COOKIE_ENV, LIFELINE_ENV, LINEAGE_ENV, PARENT_ENV
+from actors.spawn_env import (
+    COOKIE_ENV,
+    LIFELINE_ENV,
+    LINEAGE_ENV,
+    PARENT_ENV,
+    PR_SET_NAME,
+    PR_SET_PDEATHSIG,
+    load_prctl,
+    own_lineage,
+)
 from rio.config.instance import state_base
 
 if TYPE_CHECKING:
@@ -38,6 +47,7 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WINDOW_PROCESS = "ui"   # its name in the shipped supervisor.toml (its log file's name)
+WINDOW_MODULE = "ui.tk.first"   # what the window runs (in a fork of `rio`, or started again)
 DRAWN = b"drawn"        # what the window process prints once its window is on screen
 DRAWN_WAIT_S = 3.0      # the longest `rio` holds the supervisor back for it
 
@@ -54,7 +64,7 @@ def child_env(instance: str) -> dict[str, str]:
 
 def window_argv(instance: str, root: Path, files: list[str]) -> list[str]:
     # -P: the project folder (its cwd) is never on its import path (ADR-0033)
-    argv = [sys.executable, "-P", "-m", "ui.tk.first", "--instance", instance,
+    argv = [sys.executable, "-P", "-m", WINDOW_MODULE, "--instance", instance,
             "--root", str(root)]
     for path in files:
         argv += ["--open", path]
@@ -98,18 +108,15 @@ def wait_drawn(window: process_control.Spawned, timeout: float = DRAWN_WAIT_S) -
         pipe.close()
 
 
-PR_SET_PDEATHSIG = 1
-PR_SET_NAME = 15
-
-
 def fork_window(instance: str, root: Path, files: list[str],
                 window_main: Callable[[list[str]], int]) -> process_control.Spawned:
     """Fork now; the child draws the window and runs the desktop in this interpreter (no second
     interpreter start, no imports but the window's own): ``window_main`` is
     ``ui.tk.first.main``, given by the `rio` command (actors never import the ui), called with
-    that module's arguments. The parent returns the child as a spawned one. Call it from the thread that will run the monitor loop, before any other thread
-    exists (else :func:`start_window` is used: a fork copies no thread but the caller's, and
-    a lock another thread held would stay held in the child)."""
+    that module's arguments. The parent returns the child as a spawned one. Call it from the
+    thread that will run the monitor loop, before any other thread exists (else
+    :func:`start_window` is used: a fork copies no thread but the caller's, and a lock another
+    thread held would stay held in the child)."""
     if threading.active_count() > 1:
         return start_window(instance, root, files)
     argv = window_argv(instance, root, files)      # what a restart runs; shown in the status
@@ -132,7 +139,7 @@ def fork_window(instance: str, root: Path, files: list[str],
             for fd in (stdin_r, stdin_w, out_r, out_w, log_fd):
                 os.close(fd)
             _become_window(parent, instance, cookie, root)
-            code = window_main(argv[4:])
+            code = window_main(argv[argv.index(WINDOW_MODULE) + 1:])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 -- a child of a fork never returns to the caller
@@ -160,16 +167,14 @@ def _become_window(parent: int, instance: str, cookie: str, root: Path) -> None:
     would have given it — death with the parent, the spawn cookie for what it starts, the
     instance's environment, the project as its folder, Python's own signal dispositions."""
     import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0),
-               ctypes.c_ulong(0), ctypes.c_ulong(0))
+    prctl = load_prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        name = ctypes.create_string_buffer(b"rio-window")
+        prctl(PR_SET_NAME, ctypes.addressof(name), 0, 0, 0)   # its name in top and ps -o comm
     if os.getppid() != parent:     # the parent died before prctl: no signal would ever come
         os._exit(1)
-    libc.prctl(PR_SET_NAME, ctypes.c_char_p(b"rio-window"), ctypes.c_ulong(0),
-               ctypes.c_ulong(0), ctypes.c_ulong(0))          # its name in top and ps -o comm
-    lineage = [c for c in os.environ.get(LINEAGE_ENV, "").split(":") if c]
-    if os.environ.get(COOKIE_ENV):
-        lineage.append(os.environ[COOKIE_ENV])
+    lineage = own_lineage()
     os.environ.update(child_env(instance))
     os.environ[COOKIE_ENV] = cookie
     os.environ[LINEAGE_ENV] = ":".join(lineage)
