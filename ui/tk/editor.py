@@ -418,7 +418,8 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
                 self.replica.buffer.insert(len(self.replica.buffer), parts.pop(0))
             text = ""
             big = True
-            self.after(1000, give_back)     # the loading's pieces are freed by then
+            # on the root: a tab closed within the second takes its own after() callbacks away
+            self.winfo_toplevel().after(1000, give_back)   # the loading's pieces are freed then
         else:
             text = "".join(parts)
             self.replica = Replica(text, version, origin)
