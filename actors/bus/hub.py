@@ -254,7 +254,8 @@ class Hub:
         on (a frame that killed this thread once left the instance unstoppable)."""
         try:
             self._on_frames(frames)
-            if self._flow.add(sum(len(f) for f in frames), time.monotonic()):
+            size = sum(len(f) for f in frames)
+            if size >= LargeFlow.SIZEABLE and self._flow.add(size, time.monotonic()):
                 trim_soon()     # a large file passed through: its buffers, given back
         except Exception as exc:  # noqa: BLE001 -- every thread that reads the network
             self.stats["errors"] += 1
