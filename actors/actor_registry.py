@@ -55,7 +55,7 @@ ACTOR_MODULES: dict[str, str] = {
     "conversations": "actors.agents.conversations",  # agent.* in the core
     "gate": "actors.agents.gate",                    # gate.* in the core
     "agents": "actors.agents.discovery",                # agents.*: installed ACP agents
-    "mcp": "actors.agents.mcp",                      # mcp.*: Rio's MCP tools for ACP agents
+    "mcp": "actors.agents.mcp_endpoint",             # mcp.*: Rio's MCP endpoint (its own process)
     "agent_session": "actors.agents.session",        # one process per conversation
     "fake_agent": "actors.faults.injection",                  # the fault harness's stand-in agent
 }

@@ -171,7 +171,7 @@ class Supervisor:
         # (found by `rio faults`: a status during start-up killed the hub thread).
         with self.lock:
             for spec in self.config.to_start(desktop=self.desktop):
-                if spec.per != "instance":   # started on demand (one per agent conversation)
+                if spec.per != "instance":   # started on demand (system.spawn)
                     continue
                 child = Child(spec, self._argv_for(spec))
                 child.budget = spec.budget()
@@ -469,7 +469,8 @@ class Supervisor:
         spec = next((p for p in self.config.processes if p.name == kind), None)
         if spec is None or spec.per == "instance":
             raise ConfigError("invalid", f"No on-demand process kind {kind!r} in supervisor.toml.")
-        name = f"{kind}:{key}"
+        # per = "demand": one process of that name (Rio's MCP endpoint), whatever the key
+        name = kind if spec.per == "demand" else f"{kind}:{key}"
         with self.lock:
             child = self.children.get(name)
             if child is not None and child.state in ("running", "starting", "restarting",

@@ -7,6 +7,7 @@ a skipped GUI suite looks green while testing nothing, and CI installs Xvfb.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -22,6 +23,11 @@ _XVFB_START_TIMEOUT_S = 10.0
 # for every test and every process a test starts, unless a test points discovery at a
 # loopback server of its own.
 os.environ["RIO_AGENT_REGISTRY_URL"] = "off"
+# Every event published in a test — by this process's bus code and by every process a test
+# starts — is checked against the catalogue (rio/protocol/events.py); set before any of Rio's
+# modules is imported, since they read it once (RIO_CHECK_EVENTS=0 pytest … turns it off).
+# See _events_checked below.
+os.environ.setdefault("RIO_CHECK_EVENTS", "1")
 
 
 def _display_usable(name: str) -> bool:
@@ -113,3 +119,60 @@ def tk_root(display: str) -> Iterator[object]:
         yield root
     finally:
         root.destroy()
+
+
+#: Test modules that publish made-up topics or shapes on purpose: they test the bus itself
+#: (routing, numbering, frames, the remote bridge), not Rio's events, so their in-process
+#: event checks are off. Processes they start (rio_env) still check theirs.
+_UNCHECKED_EVENTS = frozenset({
+    "test_bus", "test_remote", "test_frame_fuzz", "test_bus_reply_with_events",
+    "test_bus_async",
+})
+
+
+class _BadEvents(logging.Handler):
+    """Collects the ERROR lines of failed event checks (rio.protocol.events.MARKER)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from rio.protocol.events import MARKER
+        message = record.getMessage()
+        if message.startswith(MARKER):
+            self.lines.append(message)
+
+
+@pytest.fixture(autouse=True)
+def _events_checked(request: pytest.FixtureRequest,
+                    monkeypatch: pytest.MonkeyPatch) -> Iterator[_BadEvents | None]:
+    """A malformed event published in this process fails the test, even when a catch-all
+    (an actor, a bus thread) swallowed the raise: the failed check's ERROR line is caught
+    here. Real instances are checked by tests/support.py ``RioServer.stop``."""
+    owner = getattr(request.node, "module", None)
+    module = owner.__name__.rsplit(".", 1)[-1] if owner is not None else ""
+    if module in _UNCHECKED_EVENTS:
+        from actors.bus import async_client, client, hub, service
+        for checked in (async_client, client, hub, service):
+            monkeypatch.setattr(checked, "CHECK_EVENTS", False)
+        yield None
+        return
+    handler = _BadEvents()
+    events_log = logging.getLogger("rio.events")
+    events_log.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        events_log.removeHandler(handler)
+    if handler.lines:
+        pytest.fail("malformed events were published (rio/protocol/events.py):\n"
+                    + "\n".join(handler.lines), pytrace=False)
+
+
+@pytest.fixture
+def bad_events(_events_checked: _BadEvents | None) -> _BadEvents:
+    """For a test that publishes a malformed event on purpose: the failed checks logged so
+    far (``.lines``); clear them once asserted, or the test fails at teardown."""
+    assert _events_checked is not None, "this module's event checks are off"
+    return _events_checked

@@ -1,8 +1,10 @@
 """Start and end real ``rio serve`` instances for tests and benchmarks.
 
 Every instance gets its own runtime, state and config folders under the test's tmp path, so tests
-never see the user's Rio nor each other. :meth:`RioServer.stop` ends the whole tree and checks
-that nothing with the instance's processes survived.
+never see the user's Rio nor each other. Its processes check every event they publish against
+the catalogue (``RIO_CHECK_EVENTS=1``, rio/protocol/events.py). :meth:`RioServer.stop` ends the
+whole tree and checks that nothing with the instance's processes survived and that no process
+logged a malformed event.
 """
 
 from __future__ import annotations
@@ -37,7 +39,11 @@ def remove_runtime_dirs() -> None:
 
 
 def rio_env(base: Path) -> dict[str, str]:
+    """The environment of a Rio process a test starts: its own folders, no API keys, and
+    every published event checked (``RIO_CHECK_EVENTS``: 1 unless the caller's environment
+    says otherwise — ``RIO_CHECK_EVENTS=0 python -m tests.bench`` measures without it)."""
     env = dict(os.environ)
+    env.setdefault("RIO_CHECK_EVENTS", "1")
     runtime = Path("/tmp") / f"rio-t-{uuid.uuid4().hex[:8]}"   # short: ipc paths ≤ 107 bytes
     RUNTIME_DIRS.append(runtime)
     env.update({"RIO_RUNTIME_DIR": str(runtime), "RIO_STATE_DIR": str(base / "state"),
@@ -163,6 +169,7 @@ class RioServer:
                 self.proc.kill()
                 self.proc.wait(5)
         code = self.proc.returncode
+        said = _drain(self.proc.stderr)   # the supervisor's own log (the hub's checks)
         self.proc.stdout.close()
         self.proc.stderr.close()
         survivors = wait_gone(tree + [p for p in map(_proc, self.known_pids) if p], 10)
@@ -178,7 +185,47 @@ class RioServer:
             pass
         if survivors:
             raise AssertionError(f"processes survived rio serve: {survivors}")
+        bad = self.bad_events(said)
+        if bad:
+            raise AssertionError("malformed events were published (rio/protocol/events.py):\n"
+                                 + "\n".join(bad))
         return code
+
+    def bad_events(self, supervisor_log: str = "") -> list[str]:
+        """Every line a process of this instance logged about an event that failed its
+        check (:data:`rio.protocol.events.MARKER`): the per-process logs in the state folder
+        (``logs/<instance>.<process>.log``, spares' included) and the supervisor's own."""
+        from rio.protocol.events import MARKER
+        found = [f"rio serve: {line.strip()}" for line in supervisor_log.splitlines()
+                 if MARKER in line]
+        logs = Path(self.env["RIO_STATE_DIR"]) / "logs"
+        for path in sorted(logs.glob(f"{self.name}.*.log")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            found += [f"{path.name}: {line.strip()}" for line in text.splitlines()
+                      if MARKER in line]
+        return found
+
+
+def _drain(pipe: Any) -> str:
+    """What is left in a child's pipe, without waiting for a writer that is still alive."""
+    if pipe is None or pipe.closed:
+        return ""
+    os.set_blocking(pipe.fileno(), False)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            chunk = os.read(pipe.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    except OSError:
+        pass
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def _proc(pid: int) -> psutil.Process | None:

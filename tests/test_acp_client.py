@@ -646,13 +646,13 @@ def test_a_question_about_rios_own_tool_is_allowed_once_with_a_note(tmp_path):
     (by kind: the ids are the agent's) without asking the user — the gate decides on the call
     itself — and says so; another server's tool, or no "allow once" option, is still asked."""
     script = {"default_turn": [
-        {"permission": {"id": "c1", "title": "mcp__rio__propose_edit",
+        {"permission": {"id": "c1", "title": "mcp__rio__propose_edit", "kind": "other",
                         "input": {"path": "a.py"},
                         "options": [["yes-please", "allow_once"], ["always", "allow_always"],
                                     ["nope", "reject_once"]]}},
         {"permission": {"id": "c2", "title": "mcp__other__propose_edit",
                         "options": [["y2", "allow_once"], ["n2", "reject_once"]]}},
-        {"permission": {"id": "c3", "title": "mcp__rio__propose_edit",
+        {"permission": {"id": "c3", "title": "mcp__rio__propose_edit", "kind": "other",
                         "options": [["a3", "allow_always"], ["n3", "reject_once"]]}}]}
     owner = Owner(permission="reject_once")
 
@@ -666,7 +666,7 @@ def test_a_question_about_rios_own_tool_is_allowed_once_with_a_note(tmp_path):
     assert [q.call for q in owner.questions] == ["c2", "c3"]   # c1 never reached the user
     notes = owner.of("agent.note")
     assert len(notes) == 1 and notes[0]["note"] == "auto_allowed" and notes[0]["call"] == "c1"
-    assert "auto-allowed" in notes[0]["text"] and "mcp__rio__propose_edit" in notes[0]["text"]
+    assert "auto-allowed" in notes[0]["text"] and notes[0]["tool"] == "propose_edit"
     assert "auto-allowed allow_once yes-please" in log
 
 
@@ -689,3 +689,65 @@ def test_a_crash_is_seen_even_when_a_helper_keeps_the_agents_stdout_open(tmp_pat
     assert took < 15
     helper = int(out.text.split("helper ")[1].split()[0])
     assert gone(helper)                      # the stop sequence swept it
+
+
+#: An agent that fails every prompt the way codex-acp 0.16 answers a model's HTTP 400 (-32603
+#: "Internal error", the server's words in data.message, more in data.details) after writing a
+#: multi-line error to stderr in one write, as claude-agent-acp does.
+FAILING_AGENT = r'''
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg or "method" not in msg:
+        continue
+    method, result = msg["method"], None
+    if method == "initialize":
+        result = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
+    elif method == "session/new":
+        result = {"sessionId": "s1"}
+    elif method == "session/prompt":
+        sys.stderr.write('turn error: {\n  "status": 400,\n  "type": "invalid_request_error"\n}\n')
+        sys.stderr.flush()
+        error = {"code": -32603, "message": "Internal error", "data": {
+            "message": "Invalid value for 'reasoning.effort': 'max' is not supported.",
+            "details": {"param": "reasoning.effort", "status": 400}}}
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": error}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+'''
+
+
+def test_a_model_400_ends_the_turn_with_the_agents_words_and_every_stderr_line(tmp_path):
+    owner = Owner()
+    root = tmp_path / "project"
+    root.mkdir()
+    s = AcpSettings((sys.executable, "-c", FAILING_AGENT), root, agent_environment(os.environ),
+                    name="codex")
+    log = ProtocolLog(tmp_path / "conversations" / "3f9a0c12b7de.acp.log")
+
+    async def main():
+        client = AcpClient(s, owner, ProcessControlPort(), log)
+        try:
+            await client.start()
+            await client.new_session()
+            out = await client.prompt("hello")
+            await asyncio.wait_for(until(lambda: any(line.endswith(" stderr }")
+                                                     for line in log.lines())), 10)
+            return out
+        finally:
+            await client.close()
+
+    out = run(main())
+    err = out.error
+    assert out.status == "error" and err.kind == "agent.request_rejected"
+    assert "Invalid value for 'reasoning.effort'" in err.message and "HTTP 400" in err.message
+    assert "fails the same way" in err.next
+    assert err.details["said"].startswith("Invalid value") and err.details["code"] == -32603
+    assert '"param": "reasoning.effort"' in err.details["details"]
+    published = owner.of("agent.error")
+    assert len(published) == 1 and published[0]["kind"] == "agent.request_rejected"
+    assert published[0]["details"]["said"] == err.details["said"]
+    assert published[0]["details"]["details"] == err.details["details"]
+    stderr = [line.split(" stderr ", 1)[1] for line in log.lines() if " stderr " in line]
+    assert stderr[:4] == ["turn error: {", '  "status": 400,',
+                          '  "type": "invalid_request_error"', "}"]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from rio.acp.auth import sign_in_methods
 from rio.acp.client import confine, pick_option
 from rio.acp.port import agent_environment
-from rio.acp.protocol_log import ProtocolLog, StderrTail, redact
+from rio.acp.protocol_log import ProtocolLog, StderrLines, StderrTail, redact
 from rio.acp.updates import UpdateTranslator
 
 
@@ -131,6 +131,53 @@ def test_stderr_tail_keeps_the_last_characters():
     for i in range(1000):
         tail.add(f"line {i}")
     assert tail.text().endswith("line 999") and len(tail.text()) <= 100
+
+
+def _stderr_lines(log: ProtocolLog) -> list[str]:
+    return [line.split(" stderr ", 1)[1] for line in log.lines() if " stderr " in line]
+
+
+def test_every_line_of_a_multi_line_stderr_chunk_is_logged():
+    """claude-agent-acp writes its error as several lines in one write: the log used to keep
+    only the last (``stderr }``)."""
+    log, tail = ProtocolLog(clock=lambda: 0), StderrTail()
+    lines = StderrLines(log, tail)
+    lines.feed(b'Error: API Error: 400 {\n  "type": "error",\n  "error": {"message": '
+               b'"max_tokens: too big"}\n}\n')
+    lines.feed(b"a line split ")
+    lines.feed(b"across chunks\r\nno newline at the end")
+    lines.close()
+    assert _stderr_lines(log) == ['Error: API Error: 400 {', '  "type": "error",',
+                                  '  "error": {"message": "max_tokens: too big"}', '}',
+                                  "a line split across chunks", "no newline at the end"]
+    assert tail.text().endswith("}\na line split across chunks\nno newline at the end")
+
+
+def test_a_huge_stderr_chunk_is_logged_within_its_byte_budget():
+    log, tail = ProtocolLog(clock=lambda: 0), StderrTail()
+    lines = StderrLines(log, tail, line_bytes=100, budget=5000)
+    flood = (b"x" * 1023 + b"\n") * 5000 + b"y" * 300_000 + b"\nlast words\n"
+    for at in range(0, len(flood), 64 << 10):
+        lines.feed(flood[at:at + (64 << 10)])
+    lines.close()
+    logged = _stderr_lines(log)
+    assert logged[0] == "x" * 100 + " [… 923 more bytes]"          # each line cut at its cap
+    kept = len(logged) - 1
+    assert kept * (100 + 16) <= 5000 < (kept + 1) * (100 + 16)     # the budget, then no more
+    assert logged[-1] == (f"… {len(flood) - kept * 1024} bytes of stderr not logged (over "
+                          "the 5000-byte budget of one agent process)")
+    assert tail.total_bytes == len(flood)
+    assert tail.text().endswith("[… 299900 more bytes]\nlast words")  # the tail still follows
+    assert len(tail.text()) <= tail.max_chars
+
+
+def test_one_endless_stderr_line_is_held_to_its_cap():
+    log, tail = ProtocolLog(clock=lambda: 0), StderrTail()
+    lines = StderrLines(log, tail, line_bytes=50)
+    for _ in range(100):
+        lines.feed(b"z" * 10_000)
+    lines.close()
+    assert _stderr_lines(log) == ["z" * 50 + " [… 999950 more bytes]"]
 
 
 def _update(kind, **fields):

@@ -107,9 +107,10 @@ def test_claude_permission_answered_through_rio(claude_rio):
 
 
 def test_claude_uses_rios_mcp_tool_through_the_gate(claude_rio):
-    """claude-agent-acp starts `rio mcp` (Rio's own MCP server on the standard library, not
-    the SDK) from session/new's mcpServers, calls propose_edit; its own permission question
-    about Rio's tool is auto-allowed; the gate asks; approved, the edit lands in the buffer."""
+    """claude-agent-acp reaches Rio's MCP endpoint (HTTP, the conversation's bearer token) from
+    session/new's mcpServers, calls propose_edit; its own permission question about Rio's
+    tool is auto-allowed; the gate asks; approved, the edit lands in the buffer and is the
+    turn's (listed with its end)."""
     server, model = claude_rio
     (server.root / "notes.txt").write_text("alpha\nbeta\n")
     model.push(anthropic_tool_use("toolu_1", "mcp__rio__propose_edit", {
@@ -119,7 +120,7 @@ def test_claude_uses_rios_mcp_tool_through_the_gate(claude_rio):
     proposals: list[dict] = []
 
     def approve(conn: Any, topic: str, data: dict) -> None:
-        if topic == "agent.propose" and str(data.get("proposal", "")).startswith("mcp-"):
+        if topic == "agent.propose":
             proposals.append(data)
             conn.call("agent.approve", {"turn": data["turn"], "proposal": data["proposal"],
                                         "decision": "approve"}, timeout=30)
@@ -129,7 +130,8 @@ def test_claude_uses_rios_mcp_tool_through_the_gate(claude_rio):
     assert ended["state"] == "done", ended
     # claude-agent-acp 0.23 asks before an MCP tool: Rio answered it, the user was not asked
     assert not [d for t, d in events if t == "agent.permission"]
-    assert [d["title"] for t, d in events if t == "agent.note"
-            and d.get("note") == "auto_allowed"] == ["mcp__rio__propose_edit"]
+    assert [d["tool"] for t, d in events if t == "agent.note"
+            and d.get("note") == "auto_allowed"] == ["propose_edit"]
     info = server.call("buffer.open", {"path": "notes.txt"})
     assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == "alpha\ngamma\n"
+    assert ended["buffers"] == [info["buffer"]]

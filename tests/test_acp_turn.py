@@ -155,38 +155,6 @@ def test_nothing_waiting_is_not_interrupted():
     assert turn.interrupt() is False and not turn.interrupted
 
 
-def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn():
-    """The mcp actor holds the proposal: interrupt_mcp asks it (mcp.interrupt) and, when one
-    was closed there, cancels the prompt; the turn ends stopped/interrupted. When none waits
-    there either, nothing happens (the new message is agent.busy)."""
-    port, tools = Port(), FakeTools()
-    asked: list[tuple[str, dict]] = []
-
-    async def main() -> Any:
-        async def script(turn: AcpTurn) -> str:
-            while not turn.brain.client.cancelled:
-                await asyncio.sleep(0.001)
-            return "cancelled"
-        turn = _turn(script, port, tools)
-        task = asyncio.ensure_future(turn.run())
-
-        async def none_waits(op: str, args: dict) -> dict:
-            asked.append((op, dict(args)))
-            return {"interrupted": False, "proposals": []}
-
-        async def one_waits(op: str, args: dict) -> dict:
-            asked.append((op, dict(args)))
-            return {"interrupted": True, "proposals": ["mcp-1"]}
-        await asyncio.sleep(0)
-        assert turn.interrupt() is False               # nothing of the session's own waits
-        assert await turn.interrupt_mcp(none_waits) is False and not turn.interrupted
-        assert await turn.interrupt_mcp(one_waits) is True and turn.interrupted
-        return await asyncio.wait_for(task, 5)
-    result = asyncio.run(main())
-    assert result.status == "stopped" and result.error.kind == "agent.interrupted"
-    assert asked == [("mcp.interrupt", {"conversation": "c1", "turn": "c1.1"})] * 2
-
-
 def test_session_pending_gives_what_the_running_agent_offers_even_between_turns():
     """session.pending: with no turn running, a running agent still gives its modes, config
     options and commands as it last published them (a late window's pickers); an agent that

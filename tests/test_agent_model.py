@@ -152,6 +152,26 @@ def test_errors_show_once_with_their_next_action():
     assert conv.state == "thinking" and conv.error is None
 
 
+def test_an_acp_agents_error_keeps_its_words_and_details_for_the_view():
+    from ui.tk.agent_model import error_lines
+    conv = Conversation(C)
+    said = "Invalid value for 'reasoning.effort'.\n" + "y" * 300
+    err = {"kind": "agent.request_rejected", "message": "The agent 'codex' failed: … It said: "
+           "Invalid value…", "next": "Change its model settings.",
+           "details": {"agent": "codex", "code": -32603, "said": said,
+                       "details": '{"param": "reasoning.effort"}'}}
+    run(conv, ev("agent.turn", state="started", text="x"), ev("agent.error", **err),
+        ev("agent.turn", state="error", error=err))
+    block = [b for b in conv.blocks if b.kind == "error"]
+    assert len(block) == 1 and block[0].data["details"]["said"] == said
+    assert error_lines(block[0].data) == [("The agent said", said),
+                                          ("Details", '{"param": "reasoning.effort"}')]
+    # Words the message already holds whole are not repeated; other errors show nothing more.
+    assert error_lines({"message": "It said: short.", "details": {"said": "short."}}) == []
+    assert error_lines({"message": "x", "details": {"exit_code": 3}}) == []
+    assert error_lines({"message": "x"}) == []
+
+
 def test_stop_and_interrupt_close_waiting_proposals():
     conv = Conversation(C)
     run(conv, ev("agent.turn", state="started", text="x"),

@@ -1,14 +1,12 @@
 """The agent session process for real: `rio serve`, the loopback fake Anthropic server, and
-``session.*`` driven directly (the core's agent.* ops have their own tests); plus a few turns
-end to end through agent.send."""
+``session.send`` driven directly (the core only records the turn); plus a few turns end to end
+through agent.send."""
 
 from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-import uuid
 from typing import Any
 
 import pytest
@@ -60,16 +58,39 @@ def fresh_script(model):
     yield
 
 
-class Session:
-    """One conversation's session process, driven with session.* from the test."""
+class TurnBox(dict):
+    """A turn sent with session.send: ``join`` pumps the connection until its ``agent.turn``
+    end arrives, then ``["result"]`` holds {status, error, messages, buffers} as the store
+    recorded them (the turn's messages from agent.history)."""
 
-    def __init__(self, server: RioServer):
+    def __init__(self, session: "Session", turn: str, text: str):
+        super().__init__()
+        self.session, self.turn, self.text = session, turn, text
+
+    def join(self, timeout: float = 60.0) -> None:
+        ended = self.session.wait("agent.turn", timeout=timeout, turn=self.turn,
+                                  state=lambda s: s != "started")
+        self["done"] = time.monotonic()
+        error = dict(ended["error"]) if ended.get("error") else None
+        if error is not None:
+            said = [d for d in self.session.of("agent.error") if d.get("turn") == self.turn]
+            error["partial"] = bool(said and said[-1].get("partial"))
+        self["result"] = {"status": ended["state"], "error": error,
+                          "buffers": list(ended.get("buffers") or ()),
+                          "messages": self.session.turn_messages(self.text)}
+
+
+class Session:
+    """One conversation's session process, driven with session.* from the test (the core
+    only records: conversation.begin_turn / end_turn)."""
+
+    def __init__(self, server: RioServer, **new: Any):
         self.server = server
-        self.conversation = f"c{uuid.uuid4().hex[:8]}"
         self.conn = server.connect("agent-test", subscribe=("agent.",))
         self.events: list[tuple[str, dict]] = []
         self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
-        self.n = 0
+        self.conversation = self.conn.call("agent.new", {"title": "session", **new})[
+            "conversation"]
         server.call("system.spawn", {"kind": "agent", "key": self.conversation})
         assert wait_for(self._up, 20), "the session process did not register"
 
@@ -84,32 +105,25 @@ class Session:
         return self.conn.call(op, {"conversation": self.conversation, **(args or {})},
                               timeout=timeout)
 
-    def start_turn(self, text: str, history: list[dict] | None = None) -> tuple[str, dict]:
-        """Send session.turn on a thread of its own; returns (turn id, box with 'result')."""
-        self.n += 1
-        turn = f"{self.conversation}.{self.n}"
-        messages = list(history or []) + [{"role": "user", "content": [{"type": "text",
-                                                                          "text": text}]}]
-        box: dict[str, Any] = {}
+    def start_turn(self, text: str) -> tuple[str, TurnBox]:
+        """session.send straight to the session process; returns (turn id, its box)."""
+        turn = self.call("session.send", {"text": text}, timeout=30)["turn"]
+        return turn, TurnBox(self, turn, text)
 
-        def go() -> None:
-            try:
-                box["result"] = self.server.call("session.turn", {
-                    "conversation": self.conversation, "turn": turn, "text": text,
-                    "messages": messages}, timeout=90)
-            except RioError as err:
-                box["error"] = err
-            box["done"] = time.monotonic()
-        box["thread"] = threading.Thread(target=go, daemon=True)
-        box["thread"].start()
-        return turn, box
-
-    def turn(self, text: str, history: list[dict] | None = None) -> dict:
-        _, box = self.start_turn(text, history)
-        box["thread"].join(90)
-        if "error" in box:
-            raise box["error"]
+    def turn(self, text: str) -> dict:
+        _, box = self.start_turn(text)
+        box.join(90)
         return box["result"]
+
+    def turn_messages(self, text: str) -> list[dict]:
+        """The messages recorded after the user's ``text`` (the turn's own)."""
+        history = self.call("agent.history")["messages"]
+        for index in range(len(history) - 1, -1, -1):
+            m = history[index]
+            if m["role"] == "user" and any(b.get("text") == text for b in m["content"]
+                                           if isinstance(b, dict)):
+                return history[index + 1:]
+        return []
 
     def pump(self) -> None:
         self.conn.wait(0.02)
@@ -118,7 +132,8 @@ class Session:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for t, data in self.events:
-                if t == topic and all(data.get(k) == v for k, v in match.items()):
+                if t == topic and all(v(data.get(k)) if callable(v) else data.get(k) == v
+                                      for k, v in match.items()):
                     return data
             self.pump()
         raise AssertionError(f"no {topic} {match}; saw {self.events}")
@@ -185,16 +200,16 @@ def test_propose_then_approve_edits_a_buffer_and_reports_it(session: Session,
     turn, box = session.start_turn("make y 3")
     proposal = session.wait("agent.propose", turn=turn)
     assert proposal["kind"] == "edit" and "+y = 3" in proposal["diff"]
-    reply = session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+    reply = session.conn.call("agent.approve", {"turn": turn, "proposal": proposal["proposal"],
                                              "decision": "approve"})
     assert reply == {"applied": True}
-    box["thread"].join(30)
+    box.join(30)
     result = box["result"]
     assert result["status"] == "done"
     text, info = _buffer_text(session.server, "src/m.py")
     assert text == "x = 1\ny = 3\n" and info["dirty"]
     assert (session.server.root / "src" / "m.py").read_text() == "x = 1\ny = 2\n"
-    assert result["buffers"] == [{"buffer": info["buffer"], "since_version": 0}]
+    assert result["buffers"] == [info["buffer"]]
     session.server.call("buffer.close", {"buffer": info["buffer"], "discard": True})
 
 
@@ -205,10 +220,10 @@ def test_propose_then_reject(session: Session, model: FakeModelServer) -> None:
     turn, box = session.start_turn("create new.txt")
     proposal = session.wait("agent.propose", turn=turn)
     assert proposal["kind"] == "create"
-    reply = session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+    reply = session.conn.call("agent.approve", {"turn": turn, "proposal": proposal["proposal"],
                                              "decision": "reject"})
     assert reply["applied"] is False
-    box["thread"].join(30)
+    box.join(30)
     assert box["result"]["status"] == "done"
     assert not (session.server.root / "new.txt").exists()
     answer = model.requests[-1].json["messages"][-1]["content"][0]
@@ -221,8 +236,8 @@ def test_stop_mid_stream_ends_the_turn_quickly(session: Session,
     turn, box = session.start_turn("talk slowly")
     session.wait("agent.delta", turn=turn)
     asked = time.monotonic()
-    assert session.call("session.stop", {"turn": turn}) == {"stopped": True}
-    box["thread"].join(10)
+    assert session.call("agent.stop") == {"stopped": True, "turn": turn}
+    box.join(10)
     result = box["result"]
     assert result["status"] == "stopped" and result["error"]["kind"] == "agent.stopped"
     assert result["messages"][0]["content"][0]["text"].startswith("partial")
@@ -290,11 +305,10 @@ def test_a_second_message_while_a_turn_streams_is_busy(session: Session,
     turn, box = session.start_turn("first")
     session.wait("agent.delta", turn=turn)
     with pytest.raises(RioError) as err:
-        session.call("session.turn", {"turn": "other", "text": "second",
-                                      "messages": [{"role": "user", "content": "second"}]})
+        session.call("session.send", {"text": "second"})
     assert err.value.kind == "agent.busy"
-    session.call("session.stop", {})
-    box["thread"].join(10)
+    session.call("agent.stop")
+    box.join(10)
 
 
 def test_kill_9_mid_stream_then_the_next_turn_works(session: Session,
@@ -304,8 +318,10 @@ def test_kill_9_mid_stream_then_the_next_turn_works(session: Session,
     session.wait("agent.delta", turn=turn)
     pid = session.server.pids()[f"agent:{session.conversation}"]
     os.kill(pid, signal.SIGKILL)
-    box["thread"].join(30)
-    assert box["error"].kind in ("bus.actor_dead", "bus.timeout")
+    box.join(30)
+    assert box["result"]["status"] == "error"
+    assert box["result"]["error"]["kind"] == "agent.session_died"
+    assert box["result"]["messages"][0]["content"][0]["text"].startswith("before the crash")
     model.push(anthropic_text("back again"))
     assert wait_for(lambda: session.server.pids().get(f"agent:{session.conversation}")
                     not in (None, pid), 20)
@@ -447,10 +463,10 @@ def test_run_command_approved_runs_in_the_project_and_returns_output(
     turn, box = session.start_turn("run it")
     proposal = session.wait("agent.propose", turn=turn)
     assert proposal["kind"] == "command" and proposal["cwd"] == "."
-    reply = session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+    reply = session.conn.call("agent.approve", {"turn": turn, "proposal": proposal["proposal"],
                                              "decision": "approve"}, timeout=60)
     assert reply["applied"] is False and "exit code 3" in reply["reason"]
-    box["thread"].join(60)
+    box.join(60)
     answer = model.requests[-1].json["messages"][-1]["content"][0]
     assert f"hi-from-{session.server.root}" in answer["content"]
     assert answer["content"].startswith("exit code 3")
@@ -465,9 +481,9 @@ def test_dangerous_command_asks_even_in_allow_all(session: Session,
         turn, box = session.start_turn("clean")
         proposal = session.wait("agent.propose", turn=turn)
         assert proposal["danger"]["rule"] == "rm_rf"
-        session.call("session.approve", {"turn": turn, "proposal": proposal["proposal"],
+        session.conn.call("agent.approve", {"turn": turn, "proposal": proposal["proposal"],
                                          "decision": "reject"})
-        box["thread"].join(30)
+        box.join(30)
         assert box["result"]["status"] == "done"
     finally:
         session.server.call("gate.mode", {"mode": "review"})
@@ -503,31 +519,36 @@ def test_gate_refuses_requests_outside_a_turn(server: RioServer) -> None:
 
 
 def test_stop_right_after_send_stops_the_turn(session: Session, model: FakeModelServer) -> None:
+    # Sent back to back on one connection, the Stop reaches the session right behind the
+    # message: the turn it has just taken (still being set up) is the one stopped.
     model.push(anthropic_text("slow").slow(hold_open=True))
     conn = session.conn
     replies: dict[str, Any] = {}
-    turn = f"{session.conversation}.early"
-    conn.request("session.turn", {"conversation": session.conversation, "turn": turn,
-                                  "text": "hi", "messages": [{"role": "user", "content": "hi"}]},
-                 lambda r: replies.update(turn=r), timeout=30)
-    conn.request("session.stop", {"conversation": session.conversation},
+    conn.request("session.send", {"conversation": session.conversation, "text": "hi"},
+                 lambda r: replies.update(send=r), timeout=30)
+    conn.request("agent.stop", {"conversation": session.conversation},
                  lambda r: replies.update(stop=r), timeout=30)
     deadline = time.monotonic() + 20
     while len(replies) < 2 and time.monotonic() < deadline:
         session.pump()
-    assert thaw(replies["stop"].result) == {"stopped": True}, replies
-    assert thaw(replies["turn"].result)["status"] == "stopped"
+    assert thaw(replies["stop"].result)["stopped"] is True, replies
+    turn = thaw(replies["send"].result)["turn"]
+    box = TurnBox(session, turn, "hi")
+    box.join(20)
+    assert box["result"]["status"] == "stopped"
 
 
 def test_openai_compatible_provider_with_the_conversations_endpoint(
-        session: Session, model: FakeModelServer) -> None:
+        server: RioServer, model: FakeModelServer) -> None:
     model.push(openai_tool_call("call_1", "buffer_list", {}), openai_text("No buffers ", "open."))
-    session.n += 1
-    result = session.server.call("session.turn", {
-        "conversation": session.conversation, "turn": f"{session.conversation}.oa",
-        "text": "which buffers?", "messages": [{"role": "user", "content": "which buffers?"}],
-        "provider": "openai", "endpoint": model.url + "/v1", "model": "local-model"},
-        timeout=60)
+    session = Session(server, provider="openai", endpoint=model.url + "/v1",
+                      model="local-model")
+    try:
+        result = session.turn("which buffers?")
+    finally:
+        session.close()
+        server.call("system.restart", {"process": f"agent:{session.conversation}",
+                                       "again": False}, timeout=5)
     assert result["status"] == "done", result
     assert result["messages"][-1]["content"][0]["text"] == "No buffers open."
     sent = model.requests[-1]
@@ -547,6 +568,6 @@ def test_stopping_the_process_ends_a_running_turn_with_an_answer(
     turn, box = session.start_turn("hi")
     session.wait("agent.delta", turn=turn)
     session.server.call("host.stop", {"process": f"agent:{session.conversation}"})
-    box["thread"].join(20)
+    box.join(20)
     assert "result" in box, box.get("error")
     assert box["result"]["status"] == "stopped"

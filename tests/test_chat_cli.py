@@ -674,3 +674,38 @@ def test_an_endpoint_that_is_not_a_url_is_said_so_at_once(server):
     assert done.returncode == 1
     assert "not a usable URL" in done.stderr and "plain http" not in done.stderr
     assert "agent.not_configured" in done.stderr
+
+
+def test_an_acp_agents_error_prints_its_own_words_and_details_under_the_line():
+    """codex-acp's answer to a model HTTP 400, as the client publishes it: the error line and
+    its next action, then the agent's words whole (the line quotes them cut) and the details
+    of its error, every line of them."""
+    import io
+    from types import SimpleNamespace
+
+    from ui.term.chat import ChatClient, TurnResult
+    out, err = io.StringIO(), io.StringIO()
+    client = ChatClient(SimpleNamespace(subscribe=lambda *a: None), "c1", out=out, err=err)
+    said = "Invalid value for 'reasoning.effort': 'max' is not supported. " + "More. " * 60
+    data = {"conversation": "c1", "turn": "c1.1", "kind": "agent.request_rejected",
+            "message": "The agent 'codex' failed session/prompt: its model server refused the "
+                       "request as invalid (HTTP 400). It said: Invalid value for…",
+            "next": "Change codex's model or request settings; sending the message again "
+                    "fails the same way.", "partial": False,
+            "details": {"agent": "codex", "code": -32603, "said": said.strip(),
+                        "details": '{\n  "param": "reasoning.effort"\n}'}}
+    result = TurnResult(turn="c1.1")
+    client._show("agent.error", data, result)
+    lines = err.getvalue().splitlines()
+    assert lines[0].startswith("error: The agent 'codex' failed session/prompt") and \
+        lines[0].endswith("(agent.request_rejected)")
+    assert lines[1] == "  Change codex's model or request settings; sending the message " \
+        "again fails the same way."
+    assert lines[2:] == ["  The agent said:", "    │ " + said.strip(), "  Details:",
+                         "    │ {", '    │   "param": "reasoning.effort"', "    │ }"]
+    assert result.error["details"]["said"] == said.strip()
+    # Another error's details (an exit code) are for programs: nothing more is printed.
+    err.truncate(0), err.seek(0)
+    client._error({"kind": "agent.agent_exited", "message": "It stopped.", "next": "Again.",
+                   "details": {"exit_code": 3}})
+    assert err.getvalue() == "error: It stopped. (agent.agent_exited)\n  Again.\n"

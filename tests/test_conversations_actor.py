@@ -1,8 +1,9 @@
 """agent.* through a real `rio serve`, with a FAKE session process side.
 
 The fake is a BusThread named "agent:<conversation>" serving ``session.*`` from this test, so
-the core's behaviour (records, undo merge, interrupt, stop, a session that vanishes) is tested
-without the real agent loop or a model.
+the core's behaviour — the store records what the session tells it and announces it, a session
+that vanishes mid-turn, a Stop handed over — is tested without the real agent loop or a model.
+The core holds no turn state of its own (ADR-0034).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from actors.bus.service import RequestContext
 from rio.agent.conversations import INTERRUPTED_RESULT
 from rio.protocol.errors import AgentError, BusError, ProtocolError, RioError
 from rio.protocol.frames import thaw
-from tests.fakes.fake_session import FakeSession, assistant
+from tests.fakes.fake_session import FakeSession, FakeTurn, assistant
 from tests.support import RioServer, wait_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -81,11 +82,11 @@ def new_conversation(client: Client, **args: Any) -> str:
 def test_a_text_turn_is_recorded_and_announced(server, client, fakes):
     cid = new_conversation(client, provider="anthropic", model="m-test")
 
-    def answer(fake: FakeSession, ctx: RequestContext) -> None:
-        base = {"conversation": cid, "turn": ctx.args["turn"]}
+    def answer(fake: FakeSession, turn: FakeTurn) -> None:
+        base = {"conversation": cid, "turn": turn.args["turn"]}
         fake.bus.publish("agent.delta", {**base, "text": "Hi "})
         fake.bus.publish("agent.delta", {**base, "text": "there"})
-        ctx.reply({"status": "done", "messages": [assistant("Hi there")], "buffers": []})
+        turn.reply({"status": "done", "messages": [assistant("Hi there")]})
     fake = FakeSession(server.info(), cid, answer)
     fakes.append(fake)
 
@@ -98,6 +99,7 @@ def test_a_text_turn_is_recorded_and_announced(server, client, fakes):
     started = client.wait("agent.turn", turn=turn, state="started")
     assert started["text"] == "hello"
 
+    # The store's answer to begin_turn gives the session what the turn needs.
     asked = fake.turns[0]
     assert asked["provider"] == "anthropic" and asked["model"] == "m-test"
     assert asked["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
@@ -109,91 +111,72 @@ def test_a_text_turn_is_recorded_and_announced(server, client, fakes):
     assert listed[cid]["title"] == "hello"
 
 
-def test_a_turns_edits_become_one_undo_step(server, client, fakes):
-    opened = client.call("buffer.open", {"path": "notes.txt"})
-    buf = opened["buffer"]
+def test_what_a_turn_changed_is_announced_with_its_end(server, client, fakes):
+    """The session reports the buffers the turn left unsaved (by any path) and the files an
+    agent changed on disk; the core records and announces them with the turn's end."""
     cid = new_conversation(client)
+    changed = [{"path": "notes.txt", "change": "modified", "diff": "-a\n+b\n"}]
 
-    def edit_twice(fake: FakeSession, ctx: RequestContext) -> None:
-        def work() -> None:
-            since = fake.bus.call("buffer.info", {"buffer": buf})["version"]
-            for start, text in ((0, "ALPHA "), (0, "1 ")):
-                fake.bus.call("buffer.replace", {"buffer": buf, "start": start, "end": start,
-                                                 "text": text, "origin": f"agent:{cid}"})
-            ctx.reply({"status": "done", "messages": [assistant("edited")],
-                       "buffers": [{"buffer": buf, "since_version": since}]})
-        threading.Thread(target=work, daemon=True).start()
-    fakes.append(FakeSession(server.info(), cid, edit_twice))
-
-    turn = client.call("agent.send", {"conversation": cid,
-                                      "text": "Prefix the notes please"})["turn"]
-    client.wait("agent.turn", turn=turn, state="done")
-    assert client.call("buffer.text", {"buffer": buf})["text"].startswith("1 ALPHA alpha")
-    info = client.call("buffer.info", {"buffer": buf})
-    assert info["undo_label"] == "Agent: Prefix the notes please"
-    client.call("buffer.undo", {"buffer": buf})
-    assert client.call("buffer.text", {"buffer": buf})["text"] == "alpha\nbeta\n"
-    client.call("buffer.close", {"buffer": buf, "discard": True})
+    def answer(fake: FakeSession, turn: FakeTurn) -> None:
+        turn.reply({"status": "done", "messages": [assistant("edited")],
+                    "buffers": [{"buffer": "b7", "since_version": 3}],
+                    "changed_files": changed, "acp_session": "sess-1"})
+    fakes.append(FakeSession(server.info(), cid, answer))
+    turn = client.call("agent.send", {"conversation": cid, "text": "edit"})["turn"]
+    done = client.wait("agent.turn", turn=turn, state="done")
+    assert done["buffers"] == ["b7"] and done["changed_files"] == changed
+    # the agent's session id is kept for the next start (session/load)
+    fakes[-1].bus.stop()
+    fakes.append(FakeSession(server.info(), cid, lambda fake, t: t.reply(
+        {"status": "done", "messages": [assistant("again")]})))
+    turn2 = client.call("agent.send", {"conversation": cid, "text": "next"})["turn"]
+    client.wait("agent.turn", turn=turn2, state="done")
+    assert fakes[-1].turns[0]["acp_session"] == "sess-1"
 
 
 def test_text_streamed_before_the_session_died_is_kept_marked_interrupted(server, client,
                                                                          fakes):
     cid = new_conversation(client)
-    held: list[RequestContext] = []
 
-    def stream_then_hang(fake, ctx) -> None:
-        base = {"conversation": ctx.args["conversation"], "turn": ctx.args["turn"]}
+    def stream_then_hang(fake: FakeSession, turn: FakeTurn) -> None:
+        base = {"conversation": cid, "turn": turn.args["turn"]}
         for piece in ("Half ", "an ", "answer"):
             fake.bus.publish("agent.delta", {**base, "text": piece})
-        held.append(ctx)
     first = FakeSession(server.info(), cid, stream_then_hang)
     turn = client.call("agent.send", {"conversation": cid, "text": "first"})["turn"]
-    # All three pieces out before the "kill": stopping the fake's bus drops what it has not
-    # sent yet, and the test is about text that was streamed.
     client.wait("agent.delta", turn=turn, text="answer")
-    deadline = time.monotonic() + 10
-    while not held and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert held, "the session never got the turn"
-    first.stop()   # kill -9: no answer, no messages
-    client.wait("agent.turn", turn=turn, state="error")
+    first.died()   # kill -9: no end recorded; the supervisor says the process exited
+    err = client.wait("agent.error", turn=turn)
+    assert err["kind"] == "agent.session_died" and "send your message again" in err["message"]
+    assert client.wait("agent.turn", turn=turn, state="error")["error"]["kind"] == \
+        "agent.session_died"
     history = client.call("agent.history", {"conversation": cid})
     assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
     kept = history["messages"][1]["content"][0]["text"]
     assert kept.startswith("Half an answer") and "interrupted" in kept
 
     # The next turn's session gets user, assistant (the kept text), user: never two users.
-    fakes.append(FakeSession(server.info(), cid, lambda fake, ctx: ctx.reply(
-        {"status": "done", "messages": [assistant("back")], "buffers": []})))
+    fakes.append(FakeSession(server.info(), cid, lambda fake, t: t.reply(
+        {"status": "done", "messages": [assistant("back")]})))
     turn2 = client.call("agent.send", {"conversation": cid, "text": "second"})["turn"]
     client.wait("agent.turn", turn=turn2, state="done")
     assert [m["role"] for m in fakes[-1].turns[0]["messages"]] == ["user", "assistant", "user"]
 
 
-def test_a_session_that_vanishes_ends_the_turn_with_a_classified_error(server, client, fakes):
+def test_a_session_that_vanishes_silently_ends_the_turn_classified(server, client, fakes):
     cid = new_conversation(client)
-    held: list[RequestContext] = []
-    first = FakeSession(server.info(), cid, lambda fake, ctx: held.append(ctx))
-
+    first = FakeSession(server.info(), cid, lambda fake, t: None)
     turn = client.call("agent.send", {"conversation": cid, "text": "first"})["turn"]
     client.wait("agent.turn", turn=turn, state="started")
-    deadline = time.monotonic() + 10
-    while not held and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert held, "the session never got the turn"
-    first.stop()   # the process goes away with the turn unanswered
-
-    err = client.wait("agent.error", turn=turn)
-    assert err["kind"] == "agent.session_died" and "send your message again" in err["message"]
+    first.died()
     assert client.wait("agent.turn", turn=turn, state="error")["error"]["kind"] == \
         "agent.session_died"
     history = client.call("agent.history", {"conversation": cid})
     assert [m["content"][0]["text"] for m in history["messages"]] == ["first"]
     assert history["turns"][0]["status"] == "error"
-
     # The restarted session takes the next message, with the history intact.
-    fakes.append(FakeSession(server.info(), cid, lambda fake, ctx: ctx.reply(
-        {"status": "done", "messages": [assistant("back")], "buffers": []})))
+    fakes.append(FakeSession(server.info(), cid, lambda fake, t: t.reply(
+        {"status": "done", "messages": [assistant("back")]})))
     turn2 = client.call("agent.send", {"conversation": cid, "text": "second"})["turn"]
     client.wait("agent.turn", turn=turn2, state="done")
     texts = [m["content"][0]["text"] for m in
@@ -201,9 +184,9 @@ def test_a_session_that_vanishes_ends_the_turn_with_a_classified_error(server, c
     assert texts == ["first", "second", "back"]
 
 
-def test_busy_while_running_and_stop_ends_the_turn(server, client, fakes):
+def test_busy_is_the_sessions_word_and_stop_goes_to_the_session(server, client, fakes):
     cid = new_conversation(client)
-    fake = FakeSession(server.info(), cid, lambda fake, ctx: fake.pending.append(ctx))
+    fake = FakeSession(server.info(), cid, lambda fake, t: None)
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "long job"})["turn"]
     client.wait("agent.turn", turn=turn, state="started")
@@ -222,92 +205,77 @@ def test_busy_while_running_and_stop_ends_the_turn(server, client, fakes):
     assert client.call("agent.history", {"conversation": cid})["turns"][0]["status"] == "stopped"
 
 
-def test_a_stop_with_no_turn_in_the_session_is_answered_by_the_core(server, client, fakes):
-    """The session process gets agent.stop straight from the client; when it holds no turn
-    (the core's session.turn is still on its way), it asks the core, which has the turn."""
+def test_a_stop_the_session_hands_over_ends_the_turn_in_the_store(server, client, fakes):
+    """A session whose loop hung hands the client's Stop to the core (stop_watch.py): the
+    store's running turn ends stopped at once, its streamed text kept; the session's late end
+    of the same turn is recorded over it."""
     cid = new_conversation(client)
-    fake = FakeSession(server.info(), cid, lambda fake, ctx: fake.pending.append(ctx))
+    held: list[FakeTurn] = []
+
+    def stream(fake: FakeSession, turn: FakeTurn) -> None:
+        fake.bus.publish("agent.delta", {"conversation": cid, "turn": turn.args["turn"],
+                                         "text": "so far"})
+        held.append(turn)
+
+    def hand_to_core(fake: FakeSession, ctx: RequestContext) -> None:
+        ctx.reply(fake.bus.call("agent.stop", {"conversation": cid}))
+    fake = FakeSession(server.info(), cid, stream, on_stop=hand_to_core)
     fakes.append(fake)
-    assert client.call("agent.stop", {"conversation": cid}) == {"stopped": False}
-    assert wait_for(lambda: fake.answered, 10)   # the core's stop of an orphan, after its reply
-    assert fake.answered[0][0] == "session.stop" and fake.answered[0][1] != client.conn.identity
+    turn = client.call("agent.send", {"conversation": cid, "text": "go"})["turn"]
+    client.wait("agent.delta", turn=turn)
+    assert client.call("agent.stop", {"conversation": cid}) == {"stopped": True, "turn": turn}
+    client.wait("agent.turn", turn=turn, state="stopped")
+    history = client.call("agent.history", {"conversation": cid})
+    assert history["messages"][-1]["content"][0]["text"].startswith("so far")
+    held[0].reply({"status": "stopped", "messages": [assistant("so far, and more")]})
+    again = client.wait("agent.turn", turn=turn, again=True)
+    assert again["state"] == "stopped"
+    assert [t["status"] for t in client.call("agent.history", {"conversation": cid})["turns"]] \
+        == ["stopped"]
 
 
-def test_stop_when_the_session_cannot_answer_ends_the_turn_in_the_core(in_process):
-    """agent.stop reaches the core when no session process is registered (else the hub sends
-    it to the session): the core's session.stop fails, so the core ends the turn itself, and
-    the session's late answer changes nothing."""
-    asked, release = threading.Event(), threading.Event()
-
-    def session_turn(args: dict) -> dict:
-        asked.set()
-        release.wait(10)
-        return {"status": "done", "messages": [assistant("late")], "buffers": []}
-
-    def session_stop(args: dict) -> dict:
-        raise BusError("no_route", "gone")
-    actor, bus = in_process({"session.turn": session_turn, "session.stop": session_stop})
-    cid = ask(actor, bus, "agent.new", {})["conversation"]
-    turn = ask(actor, bus, "agent.send", {"conversation": cid, "text": "x"})["turn"]
-    assert asked.wait(10)
-    assert ask(actor, bus, "agent.stop", {"conversation": cid}) == {"stopped": True,
-                                                                    "turn": turn}
-    bus.wait(lambda: ("agent.turn", {"conversation": cid, "turn": turn, "state": "stopped"})
-             in bus.events)
-    release.set()
-    pool = actor.proxy().turns.get()
-    assert wait_for(lambda: pool._idle == 1, 10)   # the late answer was handed to the actor
-    history = ask(actor, bus, "agent.history", {"conversation": cid})
-    assert [t["status"] for t in history["turns"]] == ["stopped"]
-    assert len(history["messages"]) == 1
-
-
-def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fakes):
+def test_a_new_message_while_a_proposal_waits_is_the_sessions_to_interrupt(server, client,
+                                                                            fakes):
     cid = new_conversation(client)
     call = {"type": "tool_use", "id": "call-9", "name": "propose_edit",
             "input": {"path": "notes.txt", "old_text": "beta", "new_text": "gamma"}}
 
-    def like_the_session(fake: FakeSession, ctx: RequestContext) -> None:
+    def like_the_session(fake: FakeSession, turn: FakeTurn) -> None:
         if len(fake.turns) == 1:
-            fake.bus.publish("agent.propose", {"conversation": cid, "turn": ctx.args["turn"],
+            fake.bus.publish("agent.propose", {"conversation": cid, "turn": turn.args["turn"],
                                                "proposal": "p1", "call": "call-9",
                                                "path": "notes.txt", "kind": "edit",
                                                "diff": "-beta\n+gamma\n"})
-            fake.pending.append(ctx)
             return
-        # The new message: the waiting turn ends (here without answering its tool call, so
-        # the core must close it), then the new turn runs.
-        fake.pending.pop().reply({"status": "stopped", "buffers": [], "messages": [
-            {"role": "assistant", "content": [{"type": "text", "text": "Proposing."}, call]}]})
-        ctx.reply({"status": "done", "messages": [assistant("ok, not editing")],
-                   "buffers": []})
+        turn.reply({"status": "done", "messages": [assistant("ok, not editing")]})
 
     fake = FakeSession(server.info(), cid, like_the_session)
+    # the waiting turn ends without answering its tool call: the store must close it
+    fake.interrupt = lambda old: old.reply({"status": "stopped", "messages": [
+        {"role": "assistant", "content": [{"type": "text", "text": "Proposing."}, call]}],
+        "error": {"kind": "agent.interrupted", "message": "A new message interrupted this "
+                  "turn.", "next": "The agent carries on with the new message."}})
     fakes.append(fake)
     turn = client.call("agent.send", {"conversation": cid, "text": "edit notes"})["turn"]
     client.wait("agent.propose", turn=turn)
 
-    # The approval goes to the session with the conversation filled in.
+    # The approval goes to the session process itself: the client's own request reached it
+    # (the hub routes a turn's answers to its owner), never through the core.
     assert client.call("agent.approve", {"turn": turn, "proposal": "p9",
                                          "decision": "reject"}) == {"applied": False}
     assert fake.approvals == [{"conversation": cid, "turn": turn, "proposal": "p9",
                                "decision": "reject"}]
-    # ... answered by the session process itself: the client's own request reached it (the
-    # hub routes a turn's answers to its owner), not a session.approve sent by the core.
     assert fake.answered == [("agent.approve", client.conn.identity)]
 
-    # The session owns the proposal: the core asks it (session.interrupt), so the message is
-    # an interrupt at once, with no race against the agent.propose event.
     turn2 = client.call("agent.send", {"conversation": cid, "text": "never mind"})["turn"]
     assert turn2 == f"{cid}.2"
     stopped = client.wait("agent.turn", turn=turn, state="stopped")
     assert stopped["error"]["kind"] == "agent.interrupted"
     client.wait("agent.turn", turn=turn2, state="done")
-    assert fake.stops == []
-    # The session got the new message right away (it merges the old turn's messages itself).
-    assert [m["role"] for m in fake.turns[1]["messages"]] == ["user", "user"]
-    assert fake.turns[1]["messages"][-1]["content"][0]["text"] == "never mind"
-    # The core recorded everything in order, the dangling call closed as interrupted.
+    # The store recorded everything in order, the dangling call closed as interrupted, and
+    # the new turn's history (from begin_turn) already has the old turn's messages.
+    assert [m["role"] for m in fake.turns[1]["messages"]] == ["user", "assistant", "user",
+                                                              "user"]
     history = client.call("agent.history", {"conversation": cid})
     msgs = history["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user", "user", "assistant"]
@@ -315,9 +283,30 @@ def test_a_new_message_while_a_proposal_waits_interrupts_it(server, client, fake
                                    "content": INTERRUPTED_RESULT, "is_error": True}]
     assert msgs[3]["content"][0]["text"] == "never mind"
     assert [t["status"] for t in history["turns"]] == ["stopped", "done"]
-    # A third message while the new turn has no proposal waiting is refused as busy... once
-    # more it is idle, it runs.
     assert client.call("agent.list")[0]["state"] == "idle"
+
+
+def test_a_turns_end_is_recorded_once_and_only_for_a_turn_the_store_began(server, client,
+                                                                           fakes):
+    cid = new_conversation(client)
+    fakes.append(FakeSession(server.info(), cid, lambda fake, t: t.reply(
+        {"status": "done", "messages": [assistant("one")]})))
+    turn = client.call("agent.send", {"conversation": cid, "text": "hi"})["turn"]
+    client.wait("agent.turn", turn=turn, state="done")
+    fake = fakes[-1]
+    again = fake.bus.call("conversation.end_turn", {"conversation": cid, "turn": turn,
+                                                    "status": "error", "messages": []})
+    assert again == {"recorded": False}
+    with pytest.raises(AgentError) as err:
+        fake.bus.call("conversation.end_turn", {"conversation": cid, "turn": f"{cid}.9",
+                                                "status": "done", "messages": []})
+    assert err.value.kind == "agent.unknown_turn"
+    with pytest.raises(ProtocolError):
+        fake.bus.call("conversation.end_turn", {"conversation": "abcdef012345",
+                                                "turn": turn, "status": "done"})
+    history = client.call("agent.history", {"conversation": cid})
+    assert [t["status"] for t in history["turns"]] == ["done"]
+    assert len(history["messages"]) == 2
 
 
 def test_bad_requests_are_refused_with_their_kind(client):
@@ -507,9 +496,11 @@ class FakeBus:
 
 
 def ask(actor, bus: FakeBus, op: str, args: dict) -> Any:
+    import uuid
+
     from rio.protocol import ops
     from rio.protocol.frames import Request
-    request = Request(f"r{len(bus.replies)}-{op}", op, args)
+    request = Request(f"r{uuid.uuid4().hex[:10]}-{op}", op, args)
     actor.tell(RequestContext(bus, b"client", request, ops.validate(request)))
     reply = bus.wait(lambda: bus.replies.get(request.id))
     if not reply.ok:
@@ -536,70 +527,51 @@ def in_process(tmp_path):
         ref.stop()
 
 
-def test_the_interrupting_turn_finishing_first_is_still_recorded_second(in_process):
-    release_first = threading.Event()
-    call = {"type": "tool_use", "id": "c1", "name": "propose_edit", "input": {}}
+def session_send(world: dict, then: Callable[[dict], None] | None = None
+                 ) -> Callable[[dict], dict]:
+    """An in-process stand-in for the session's session.send: the store records the message
+    (conversation.begin_turn, asked of the actor like the real session asks the core), then
+    ``then(began)`` runs on a thread of its own (it may record the end)."""
+    def send(args: dict) -> dict:
+        actor, bus = world["actor"], world["bus"]
+        began = ask(actor, bus, "conversation.begin_turn", {
+            "conversation": args["conversation"], "text": args["text"]})
+        world.setdefault("began", []).append(began)
+        if then is not None:
+            threading.Thread(target=then, args=(began,), daemon=True).start()
+        return {"turn": began["turn"], "conversation": args["conversation"]}
+    return send
 
-    def session_turn(args: dict) -> dict:
-        if args["turn"].endswith(".1"):
-            release_first.wait(10)
-            return {"status": "stopped", "buffers": [], "messages": [
-                {"role": "assistant", "content": [call]}]}
-        return {"status": "done", "buffers": [], "messages": [assistant("second answer")]}
 
-    actor, bus = in_process({"session.turn": session_turn,
-                             "session.interrupt": lambda args: {"interrupted": True}})
-    second_answered = threading.Event()
-    bus_call = bus.call
+def end(world: dict, began: dict, status: str = "done", **result: Any) -> None:
+    ask(world["actor"], world["bus"], "conversation.end_turn", {
+        "conversation": began["turn"].rsplit(".", 1)[0], "turn": began["turn"],
+        "status": status, "messages": result.pop("messages", []), **result})
 
-    def recorded_call(op: str, args: dict | None = None, **kw: Any) -> Any:
-        out = bus_call(op, args, **kw)
-        if op == "session.turn" and str((args or {}).get("turn")).endswith(".2"):
-            second_answered.set()
-        return out
-    bus.call = recorded_call  # type: ignore[method-assign]
+
+def test_busy_from_the_session_is_the_answer_and_nothing_is_recorded(in_process):
+    def busy(args: dict) -> dict:
+        raise AgentError("busy", "The agent is still working on the last message.",
+                         "Wait, or Stop the turn.")
+    actor, bus = in_process({"session.send": busy})
     cid = ask(actor, bus, "agent.new", {})["conversation"]
-    ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
-    assert ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})["turn"] == \
-        f"{cid}.2"
-    assert second_answered.wait(10)   # the second turn's answer is in before the first one's
-    ask(actor, bus, "agent.history", {"conversation": cid})   # and the actor has had it
-    assert not [e for e in bus.events if e[0] == "agent.turn" and e[1]["state"] == "done"]
-    release_first.set()
-    bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn"
-                      and e[1]["turn"] == f"{cid}.2" and e[1]["state"] == "done"])
-    ends = [(d["turn"], d["state"]) for t, d in bus.events
-            if t == "agent.turn" and d["state"] != "started"]
-    assert ends == [(f"{cid}.1", "stopped"), (f"{cid}.2", "done")]
-    history = ask(actor, bus, "agent.history", {"conversation": cid})
-    assert [(m["role"], m["content"][0]["type"]) for m in history["messages"]] == [
-        ("user", "text"), ("assistant", "tool_use"), ("user", "tool_result"),
-        ("user", "text"), ("assistant", "text")]
-
-
-def test_a_third_message_while_an_interrupt_is_pending_is_busy(in_process):
-    hold = threading.Event()
-    actor, bus = in_process({"session.turn": lambda args: hold.wait(10) and {
-        "status": "stopped", "messages": [], "buffers": []},
-        "session.interrupt": lambda args: {"interrupted": True}})
-    cid = ask(actor, bus, "agent.new", {})["conversation"]
-    ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
-    ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})
     with pytest.raises(AgentError) as err:
-        ask(actor, bus, "agent.send", {"conversation": cid, "text": "three"})
+        ask(actor, bus, "agent.send", {"conversation": cid, "text": "two"})
     assert err.value.kind == "agent.busy"
-    hold.set()
+    assert ask(actor, bus, "agent.history", {"conversation": cid})["messages"] == []
+    assert not [e for e in bus.events if e[0] == "agent.turn"]
 
 
-def test_no_session_process_at_all_ends_the_turn_as_unavailable(in_process):
+def test_no_session_process_at_all_fails_the_message_as_unavailable(in_process):
     spawned = []
     actor, bus = in_process({"system.spawn": lambda args: spawned.append(args) or {}})
-    actor.proxy().spawn_wait_s = 0.3
     cid = ask(actor, bus, "agent.new", {})["conversation"]
-    turn = ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})["turn"]
-    error = bus.wait(lambda: next((d for t, d in bus.events if t == "agent.error"), None))
-    assert error["kind"] == "agent.session_unavailable" and error["turn"] == turn
-    assert spawned == [{"kind": "agent", "key": cid}]   # spawned once, then waited for
+    with pytest.raises(AgentError) as err:
+        ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})
+    assert err.value.kind == "agent.session_unavailable" and "rio status" in err.value.next
+    # spawned once and waited for; nothing serves it: the message fails, nothing recorded
+    assert spawned == [{"kind": "agent", "key": cid}]
+    assert ask(actor, bus, "agent.history", {"conversation": cid})["messages"] == []
 
 
 def test_worker_pool_reuses_idle_threads():
@@ -694,45 +666,71 @@ def test_idle_timers_fire_once_and_a_new_turn_makes_the_old_one_stale():
         timers.close()
 
 
-def test_a_turn_goes_to_the_session_once_system_spawn_answers_and_never_polls(in_process):
-    """system.spawn is answered when the process is ready (actors/spawn_waits.py): the turn
-    waits for that one answer — no system.status, no session.turn before it, no retries."""
+def test_a_message_goes_to_the_session_once_system_spawn_answers_and_never_polls(in_process):
+    """system.spawn is answered when the process is ready (actors/spawn_waits.py): the message
+    waits for that one answer — no system.status, no session.send before it, no retries."""
     asked: list[str] = []
     release = threading.Event()
+    world: dict = {}
 
     def spawn(args: dict) -> dict:
         asked.append("system.spawn")
         release.wait(10)
         return {"name": f"agent:{args['key']}", "state": "running", "ready": True}
+    send = session_send(world, lambda began: end(world, began))
 
-    def turn(args: dict) -> dict:
-        asked.append("session.turn")
-        return {"status": "done", "messages": [], "buffers": []}
-    actor, bus = in_process({"system.spawn": spawn, "session.turn": turn})
+    def counted(args: dict) -> dict:
+        asked.append("session.send")
+        return send(args)
+    actor, bus = world["actor"], world["bus"] = in_process({"system.spawn": spawn,
+                                                            "session.send": counted})
     cid = ask(actor, bus, "agent.new", {})["conversation"]
-    ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})
+    box: dict = {}
+    threading.Thread(target=lambda: box.update(r=ask(actor, bus, "agent.send", {
+        "conversation": cid, "text": "hi"})), daemon=True).start()
     assert wait_for(lambda: asked, 10)
     assert asked == ["system.spawn"]          # held there until the process is ready
     release.set()
     bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn" and e[1]["state"] == "done"])
-    assert asked == ["system.spawn", "session.turn"]
-    # The next turn finds the session healthy: straight to it.
+    assert asked == ["system.spawn", "session.send"]
+    # The next message finds the session healthy: straight to it.
     ask(actor, bus, "agent.send", {"conversation": cid, "text": "again"})
     bus.wait(lambda: len([e for e in bus.events
                           if e[0] == "agent.turn" and e[1]["state"] == "done"]) == 2)
-    assert asked == ["system.spawn", "session.turn", "session.turn"]
+    assert asked == ["system.spawn", "session.send", "session.send"]
 
 
-def test_a_session_process_that_exits_before_ready_fails_the_turn_classified(in_process):
+def test_a_session_process_that_exits_before_ready_fails_the_message_classified(in_process):
     def spawn(args: dict) -> dict:
         raise BusError("spawn_failed", f"The agent:{args['key']} process ended before it was "
                        "ready (exit 3).", "Read its log.")
     actor, bus = in_process({"system.spawn": spawn})
     cid = ask(actor, bus, "agent.new", {})["conversation"]
-    turn = ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})["turn"]
-    error = bus.wait(lambda: next((d for t, d in bus.events if t == "agent.error"), None))
-    assert error["kind"] == "agent.session_unavailable" and error["turn"] == turn
-    assert "exit 3" in error["message"] and "rio status" in error["next"]
+    with pytest.raises(AgentError) as err:
+        ask(actor, bus, "agent.send", {"conversation": cid, "text": "hi"})
+    assert err.value.kind == "agent.session_unavailable"
+    assert "exit 3" in err.value.message and "rio status" in err.value.next
+
+
+def test_the_core_holds_no_turn_state_a_dead_session_ends_the_stores_turn(in_process):
+    """What the core knows of a running turn is the store's record and the text streamed:
+    a session process that goes (system.process) ends it classified, keeping that text."""
+    world: dict = {}
+    actor, bus = world["actor"], world["bus"] = in_process({"session.send": session_send(world)})
+    cid = ask(actor, bus, "agent.new", {})["conversation"]
+    turn = ask(actor, bus, "agent.send", {"conversation": cid, "text": "go"})["turn"]
+    from actors.agents.conversations import AgentEvent, ProcessEvent
+    actor.tell(AgentEvent("agent.delta", {"conversation": cid, "turn": turn, "text": "partly"}))
+    actor.tell(ProcessEvent({"name": f"agent:{cid}", "event": "exited"}))
+    ended = bus.wait(lambda: next((d for t, d in bus.events if t == "agent.turn"
+                                   and d["state"] == "error"), None))
+    assert ended["turn"] == turn and ended["error"]["kind"] == "agent.session_died"
+    history = ask(actor, bus, "agent.history", {"conversation": cid})
+    assert "partly" in history["messages"][-1]["content"][0]["text"]
+    # A process event of something else, or of a conversation with no turn, changes nothing.
+    actor.tell(ProcessEvent({"name": "core", "event": "exited"}))
+    actor.tell(ProcessEvent({"name": f"agent:{cid}", "event": "exited"}))
+    assert len([e for e in bus.events if e[0] == "agent.turn"]) == 2
 
 
 @pytest.mark.timeout(30)
@@ -750,36 +748,34 @@ def test_a_bug_in_a_forward_is_answered_as_internal_not_left_hanging(in_process,
     assert ask(actor, bus, "agent.list", {}) == []     # and the actor goes on serving
 
 
-def test_pending_lists_mcp_proposals_and_what_a_running_agent_offers(in_process):
-    """agent.pending (a window started late): the turn's start, the session's waiting events,
-    then the MCP tools' waiting proposals of that conversation (mcp.pending, held by the mcp
-    actor); and, from every running session process — even between turns — the agent's
-    modes/config, so a late window shows its pickers at once."""
-    hold = threading.Event()
+def test_pending_lists_the_running_turn_and_what_its_session_holds(in_process):
+    """agent.pending (a window started late): the store's running turn, then what its session
+    holds — waiting proposals (Rio's MCP tools' are the turn's too) and the agent's modes —
+    and, from a running session between turns, the agent's offer alone."""
+    world: dict = {}
     modes = {"topic": "agent.modes", "data": {"current": "ask",
                                               "available": [{"id": "ask", "name": "Ask"}]}}
-    actor, bus = in_process({
-        "session.turn": lambda args: hold.wait(10) and {
-            "status": "done", "messages": [assistant("ok")], "buffers": []},
-        "session.pending": lambda args: {"turn": f"{args['conversation']}.1", "events": [
-            {"topic": "agent.propose", "data": {"proposal": "p1", "path": "a.txt"}}, modes]}
-        if not hold.is_set() else {"turn": None, "events": [modes]},
-        "mcp.pending": lambda args: {"events": [
-            {"topic": "agent.propose", "data": {"conversation": cid, "turn": f"{cid}.1",
-                                                "proposal": "mcp-1", "path": "b.txt"}},
-            {"topic": "agent.propose", "data": {"conversation": "c-other", "turn": "c-other.1",
-                                                "proposal": "mcp-2", "path": "c.txt"}}]}})
+    running = threading.Event()
+    running.set()
+
+    def pending(args: dict) -> dict:
+        if running.is_set():
+            return {"turn": f"{args['conversation']}.1", "events": [
+                {"topic": "agent.propose", "data": {"proposal": "p1", "path": "a.txt"}},
+                {"topic": "agent.propose", "data": {"proposal": f"{args['conversation']}.1.2",
+                                                    "path": "b.txt"}}, modes]}
+        return {"turn": None, "events": [modes]}
+    actor, bus = world["actor"], world["bus"] = in_process({
+        "session.send": session_send(world), "session.pending": pending})
     cid = ask(actor, bus, "agent.new", {})["conversation"]
     ask(actor, bus, "agent.send", {"conversation": cid, "text": "one"})
     got = ask(actor, bus, "agent.pending", {})["events"]
     assert [(e["topic"], e["data"].get("proposal")) for e in got] == [
-        ("agent.turn", None), ("agent.propose", "p1"), ("agent.modes", None),
-        ("agent.propose", "mcp-1")]
-    assert all(e["data"]["conversation"] == cid for e in got)
-    assert got[3]["data"]["turn"] == f"{cid}.1" and got[2]["data"]["current"] == "ask"
-    hold.set()
-    bus.wait(lambda: [e for e in bus.events if e[0] == "agent.turn"
-                      and e[1]["state"] == "done"])
-    # Between turns the session process still runs: its agent's offer, nothing waiting.
+        ("agent.turn", None), ("agent.propose", "p1"), ("agent.propose", f"{cid}.1.2"),
+        ("agent.modes", None)]
+    assert all(e["data"]["conversation"] == cid and e["data"]["turn"] == f"{cid}.1"
+               for e in got)
+    running.clear()
+    end(world, world["began"][0])
     got = ask(actor, bus, "agent.pending", {"conversation": cid})["events"]
     assert [e["topic"] for e in got] == ["agent.modes"] and "turn" not in got[0]["data"]

@@ -272,3 +272,84 @@ def test_an_endpoint_that_is_not_a_url_is_said_so_not_plain_http(endpoint: str) 
         assert "not a usable URL" in caught.value.message and "plain http" not in \
             caught.value.message
         assert "--endpoint" in caught.value.next
+
+
+# --- an ACP agent's JSON-RPC error ------------------------------------------------------------
+
+def _acp(code: int, message: str, data: object = None) -> AgentError:
+    from rio.agent.failures import classify_agent_error
+    return classify_agent_error("codex", "session/prompt", code, message, data,
+                                log_hint="`rio agents log 3f9a0c12b7de`")
+
+
+def test_codex_a_model_400_keeps_the_servers_words_and_says_resending_fails() -> None:
+    """codex-acp answers a model HTTP 400 with -32603 "Internal error" and the server's words
+    in data.message, more in data.details (/work/shared/AGENTS.md)."""
+    err = _acp(-32603, "Internal error", {
+        "message": "Invalid value for 'reasoning.effort': 'max' is not supported.",
+        "details": {"status": 400, "type": "invalid_request_error"}})
+    assert err.kind == "agent.request_rejected"
+    assert "Invalid value for 'reasoning.effort'" in err.message and "HTTP 400" in err.message
+    assert "fails the same way" in err.next and "model" in err.next
+    assert err.details["said"].startswith("Invalid value") and err.details["status"] == 400
+    assert '"invalid_request_error"' in err.details["details"]
+    assert err.details["code"] == -32603 and err.details["agent"] == "codex"
+
+
+@pytest.mark.parametrize(("message", "data", "kind", "next_has"), [
+    # claude-agent-acp: the cause in the message itself
+    ('Internal error: API Error: 400 {"type":"error","error":{"type":"invalid_request_error",'
+     '"message":"max_tokens: too big"}}', None, "agent.request_rejected", "fails the same way"),
+    ("Internal error", {"message": "unexpected status 401 Unauthorized: Incorrect API key"},
+     "agent.auth_rejected", "Sign in"),
+    ("Internal error", {"message": "Invalid API key · Please run /login"}, "agent.auth_rejected",
+     "key"),
+    ("Internal error", {"message": "exceeded retry limit, last status: 429 Too Many Requests"},
+     "agent.rate_limited", "Wait"),
+    ("Internal error", "You exceeded your current quota", "agent.rate_limited", "plan"),
+    ("Internal error", {"message": "503 Service Unavailable"}, "agent.server_error",
+     "again in a little while"),
+    ("Internal error", {"message": "Overloaded"}, "agent.server_error", "again"),
+    ("Internal error", {"message": "stream disconnected before completion: error sending "
+                                   "request"}, "agent.network", "network"),
+    ("Internal error", {"message": "model_not_found: gpt-9"}, "agent.request_rejected",
+     "model"),
+    ("Internal error", {"message": "prompt is too long: 210000 tokens > 200000 maximum"},
+     "agent.request_rejected", "new conversation"),
+    ("Internal error", {"error": {"message": "something nobody foresaw"}}, "agent.agent_failed",
+     "rio agents log 3f9a0c12b7de"),
+])
+def test_acp_errors_are_classified_by_the_agents_own_words(message: str, data: object,
+                                                           kind: str, next_has: str) -> None:
+    err = _acp(-32603, message, data)
+    assert err.kind == kind, err.message
+    assert next_has in err.next
+    assert err.details["said"] in err.message          # short words: quoted whole
+    assert "Internal error" not in err.details["said"]
+
+
+def test_an_unexplained_acp_error_points_at_the_protocol_log() -> None:
+    err = _acp(-32603, "Internal error")
+    assert err.kind == "agent.agent_failed" and "(-32603: Internal error)" in err.message
+    assert "`rio agents log 3f9a0c12b7de`" in err.next and "no reason" in err.next
+    assert "said" not in err.details
+
+
+def test_a_json_rpc_level_error_is_never_read_as_a_model_servers() -> None:
+    """-32600 "Invalid request" is about Rio's request to the agent, not a model's 400."""
+    err = _acp(-32600, "Invalid request", {"reason": "bad request id"})
+    assert err.kind == "agent.agent_failed"
+    assert err.details["details"] == '{"reason": "bad request id"}'
+
+
+def test_long_agent_words_are_cut_in_the_message_and_kept_whole_in_details() -> None:
+    from rio.agent.failures import AGENT_WORDS_SHOWN, shown_details
+    words = "Bad request: " + "the model said a great deal. " * 40
+    err = _acp(-32603, "Internal error", {"message": words, "details": "line 1\nline 2"})
+    assert err.kind == "agent.request_rejected"
+    assert err.details["said"] == words.strip()
+    assert len(err.message) < AGENT_WORDS_SHOWN + 200 and "…" in err.message
+    assert shown_details(err.message, err.details) == [
+        ("The agent said", words.strip()), ("Details", "line 1\nline 2")]
+    wire = error_from_wire(err.to_wire())
+    assert wire.kind == err.kind and wire.details["said"] == words.strip()

@@ -534,9 +534,9 @@ def test_the_acp_agents_own_mode_and_model_pickers_reach_the_agent(desktop, mode
 def test_a_window_started_later_shows_the_agents_pickers_and_its_mcp_proposal_at_once(
         desktop, model):
     """The fake ACP agent offers modes and a model, and waits on a proposal of Rio's MCP tools
-    (mcp-…, held by the core's mcp actor) when the window is started again: the new window
-    shows the pickers without the agent's next update and the proposal with Approve, and
-    approving it from the panel lands the edit."""
+    (the turn's, held by its session like any other) when the window is started again: the
+    new window shows the pickers without the agent's next update and the proposal with
+    Approve, and approving it from the panel lands the edit — listed as the turn's."""
     script = {"modes": {"current": "ask", "available": ["ask", "code"]},
               "turns": [[{"mcp": {"tool": "propose_edit", "args": {
                   "path": "notes.txt", "old_text": "beta", "new_text": "theta"}}},
@@ -553,11 +553,15 @@ def test_a_window_started_later_shows_the_agents_pickers_and_its_mcp_proposal_at
               and a["pickers"], 60)
     assert [(p["id"], p["current"]) for p in a["pickers"]] == [("mode", "ask"),
                                                                ("model", "fast")]
-    assert a["pending"][0]["proposal"].startswith("mcp-")
+    turn = next(e["data"]["turn"] for e in desktop.call(
+        "agent.pending", {"conversation": cid})["events"] if e["topic"] == "agent.propose")
+    assert a["pending"][0]["proposal"].startswith(f"{turn}.")
     assert a["pending"][0]["path"] == "notes.txt"
     assert desktop.call("ui.agent", {"action": "approve"})["applied"] is True
     desktop.wait_text(notes_buffer(desktop), "alpha\ntheta\n")
-    agent(desktop, lambda a: a["state"] == "idle" and not a["pending"], 60)
+    a = agent(desktop, lambda a: a["state"] == "idle" and not a["pending"], 60)
+    # the edit made through Rio's MCP tool is the turn's: its "Changed, not saved yet" card
+    assert "turn_end" in a["blocks"] and a["undo"] == "available"
     bid = notes_buffer(desktop)
     desktop.call("buffer.close", {"buffer": bid, "discard": True})
 

@@ -271,6 +271,16 @@ def test_at_file_completion_picks_a_project_file(tk_root, tmp_path):
     assert completer.update() == [] and completer.popup is None
 
 
+def option_buttons(card) -> list:
+    """The card's option buttons, in order (they sit in one frame per row)."""
+    return sorted((w for w in card.buttons.winfo_children() if w.winfo_class() == "TButton"),
+                  key=lambda b: int(str(b).rsplit("_", 1)[1]))
+
+
+def settled(card) -> list[str]:
+    return [w.cget("text") for w in card.buttons.winfo_children() if w.winfo_class() == "TLabel"]
+
+
 def test_a_permission_card_offers_the_agents_own_options(view):
     conv = Conversation(C)
     view.show(conv)
@@ -286,12 +296,138 @@ def test_a_permission_card_offers_the_agents_own_options(view):
                                               "options": options})):
         view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
     card = view.cards[1]
-    buttons = card.buttons.winfo_children()
+    buttons = option_buttons(card)
     assert [b.cget("text") for b in buttons] == ["Allow once", "Always allow", "Reject"]
+    assert card.input.cget("text") == "command: make"
     buttons[1].invoke()
     assert asked == [("perm:7", "allow_always")]
-    view.apply(conv.decided("perm:7", "answered: Always allow"))
-    assert [w.cget("text") for w in card.buttons.winfo_children()] == ["answered: Always allow."]
+    view.apply(conv.decided("perm:7", "allow_always"))
+    assert settled(card) == ["Allowed always: Always allow."]
+
+
+CODEX_OPTIONS = [
+    {"id": "approved", "name": "Yes", "kind": "allow_once"},
+    {"id": "approved-for-session", "name": "Yes, and don't ask again this session",
+     "kind": "allow_always"},
+    {"id": "approved-always", "name": "Always", "kind": "allow_always"},
+    {"id": "cancel", "name": "No, and tell Codex what to do differently", "kind": "reject_once"}]
+
+
+def _screenshot(root, out):
+    """The window as it is, for a person to look at (not compared): ImageMagick's import."""
+    import shutil
+    import subprocess
+    if shutil.which("import") is None:
+        return None
+    root.update()
+    subprocess.run(["import", "-window", "root", "-crop",
+                    f"{root.winfo_width()}x{root.winfo_height()}+{root.winfo_rootx()}+"
+                    f"{root.winfo_rooty()}", "+repage", str(out)], check=True, timeout=30,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_every_option_of_a_four_option_card_is_visible_in_a_narrow_panel(view, tmp_path):
+    """codex-acp asks about an MCP tool with four options and bookkeeping input: at 220 px
+    (the panel's least width) the card shows a readable summary and input, and every button
+    whole inside the conversation; a click answers, and the closing event settles it."""
+    root = view.text.winfo_toplevel()
+    root.geometry("220x560")
+    root.update()
+    conv = Conversation(C)
+    view.show(conv)
+    asked: list = []
+    view.panel.answer_permission = lambda key, kind: (
+        asked.append((key, kind)), view.apply(conv.decided(key, "answering")))
+    turn = f"{C}.1"
+    for topic, data in (("agent.turn", {"state": "started", "text": "edit notes"}),
+                        ("agent.permission", {
+                            "request": "7", "call": "c1", "title": "Approve rio.propose_edit?",
+                            "tool_kind": "other", "options": CODEX_OPTIONS,
+                            "input": {"turn_id": "019a6c2e-77f1", "server_name": "rio",
+                                      "tool_name": "propose_edit",
+                                      "arguments": {"path": "notes.txt", "old_text": "beta",
+                                                    "new_text": "gamma"}}})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+    root.update()
+    card = view.cards[1]
+    shown = card.input.cget("text")
+    assert shown.splitlines() == ["server_name: rio", "tool_name: propose_edit",
+                                  "path: notes.txt", "old_text: beta", "new_text: gamma"]
+    assert "turn_id" not in shown and "019a6c2e" not in shown
+    left = view.text.winfo_rootx()
+    right = left + view.text.winfo_width()
+    buttons = option_buttons(card)
+    assert [b.cget("text") for b in buttons] == [o["name"] for o in CODEX_OPTIONS]
+    for b in buttons:
+        assert b.winfo_ismapped(), b.cget("text")
+        assert left <= b.winfo_rootx() and b.winfo_rootx() + b.winfo_width() <= right, \
+            (b.cget("text"), b.winfo_rootx(), b.winfo_width(), right)
+    rows = {b.winfo_rooty() for b in buttons}
+    assert len(rows) > 1                          # wrapped onto more rows, not cut off
+    shot = _screenshot(root, tmp_path / "agent-permission-card-220px.png")
+    if shot is not None:
+        print(f"\nscreenshot: {shot}")
+        assert shot.stat().st_size > 1000
+    buttons[0].invoke()
+    assert asked == [("perm:7", "allow_once")] and settled(card) == ["Answering…"]
+    view.apply(conv.apply("agent.permission_closed", {"conversation": C, "turn": turn,
+                                                      "request": "7", "kind": "allow_once",
+                                                      "how": "answered"}))
+    assert settled(card) == ["Allowed once: Yes."]
+
+
+def test_the_buttons_reflow_when_the_panel_is_widened(view):
+    root = view.text.winfo_toplevel()
+    root.geometry("230x500")
+    root.update()
+    conv = Conversation(C)
+    view.show(conv)
+    view.panel.answer_permission = lambda key, kind: None
+    view.apply(conv.apply("agent.permission", {"conversation": C, "turn": f"{C}.1",
+                                               "request": "7", "call": "c1", "title": "x",
+                                               "options": CODEX_OPTIONS, "input": {}}))
+    root.update()
+    narrow = len({b.winfo_rooty() for b in option_buttons(view.cards[0])})
+    root.geometry("900x500")
+    root.update()
+    wide = len({b.winfo_rooty() for b in option_buttons(view.cards[0])})
+    assert wide < narrow
+    right = view.text.winfo_rootx() + view.text.winfo_width()
+    assert all(b.winfo_rootx() + b.winfo_width() <= right for b in option_buttons(view.cards[0]))
+
+
+def test_an_acp_agents_error_shows_its_own_words_and_details(view):
+    """codex-acp's answer to a model HTTP 400: the error line, then the agent's words whole
+    and its error's details, selectable text in the conversation; a refused request gets no
+    Retry, and an ACP agent's sign-in trouble no "Set API key…" (Rio holds no key for it)."""
+    conv = Conversation(C)
+    view.show(conv)
+    view.panel.retry = lambda b: None
+    view.panel.set_key = lambda: None
+    said = "Invalid value for 'reasoning.effort': 'max' is not supported.\n" + "x" * 300
+    err = {"kind": "agent.request_rejected",
+           "message": "The agent 'codex' failed session/prompt: its model server refused the "
+                      "request as invalid (HTTP 400). It said: Invalid value…",
+           "next": "Change codex's model or request settings; sending the message again "
+                   "fails the same way.",
+           "details": {"agent": "codex", "code": -32603, "said": said,
+                       "details": '{"param": "reasoning.effort"}', "status": 400}}
+    turn = f"{C}.1"
+    for topic, data in (("agent.turn", {"state": "started", "text": "x"}),
+                        ("agent.error", {**err, "partial": False})):
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+    text = view.text.get("1.0", "end")
+    assert "(agent.request_rejected)" in text
+    assert "The agent said:\n" + said in text
+    assert 'Details:\n{"param": "reasoning.effort"}' in text
+    assert view.extras == []                           # no Retry: it fails the same way
+    ranges = view.text.tag_ranges("error_detail")
+    assert ranges and "x" * 300 in view.text.get(ranges[0], ranges[-1])
+    auth = {**err, "kind": "agent.auth_rejected", "details": {"agent": "codex", "code": -32603}}
+    view.apply(conv.apply("agent.error", {"conversation": C, "turn": f"{C}.2", **auth}))
+    assert view.extras == []
 
 
 def test_slash_commands_complete_from_the_agents_list(tk_root, tmp_path):

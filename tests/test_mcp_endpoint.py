@@ -1,32 +1,38 @@
-"""Rio's MCP endpoint end to end: the ``mcp`` SDK's client drives ``rio mcp`` over real stdio,
-against a real ``rio serve`` — every tool, confinement, unsaved text, a proposal approved into
-one undo step, a question declined after its timeout, refusals outside a turn and for a bad,
-missing or ended token. The turn owner is played by this test (gate.turn begin/end and the
-agent.turn events a session's turn publishes)."""
+"""Rio's MCP endpoint end to end (ADR-0034): a real `rio serve`, a conversation with the fake
+ACP agent, its session process giving the agent the endpoint — over HTTP with a bearer token
+(the agent advertises ``mcpCapabilities.http``) or the stdio fallback ``rio mcp`` — and the
+calls landing in the conversation's running turn: every tool, confinement, a proposal approved
+into the turn's result and its one undo step, a question declined after its timeout, a call
+the agent cancels, refusals outside a turn and for a missing, wrong, revoked or another
+conversation's token, and the endpoint killed mid-turn coming back on the same address."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import threading
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rio.mcp.entry import end_conversation, mcp_server_entry
-from tests.support import REPO, RioServer, rio_env
+from rio.mcp.entry import read_token, token_path
+from rio.protocol.errors import RioError
+from rio.protocol.frames import thaw
+from tests.support import REPO, RioServer, rio_env, wait_for
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
-QUESTION_TIMEOUT_S = 4.0
+FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
+QUESTION_TIMEOUT_S = 3.0
+TRANSPORTS = ["http", "stdio"]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("mcp")
     outside = base / "outside"
     outside.mkdir()
@@ -36,304 +42,410 @@ def server(tmp_path_factory):
     (root / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
     (root / "notes.txt").write_text("alpha\nbeta\n")
     os.symlink(outside / "secret.txt", root / "link_out")
+    script = base / "script.json"
     env = rio_env(base)
     env["RIO_AGENT_QUESTION_TIMEOUT_S"] = str(QUESTION_TIMEOUT_S)
+    config = Path(env["RIO_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script}"]\n')
     srv = RioServer(root, base, env=env).start()
-    yield srv
+    yield srv, script
     srv.stop()
 
 
-@pytest.fixture
-def entry(server, monkeypatch):
-    """The mcpServers entry the turn owner would pass, for a fresh conversation."""
-    for key in ("RIO_STATE_DIR", "RIO_RUNTIME_DIR"):
-        monkeypatch.setenv(key, server.env[key])
-    monkeypatch.setenv("RIO_INSTANCE", server.name)
-    conversation = f"c{time.monotonic_ns() % 10**9}"
-    made = mcp_server_entry(conversation, server.root, agent="tester")
-    made["conversation"] = conversation
-    yield made
-    end_conversation(conversation, server.root.resolve())
+class Chat:
+    """A conversation with the fake agent, whose script this test writes."""
 
-
-@contextlib.contextmanager
-def turn(server: RioServer, conversation: str, text: str = "do it"):
-    """What the turn owner does around a turn: the gate's begin/end and agent.turn events."""
-    owner = server.connect("test-owner")
-    owner.call("bus.register", {"name": "test-owner"})
-    tid = f"{conversation}.1"
-    owner.publish("agent.turn", {"conversation": conversation, "turn": tid,
-                                 "state": "started", "text": text})
-    owner.call("gate.turn", {"conversation": conversation, "turn": tid, "event": "begin"})
-    try:
-        yield tid
-    finally:
-        owner.call("gate.turn", {"conversation": conversation, "turn": tid, "event": "end"})
-        owner.publish("agent.turn", {"conversation": conversation, "turn": tid,
-                                     "state": "done"})
-        owner.call("system.ping", {})     # the events are out before the connection closes
-        owner.close()
-
-
-def run_client(entry: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Start rio mcp as the agent would (its environment has none of Rio's variables) and
-    make the calls in order; returns each CallToolResult (and the tool list first)."""
-    from mcp import Client, StdioServerParameters
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root"),
-           "PYTHONPATH": str(REPO)}
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env,
-                                   cwd=None)
-
-    async def go() -> list[Any]:
-        out: list[Any] = []
-        async with Client(params, mode="legacy") as client:
-            out.append((await client.list_tools()).tools)
-            for name, args in calls:
-                out.append(await client.call_tool(name, args))
-        return out
-    return asyncio.run(go())
-
-
-def text_of(result: Any) -> str:
-    return "".join(getattr(c, "text", "") for c in result.content)
-
-
-class Approver:
-    """Answers every agent.propose with ``decision`` through agent.approve, as a UI would."""
-
-    def __init__(self, server: RioServer, decision: str = "approve"):
+    def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any],
+                 transport: str):
         self.server = server
-        self.decision = decision
-        self.seen: list[dict[str, Any]] = []
-        self.answers: list[Any] = []
-        self.stop = threading.Event()
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        assert self.ready.wait(10)
+        script_file.write_text(json.dumps({**script, "mcp_http": transport == "http"}))
+        self.conn = server.connect("mcp-endpoint", subscribe=("agent.",))
+        self.events: list[tuple[str, dict]] = []
+        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        self.cid = self.conn.call("agent.new", {"agent": "fake"}, timeout=15)["conversation"]
 
-    def _run(self) -> None:
-        from rio.protocol.frames import thaw
-        conn = self.server.connect("approver", subscribe=("agent.propose",))
-        pending: list[dict[str, Any]] = []
-        conn.subscribe("agent.propose", lambda e: pending.append(thaw(e.data)))
-        conn.call("system.ping", {})
-        self.ready.set()
-        try:
-            while not self.stop.is_set():
-                conn.drain()
-                while pending:
-                    data = pending.pop(0)
-                    self.seen.append(data)
-                    self.answers.append(conn.call("agent.approve", {
-                        "turn": data["turn"], "proposal": data["proposal"],
-                        "decision": self.decision}, timeout=30))
-                self.stop.wait(0.02)
-        finally:
-            conn.close()
+    def send(self, text: str) -> str:
+        return self.conn.call("agent.send", {"conversation": self.cid, "text": text},
+                              timeout=30)["turn"]
+
+    def wait(self, topic: str, timeout: float = 60.0, **match: Any) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, data in self.events:
+                if t == topic and all(data.get(k) == v for k, v in match.items()):
+                    return data
+            self.conn.wait(0.02)
+        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
+
+    def said(self, turn: str) -> list[str]:
+        self.conn.drain()
+        return "".join(d.get("text", "") for t, d in self.events
+                       if t == "agent.delta" and d.get("turn") == turn).split("mcp: ")[1:]
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
-
-
-def test_every_tool_reads_unsaved_text_and_is_annotated(server, entry):
-    opened = server.call("buffer.open", {"path": "a.py"})
-    server.call("buffer.replace", {"buffer": opened["buffer"], "start": 0, "end": 0,
-                                   "text": "UNSAVED = 0\n", "base_version": opened["version"]})
-    try:
-        with turn(server, entry["conversation"]):
-            tools, listed, read, ranged, searched, selection, shown = run_client(entry, [
-                ("list_buffers", {}), ("read_buffer", {"path": "a.py"}),
-                ("read_buffer", {"path": str(server.root / "a.py"), "start_line": 2,
-                                 "end_line": 3}),
-                ("search_project", {"query": "UNSAVED"}), ("get_selection", {}),
-                ("open_in_editor", {"path": "notes.txt", "line": 2})])
-    finally:
-        server.call("buffer.close", {"buffer": opened["buffer"], "discard": True})
-    hints = {t.name: t.annotations for t in tools}
-    assert hints["read_buffer"].read_only_hint is True
-    assert hints["propose_edit"].destructive_hint is True
-    assert hints["propose_create"].read_only_hint is False
-    assert len(hints) == 7
-    assert not listed.is_error
-    assert {"path": "a.py", "unsaved": True}.items() <= \
-        listed.structured_content["buffers"][0].items()
-    assert read.structured_content["text"].startswith("UNSAVED = 0\n")
-    assert read.structured_content["unsaved"] is True
-    assert ranged.structured_content["text"] == "x = 1\ny = 2\n"
-    assert searched.structured_content["matches"] == ["a.py:1:1: UNSAVED = 0"]
-    assert selection.structured_content["window"] is False
-    assert "No desktop window" in selection.structured_content["message"]
-    assert shown.structured_content["opened"] is False
-
-
-@pytest.mark.parametrize("path", ["../outside/secret.txt", "/etc/passwd", "link_out"])
-def test_paths_outside_the_project_are_refused(server, entry, path):
-    with turn(server, entry["conversation"]):
-        _, read, proposed = run_client(entry, [
-            ("read_buffer", {"path": path}),
-            ("propose_edit", {"path": path, "old_text": "TOP", "new_text": "x"})])
-    for result in (read, proposed):
-        assert result.is_error
-        assert "outside" in text_of(result) and "SECRET" not in text_of(result)
-
-
-def test_a_proposed_edit_approved_lands_as_one_undo_step(server, entry):
-    approver = Approver(server)
-    try:
-        with turn(server, entry["conversation"], text="rename y"):
-            _, first, second = run_client(entry, [
-                ("propose_edit", {"path": "notes.txt", "old_text": "beta",
-                                  "new_text": "gamma"}),
-                ("propose_edit", {"path": str(server.root / "notes.txt"),  # absolute, inside
-                                  "old_text": "alpha", "new_text": "delta"})])
-    finally:
-        approver.close()
-    assert first.structured_content["applied"] is True, text_of(first)
-    assert second.structured_content["applied"] is True, text_of(second)
-    assert [s["kind"] for s in approver.seen] == ["edit", "edit"]
-    assert all(s["proposal"].startswith("mcp-") and "+gamma" in approver.seen[0]["diff"]
-               for s in approver.seen)
-    assert approver.answers == [{"applied": True}, {"applied": True}]
-    buf = next(b for b in server.call("buffer.list") if b.get("path") == "notes.txt")
-    assert server.call("buffer.text", {"buffer": buf["buffer"]})["text"] == "delta\ngamma\n"
-    assert (Path(server.root) / "notes.txt").read_text() == "alpha\nbeta\n"   # unsaved
-    deadline = time.monotonic() + 10      # the merge runs when agent.turn says "done"
-    while True:
-        info = server.call("buffer.info", {"buffer": buf["buffer"]})
-        if info.get("undo_label", "").startswith("Agent") or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert info["undo_label"] == "Agent: rename y"
-    server.call("buffer.undo", {"buffer": buf["buffer"]})
-    assert server.call("buffer.text", {"buffer": buf["buffer"]})["text"] == "alpha\nbeta\n"
-    server.call("buffer.close", {"buffer": buf["buffer"], "discard": True})
-
-
-def test_an_unanswered_question_is_declined_after_the_timeout(server, entry):
-    with turn(server, entry["conversation"]):
-        t0 = time.monotonic()
-        _, created = run_client(entry, [("propose_create", {"path": "new.txt",
-                                                             "text": "hello\n"})])
-        waited = time.monotonic() - t0
-    assert created.structured_content["applied"] is False
-    assert "did not answer" in created.structured_content["message"]
-    assert waited >= QUESTION_TIMEOUT_S
-    assert not (Path(server.root) / "new.txt").exists()
-
-
-def test_a_read_is_answered_while_a_proposal_waits_for_the_user(server, entry):
-    """rio mcp serves calls at once: the question (unanswered, declined after its timeout)
-    does not hold up a read made while it waits; each answer under its own request id."""
-    from mcp import Client, StdioServerParameters
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root"),
-           "PYTHONPATH": str(REPO)}
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
-    ended: list[str] = []
-
-    async def timed(name: str, call: Any) -> Any:
-        result = await call
-        ended.append(name)
-        return result
-
-    async def go() -> tuple[Any, Any]:
-        async with Client(params, mode="legacy") as client:
-            proposal = asyncio.ensure_future(timed("propose", client.call_tool(
-                "propose_create", {"path": "waits.txt", "text": "later\n"})))
-            # the question is out (so the call waits in rio mcp) before the read is made
-            assert await asyncio.to_thread(watch.wait_for, lambda: asked, 20)
-            read = await timed("read", client.call_tool("read_buffer", {"path": "a.py"}))
-            return read, await proposal
-    watch = server.connect("watch", subscribe=("agent.propose",))
-    asked: list[Any] = []
-    watch.subscribe("agent.propose", asked.append)
-    try:
-        watch.call("system.ping", {})
-        with turn(server, entry["conversation"]):
-            read, proposed = asyncio.run(go())
-    finally:
-        watch.close()
-    assert ended == ["read", "propose"]
-    assert "x = 1" in read.structured_content["text"], text_of(read)
-    assert proposed.structured_content["applied"] is False
-    assert not (Path(server.root) / "waits.txt").exists()
-
-
-def test_outside_a_turn_every_call_is_refused(server, entry):
-    _, result = run_client(entry, [("list_buffers", {})])
-    assert result.is_error and "agent.outside_turn" in text_of(result)
-
-
-def test_a_wrong_token_is_refused(server, entry, tmp_path):
-    wrong = tmp_path / "wrong.token"
-    wrong.write_text("not-the-token")
-    os.chmod(wrong, 0o600)
-    args = list(entry["args"])
-    args[args.index("--token-file") + 1] = str(wrong)
-    with turn(server, entry["conversation"]):
-        _, result = run_client({**entry, "args": args}, [("list_buffers", {})])
-    assert result.is_error and "auth.bad_token" in text_of(result)
-
-
-def test_a_token_is_dead_once_its_conversation_ended(server, entry):
-    token_file = Path(entry["args"][entry["args"].index("--token-file") + 1])
-    token = token_file.read_text()
-    end_conversation(entry["conversation"], server.root.resolve())
-    assert not token_file.exists()
-    with turn(server, entry["conversation"]):
-        reply = server.connect("replay")
         try:
-            from rio.protocol.errors import AuthError
-            with pytest.raises(AuthError):
-                reply.call("mcp.call", {"conversation": entry["conversation"], "token": token,
-                                        "tool": "list_buffers", "args": {}})
+            self.server.call("system.restart", {"process": f"agent:{self.cid}",
+                                                "again": False}, timeout=20)
+        except RioError:
+            pass
+        self.conn.close()
+
+
+@pytest.fixture
+def chat(setup):
+    server, script = setup
+    made: list[Chat] = []
+
+    def make(transport: str, turns: list[list[dict]], **more: Any) -> Chat:
+        c = Chat(server, script, {"turns": turns, **more}, transport)
+        made.append(c)
+        return c
+    yield make
+    for c in made:
+        c.close()
+
+
+def mcp(tool: str, **args: Any) -> dict:
+    return {"mcp": {"tool": tool, "args": args}}
+
+
+def buffer_of(server: RioServer, path: str) -> dict:
+    return server.call("buffer.open", {"path": path})
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_every_tool_reads_unsaved_text_and_an_approved_edit_is_the_turns(setup, chat,
+                                                                         transport):
+    server, _ = setup
+    info = buffer_of(server, "a.py")
+    server.call("buffer.replace", {"buffer": info["buffer"], "start": 0, "end": 0,
+                                   "text": "# unsaved\n"})
+    c = chat(transport, [[mcp("list_buffers"), mcp("read_buffer", path="a.py", start_line=1,
+                                                   end_line=2),
+                          mcp("search_project", query="beta"), mcp("get_selection"),
+                          mcp("open_in_editor", path="notes.txt", line=2),
+                          mcp("read_buffer", path="link_out"),
+                          mcp("read_buffer", path="../outside/secret.txt"),
+                          mcp("propose_edit", path="notes.txt", old_text="beta",
+                              new_text="gamma"), {"text": "done"}]])
+    turn = c.send("change notes")
+    proposed = c.wait("agent.propose", turn=turn)
+    assert proposed["proposal"].startswith(f"{turn}.") and "+gamma" in proposed["diff"]
+    assert c.conn.call("agent.approve", {"turn": turn, "proposal": proposed["proposal"],
+                                         "decision": "approve"}, timeout=30) == \
+        {"applied": True}
+    ended = c.wait("agent.turn", turn=turn, state="done")
+    said = c.said(turn)
+    listed, read, found, selection, shown, link, outside, edit = (s.strip() for s in said)
+    assert '"path": "a.py"' in listed and '"unsaved": true' in listed
+    assert json.loads(read)["text"] == "# unsaved\nx = 1\n"        # the editor's text
+    assert "notes.txt:2:" in found
+    assert json.loads(selection)["window"] is False
+    assert json.loads(shown)["opened"] is False
+    assert link.startswith("error: Refused (path.outside_root)")   # the symlink leads out
+    assert outside.startswith("error: Refused (path.outside_root)")
+    assert json.loads(edit.removesuffix("done"))["applied"] is True
+    notes = buffer_of(server, "notes.txt")
+    # What the agent changed through Rio's tools is the turn's: listed with its end …
+    assert notes["buffer"] in ended["buffers"]
+    assert server.call("buffer.text", {"buffer": notes["buffer"]})["text"] == "alpha\ngamma\n"
+    assert (server.root / "notes.txt").read_text() == "alpha\nbeta\n"   # unsaved
+    # … merged into the turn's one undo step
+    assert wait_for(lambda: server.call("buffer.info", {"buffer": notes["buffer"]}).get(
+        "undo_label") == "Agent: change notes", 10)
+    server.call("buffer.undo", {"buffer": notes["buffer"]})
+    assert server.call("buffer.text", {"buffer": notes["buffer"]})["text"] == "alpha\nbeta\n"
+    # … and recorded with it in the conversation's history
+    history = c.conn.call("agent.history", {"conversation": c.cid})
+    assert history["turns"][-1]["changes"] == {"paths": ["notes.txt"]}
+    tools = [d for t, d in c.events if t == "agent.tool" and d.get("turn") == turn]
+    assert {d["source"] for d in tools} == {"mcp"} and len(tools) == 8
+    for buf in (info, notes):
+        server.call("buffer.close", {"buffer": buf["buffer"], "discard": True})
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_unanswered_question_is_declined_after_its_timeout(setup, chat, transport):
+    server, _ = setup
+    c = chat(transport, [[mcp("propose_create", path="new.txt", text="hi\n")]])
+    turn = c.send("make a file")
+    proposed = c.wait("agent.propose", turn=turn)
+    closed = c.wait("agent.tool_result", turn=turn, call=proposed["call"],
+                    timeout=QUESTION_TIMEOUT_S + 30)
+    assert closed["ok"] is False and "not answered" in closed["summary"]
+    c.wait("agent.turn", turn=turn, state="done")
+    assert "did not answer" in c.said(turn)[0]
+    assert not (server.root / "new.txt").exists()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_call_the_agent_cancels_closes_its_question_and_applies_nothing(setup, chat,
+                                                                          transport):
+    server, _ = setup
+    c = chat(transport, [[{"mcp": {"tool": "propose_edit", "cancel_after": 1.5, "args": {
+        "path": "notes.txt", "old_text": "alpha", "new_text": "omega"}}}, {"text": "ok"}]])
+    turn = c.send("edit, then give up")
+    proposed = c.wait("agent.propose", turn=turn)
+    closed = c.wait("agent.tool_result", turn=turn, call=proposed["call"], timeout=30)
+    assert closed["ok"] is False and "cancelled" in closed["summary"]
+    c.wait("agent.turn", turn=turn, state="done")
+    assert c.said(turn) == ["cancelledok"]
+    assert c.conn.call("agent.pending", {"conversation": c.cid}, timeout=10)["events"] == [] \
+        or all(e["topic"] != "agent.propose" for e in c.conn.call(
+            "agent.pending", {"conversation": c.cid}, timeout=10)["events"])
+    assert (server.root / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_rio_chat_saves_undoes_and_diffs_what_the_agent_did_through_rios_tools(setup,
+                                                                             transport):
+    """`rio chat --agent NAME --approve yes --save`: the edit made through Rio's MCP tool is
+    the turn's, so --save writes it to disk; without --save, /diff shows it and /undo takes
+    it back as one step."""
+    server, script = setup
+    target = server.root / "chat.txt"
+    target.write_text("one\ntwo\n")
+    edit = mcp("propose_edit", path="chat.txt", old_text="two", new_text="three")
+    try:
+        script.write_text(json.dumps({"turns": [[edit, {"text": " edited"}]],
+                                      "mcp_http": transport == "http"}))
+        done = server.cli("chat", "--instance", server.name, "--agent", "fake", "--approve",
+                          "yes", "--save", "make it three", timeout=90)
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert target.read_text() == "one\nthree\n"
+        assert "Nothing unsaved" not in done.stdout
+        target.write_text("one\ntwo\n")
+        for buf in server.call("buffer.list"):
+            if buf.get("path") == "chat.txt":
+                server.call("buffer.close", {"buffer": buf["buffer"], "discard": True})
+        script.write_text(json.dumps({"turns": [[edit, {"text": " edited"}]],
+                                      "mcp_http": transport == "http"}))
+        typed = server.cli("chat", "--instance", server.name, "--agent", "fake", "--approve",
+                           "yes", input="make it three\n/diff\n/undo\n/quit\n", timeout=90)
+        assert typed.returncode == 0, typed.stderr + typed.stdout
+        assert "+three" in typed.stdout and "-two" in typed.stdout
+        assert "The last turn changed no buffer" not in typed.stdout
+        info = next(b for b in server.call("buffer.list") if b.get("path") == "chat.txt")
+        assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == "one\ntwo\n"
+        assert target.read_text() == "one\ntwo\n"
+        server.call("buffer.close", {"buffer": info["buffer"], "discard": True})
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def test_tokens_outside_a_turn_wrong_another_conversations_and_revoked(setup, chat):
+    """The test is the MCP client here, with tokens it reads from their 0600 files."""
+    server, _ = setup
+    c = chat("http", [[mcp("list_buffers"), {"text": "ok"}]])
+    turn = c.send("list")
+    c.wait("agent.turn", turn=turn, state="done")
+    env_state = server.env["RIO_STATE_DIR"]
+    os.environ["RIO_STATE_DIR"] = env_state
+    try:
+        path = token_path(server.root, c.cid)
+        token = read_token(path)
+    finally:
+        del os.environ["RIO_STATE_DIR"]
+    assert token and oct(path.stat().st_mode & 0o777) == "0o600"
+    url = server.call("mcp.address")["url"]
+    assert url.startswith("http://127.0.0.1:")
+
+    async def call(bearer: str | None) -> Any:
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        async with Client(streamable_http_client(url, http_client=create_mcp_http_client(
+                headers=headers)), mode="legacy") as client:
+            return await client.call_tool("list_buffers", {})
+
+    def status_of(bearer: str | None) -> str:
+        try:
+            result = asyncio.run(call(bearer))
+        except Exception as exc:  # noqa: BLE001 -- what the agent would see
+            return " ".join(_messages(exc))
+        return "".join(getattr(x, "text", "") for x in result.content)
+    # outside a turn: the conversation's own token is refused by its session
+    assert "agent.outside_turn" in status_of(token)
+    # no token, a wrong one: the SDK's verifier answers 401, and offers no OAuth to try
+    assert http_status(url, None) == http_status(url, "not-a-token") == 401
+    assert http_status(url, token) == 200
+    # a request naming another Host (DNS rebinding) is refused, valid token or not
+    assert http_status(url, token, host="evil.example") in (403, 421)
+    # the conversation's agent ends: its token is revoked
+    c.close()
+    assert wait_for(lambda: not path.exists(), 20)
+    assert http_status(url, token) == 401
+    import httpx
+    assert httpx.get(url.replace("/mcp", "/.well-known/oauth-protected-resource"),
+                     timeout=5).status_code == 404
+
+
+
+def test_an_mcp_session_stays_with_the_conversation_whose_token_opened_it(setup, chat):
+    """Each call is judged by its own request's token, and a session opened with one
+    conversation's token cannot be used with another's."""
+    server, _ = setup
+    first = chat("http", [[mcp("list_buffers"), {"text": "ok"}]])
+    first.wait("agent.turn", turn=first.send("one"), state="done")
+    second = Chat(server, setup[1], {"turns": [[mcp("list_buffers"), {"text": "ok"}]]}, "http")
+    try:
+        second.wait("agent.turn", turn=second.send("two"), state="done")
+        os.environ["RIO_STATE_DIR"] = server.env["RIO_STATE_DIR"]
+        try:
+            token_a = read_token(token_path(server.root, first.cid))
+            token_b = read_token(token_path(server.root, second.cid))
         finally:
-            reply.close()
+            del os.environ["RIO_STATE_DIR"]
+        assert token_a and token_b and token_a != token_b
+        url = server.call("mcp.address")["url"]
+        session = open_session(url, token_a)
+        # the session's own conversation: judged by the turn (none runs now)
+        assert "agent.outside_turn" in call_on(url, session, token_a)
+        # another conversation's valid token on it: refused (the SDK binds a session to the
+        # token's principal, "Session not found"; Rio's own check would say auth.bad_token)
+        other = call_on(url, session, token_b)
+        assert "Session not found" in other or "auth.bad_token" in other, other
+        assert "outside_turn" not in other
+    finally:
+        second.close()
 
 
-def test_a_missing_token_file_stops_rio_mcp_with_the_reason(server, entry, tmp_path):
+def open_session(url: str, bearer: str) -> str:
+    """An MCP session opened with ``bearer`` (initialize, initialized): its id."""
+    import httpx
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json", "Authorization": f"Bearer {bearer}"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    with httpx.Client(timeout=10) as client:
+        reply = client.post(url, json=body, headers=headers)
+        session = reply.headers["mcp-session-id"]
+        client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers={**headers, "mcp-session-id": session,
+                             "mcp-protocol-version": "2025-06-18"})
+    return session
+
+
+def call_on(url: str, session: str, bearer: str) -> str:
+    """tools/call list_buffers on ``session`` with ``bearer``: the answer's text."""
+    import httpx
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json", "Authorization": f"Bearer {bearer}",
+               "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "list_buffers", "arguments": {}}}
+    with httpx.Client(timeout=30) as client:
+        reply = client.post(url, json=body, headers=headers)
+    return reply.text
+
+
+def test_the_endpoint_killed_mid_turn_comes_back_on_the_same_address(setup, chat, tmp_path):
+    server, _ = setup
+    marker = tmp_path / "go-on"
+    c = chat("http", [[mcp("read_buffer", path="notes.txt"), {"wait_for": str(marker)},
+                       mcp("read_buffer", path="notes.txt"), {"text": "done"}]])
+    turn = c.send("read twice")
+    assert wait_for(lambda: len(c.said(turn)) == 1, 60)
+    before = server.call("mcp.address")
+    pid = server.pids()["mcp"]
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: server.pids().get("mcp") not in (None, pid), 30)
+    assert wait_for(lambda: _address(server) == before, 30)   # the same port
+    marker.write_text("")
+    c.wait("agent.turn", turn=turn, state="done")
+    first, second = c.said(turn)
+    assert json.loads(first)["text"] == json.loads(second.removesuffix("done"))["text"] == \
+        "alpha\nbeta\n"
+
+
+def http_status(url: str, bearer: str | None, host: str | None = None) -> int:
+    """The status of an MCP initialize POST with this bearer token (and Host header)."""
+    import httpx
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    if bearer:
+        headers["Authorization"] = f"Bearer {bearer}"
+    if host:
+        headers["Host"] = host
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    with httpx.stream("POST", url, json=body, headers=headers, timeout=10) as response:
+        return response.status_code
+
+
+def _messages(exc: BaseException) -> list[str]:
+    """Every message in an exception (group), nested ones included."""
+    inner = getattr(exc, "exceptions", None)
+    if inner:
+        return [m for e in inner for m in _messages(e)]
+    return [f"{type(exc).__name__}: {exc}"]
+
+
+def _address(server: RioServer) -> Any:
+    try:
+        return server.call("mcp.address", timeout=3)
+    except RioError:
+        return None
+
+
+def test_the_stdio_fallback_refuses_a_wrong_token_and_a_missing_token_file(setup, tmp_path):
+    """`rio mcp` started by hand with a token that is not the conversation's: every call is
+    refused with auth.bad_token; with no token file it ends saying why."""
     import subprocess
-    import sys
-    args = list(entry["args"])
-    args[args.index("--token-file") + 1] = str(tmp_path / "none.token")
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert done.returncode != 0
-    assert "bad_token" in done.stderr
-    assert json.dumps(entry["args"])  # the entry itself stays JSON for session/new
+    server, _ = setup
+    server.call("system.spawn", {"kind": "mcp", "key": "mcp"}, timeout=30)
+    bad = tmp_path / "bad.token"
+    bad.write_text("x" * 43)
+    os.chmod(bad, 0o600)
+    info = Path(server.env["RIO_RUNTIME_DIR"]) / server.name / "instance.json"
+    argv = [sys.executable, "-P", "-m", "rio.cli", "mcp", "--conversation", "abcdef123456",
+            "--root", str(server.root), "--instance-file", str(info)]
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)}
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "1"}}},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "list_buffers", "arguments": {}}}]
+    proc = subprocess.Popen(argv + ["--token-file", str(bad)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in lines))
+        proc.stdin.flush()
+        answers: dict[Any, dict] = {}
+        while 2 not in answers:      # stdin stays open until the call is answered
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else ""
+            message = json.loads(line)
+            answers[message.get("id")] = message
+        proc.stdin.close()
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    missing = subprocess.run(argv + ["--token-file", str(tmp_path / "none.token")],
+                             input="", capture_output=True, text=True, timeout=30, env=env)
+    assert missing.returncode != 0 and "token file" in missing.stderr
 
 
-def test_the_turn_limits_from_config_toml_refuse_and_tell_the_agent_to_stop(tmp_path):
+def test_an_idle_instance_has_no_endpoint_process_until_an_agent_needs_it(tmp_path):
+    """The endpoint's SDK costs memory and a second to start: an instance with no ACP
+    conversation never starts it (the idle desktop stays small)."""
     root = tmp_path / "proj"
     root.mkdir()
-    (root / "a.py").write_text("x = 1\n")
-    env = rio_env(tmp_path)
-    config = Path(env["RIO_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("[agent]\nmax_agent_changes_per_turn = 1\n"
-                                        "max_agent_requests_per_turn = 3\n")
-    srv = RioServer(root, tmp_path, env=env).start()
-    saved = {k: os.environ.get(k) for k in ("RIO_STATE_DIR", "RIO_RUNTIME_DIR", "RIO_INSTANCE")}
+    srv = RioServer(root, tmp_path, env=rio_env(tmp_path)).start()
     try:
-        os.environ.update({"RIO_STATE_DIR": env["RIO_STATE_DIR"],
-                           "RIO_RUNTIME_DIR": env["RIO_RUNTIME_DIR"], "RIO_INSTANCE": srv.name})
-        made = mcp_server_entry("limits1", root)
-        assert srv.call("gate.status")["limits"]["max_agent_changes"] == 1
-        with turn(srv, "limits1"):
-            _, shown, again, listed, over = run_client(made, [
-                ("open_in_editor", {"path": "a.py"}), ("open_in_editor", {"path": "a.py"}),
-                ("list_buffers", {}), ("list_buffers", {})])
+        names = {p["name"]: p for p in srv.call("system.status")["processes"]}
+        assert names.get("mcp") is None or names["mcp"]["state"] not in ("running",
+                                                                          "starting")
+        with pytest.raises(RioError) as err:
+            srv.call("mcp.address", timeout=5)
+        assert err.value.kind == "bus.no_route"
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         srv.stop()
-    assert not shown.is_error
-    assert again.is_error and "limit of 1 changing" in text_of(again)
-    assert "Stop now" in text_of(again)
-    assert not listed.is_error
-    assert over.is_error and "limit of 3 requests" in text_of(over)
-    assert "what is left" in text_of(over)

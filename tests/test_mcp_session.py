@@ -1,7 +1,9 @@
 """Rio's MCP tools through the whole path: `rio serve`, a conversation with the fake ACP agent
-(``[agents.fake]`` in config.toml), its session process passing Rio's ``mcpServers`` entry,
+(``[agents.fake]`` in config.toml), its session process passing Rio's ``mcpServers`` entry
+(here the stdio fallback: the fake does not advertise MCP over HTTP unless its script says so),
 the agent starting ``rio mcp`` and calling the tools; a proposal answered with agent.approve
-lands as one undo step of the message; the token is gone when the conversation's agent ends."""
+is the turn's — listed with its end, one undo step of the message; the token is gone when the
+conversation's agent ends."""
 
 from __future__ import annotations
 
@@ -90,7 +92,8 @@ def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
         turn = chat.conn.call("agent.send", {"conversation": chat.cid,
                                              "text": "beta to gamma"}, timeout=15)["turn"]
         proposed = chat.wait("agent.propose", turn=turn)
-        assert proposed["proposal"].startswith("mcp-") and "+gamma" in proposed["diff"]
+        # the turn's own proposal (ADR-0034): answered by the session that owns the turn
+        assert proposed["proposal"].startswith(f"{turn}.") and "+gamma" in proposed["diff"]
         token = token_path(server.root, chat.cid)
         assert token.exists()            # written for the agent's session/new
         answer = chat.conn.call("agent.approve", {"turn": turn, "proposal":
@@ -104,6 +107,8 @@ def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
         assert "mcp: error: Refused (path.outside_root)" in said
         assert ended["state"] == "done"
         info = server.call("buffer.open", {"path": "notes.txt"})
+        # what the agent changed through Rio's tools is the turn's: listed with its end
+        assert ended["buffers"] == [info["buffer"]]
         assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
             "alpha\ngamma\n"
         deadline = time.monotonic() + 10
@@ -129,9 +134,8 @@ def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
 
 def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn(setup,
                                                                            monkeypatch):
-    """The proposal is held by the core's mcp actor, not the session: the session asks it
-    (mcp.interrupt), the proposal is closed as interrupted (nothing applied) and the agent's
-    prompt cancelled; the new message is the next turn — not agent.busy."""
+    """The proposal is the turn's: the session closes it as interrupted (nothing applied) and
+    cancels the agent's prompt; the new message is the next turn — not agent.busy."""
     server, script = setup
     chat = Conversation(server, script, {"turns": [[
         {"mcp": {"tool": "propose_edit", "args": {"path": "notes.txt", "old_text": "alpha",
@@ -141,19 +145,19 @@ def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn(setu
         first = chat.conn.call("agent.send", {"conversation": chat.cid, "text": "one"},
                                timeout=15)["turn"]
         proposed = chat.wait("agent.propose", turn=first)
-        assert proposed["proposal"].startswith("mcp-")
+        assert proposed["proposal"].startswith(f"{first}.")
         second = chat.conn.call("agent.send", {"conversation": chat.cid, "text": "two"},
                                 timeout=30)["turn"]
         stopped = chat.wait("agent.turn", turn=first, state="stopped")
         assert stopped["error"]["kind"] == "agent.interrupted"
-        closed = chat.wait("agent.tool_result", turn=first, call=proposed["proposal"])
+        closed = chat.wait("agent.tool_result", turn=first, call=proposed["call"])
         assert closed["ok"] is False and closed["summary"].endswith("interrupted")
         chat.wait("agent.turn", turn=second, state="done")
         assert chat.said(second) == "echo: two"
-        late = chat.conn.call("agent.approve", {"turn": first, "proposal":
-                                                proposed["proposal"], "decision": "approve"},
-                              timeout=30)
-        assert late["applied"] is False
+        with pytest.raises(RioError) as late:
+            chat.conn.call("agent.approve", {"turn": first, "proposal": proposed["proposal"],
+                                             "decision": "approve"}, timeout=30)
+        assert late.value.kind == "agent.unknown_turn"
         info = server.call("buffer.open", {"path": "notes.txt"})
         assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
             "alpha\nbeta\n"
@@ -162,10 +166,10 @@ def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn(setu
 
 
 def test_agent_pending_lists_an_mcp_proposal_and_the_agents_modes_for_a_late_window(setup):
-    """A window that starts while an MCP proposal (mcp-…, held by the mcp actor) waits: the
-    core's agent.pending lists it with the turn's start and the agent's own modes (so the
-    pickers show at once); answering it by agent.approve applies it. Between turns the
-    modes are still listed, the proposal not."""
+    """A window that starts while a proposal of Rio's MCP tools waits: agent.pending lists it
+    (the session holds it, like any of the turn's) with the turn's start and the agent's own
+    modes (so the pickers show at once); answering it by agent.approve applies it. Between
+    turns the modes are still listed, the proposal not."""
     server, script = setup
     chat = Conversation(server, script, {
         "modes": {"current": "ask", "available": ["ask", "code"]},

@@ -1,11 +1,14 @@
 """``rio mcp`` serves tool calls at once (rio/mcp/server.py over actors/bus/call_pool.py): a
 proposal waiting for the user does not hold up the agent's reads, each bus connection is used
 by the thread that made it alone, and closing the link closes the idle workers' connections.
+An ``mcp.cancel`` never waits behind the calls in flight, a call cancelled while queued is
+never sent, and closing never waits for a worker still waiting for the user.
 No processes: the bus connection is a fake with the ``call``/``close`` of a real one."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -28,7 +31,8 @@ class FakeConn:
     def call(self, op: str, args: dict[str, Any], *, timeout: float) -> Any:
         if threading.get_ident() != self.owner:
             self.world.foreign.append(op)
-        if args["tool"] == "propose_edit":
+        self.world.sent.append(op)
+        if args.get("tool") == "propose_edit":
             self.world.proposing.set()
             assert self.world.release.wait(20)
             return {"turn": "t1", "result": {"applied": True}}
@@ -45,6 +49,7 @@ class World:
         self.proposing = threading.Event()
         self.release = threading.Event()
         self.foreign: list[str] = []
+        self.sent: list[str] = []
         self.conns: list[FakeConn] = []
 
     def connect(self) -> FakeConn:
@@ -61,7 +66,7 @@ def call(ident: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
 def test_a_read_is_answered_while_a_proposal_waits_for_the_user():
     world = World()
     link = CoreLink(CallPool(world.connect))
-    server = McpStdioServer(link, "c1", "tok", "claude")
+    server = McpStdioServer(link, "c1", "tok")
 
     async def go() -> tuple[dict[str, Any], dict[str, Any], bool]:
         proposal = asyncio.ensure_future(server.handle(call(
@@ -88,7 +93,7 @@ def test_a_read_is_answered_while_a_proposal_waits_for_the_user():
 def test_calls_beyond_the_pool_wait_for_a_worker_and_all_are_answered():
     world = World()
     link = CoreLink(CallPool(world.connect, size=2))
-    server = McpStdioServer(link, "c1", "tok", "claude")
+    server = McpStdioServer(link, "c1", "tok")
 
     async def go() -> list[dict[str, Any]]:
         return await asyncio.wait_for(asyncio.gather(*(
@@ -112,10 +117,90 @@ def test_a_failed_connection_is_a_refusal_and_the_next_call_connects_again():
             raise failures.pop()
         return world.connect()
     link = CoreLink(CallPool(connect, size=1))
-    server = McpStdioServer(link, "c1", "tok", "claude")
+    server = McpStdioServer(link, "c1", "tok")
     try:
         # the first connection (made at start) failed: this call connects again
         first = asyncio.run(server.handle(call(1, "list_buffers", {})))
     finally:
         link.close()
     assert first["result"]["isError"] is False and len(world.conns) == 1
+
+
+def test_a_call_now_is_served_while_every_worker_waits_for_the_user():
+    """mcp.cancel is sent to end a call in flight: queued behind the calls holding every
+    worker, it would wait for one of them to end (up to 360 s) and cancel nothing."""
+    world = World()
+    pool = CallPool(world.connect, size=1)
+    try:
+        proposal = pool.submit("mcp.call", {"tool": "propose_edit"}, 30)
+        assert world.proposing.wait(10)
+        cancel = pool.submit_now("mcp.cancel", {"call": "stdio-1"}, 5)
+        assert cancel.result(timeout=10) == {"turn": "t1", "result": {"text": "x = 1\n"}}
+        assert not proposal.done()
+        assert len(world.conns) == 2 and world.foreign == []   # its own connection, closed
+        assert world.conns[1].closed
+    finally:
+        world.release.set()
+        pool.close()
+
+
+def test_a_call_cancelled_while_it_waits_for_a_worker_is_never_sent():
+    world = World()
+    link = CoreLink(CallPool(world.connect, size=1))
+
+    async def go() -> None:
+        busy = asyncio.ensure_future(link.call("mcp.call", {"tool": "propose_edit"}, 30))
+        assert await asyncio.to_thread(world.proposing.wait, 10)
+        queued = asyncio.ensure_future(link.call("mcp.call", {"tool": "read_buffer"}, 30))
+        await asyncio.sleep(0.05)     # a negative check: the queued call is not sent meanwhile
+        queued.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await queued              # its job is cancelled before the worker is free
+        world.release.set()
+        await asyncio.wait_for(busy, 10)
+    try:
+        asyncio.run(go())
+        assert link.calls.submit("mcp.call", {"tool": "list_buffers"}, 5).result(10)
+    finally:
+        world.release.set()
+        link.close()
+    assert world.sent == ["mcp.call", "mcp.call"]   # the proposal and the last call only
+
+
+def test_closing_does_not_wait_for_a_worker_still_waiting_for_the_user():
+    """The worker's call may wait 360 s; closing waits for the idle workers only (it waited
+    5 s for the busy one, half of `rio mcp`'s 10 s exit)."""
+    import time
+    world = World()
+    pool = CallPool(world.connect, size=2)
+    try:
+        pool.submit("mcp.call", {"tool": "propose_edit"}, 30)
+        assert world.proposing.wait(10)
+        assert pool.submit("mcp.call", {"tool": "read_buffer"}, 30).result(10)
+        started = time.monotonic()
+        pool.close()
+        took = time.monotonic() - started
+        assert took < 1.0, took
+        assert sum(c.closed for c in world.conns) == 1    # the idle worker's, not the busy one's
+    finally:
+        world.release.set()
+
+
+def test_a_worker_that_takes_a_queued_call_is_not_counted_idle():
+    """The count of idle workers is what promises a call a worker: one counted idle while it
+    ran a queued call let a later call (an mcp.cancel too) queue behind a busy worker."""
+    from tests.support import wait_for
+    world = World()
+    pool = CallPool(world.connect, size=1)
+    try:
+        pool.connecting.result(10)
+        proposal = pool.submit("mcp.call", {"tool": "propose_edit"}, 30)
+        assert world.proposing.wait(10)
+        queued = pool.submit("mcp.call", {"tool": "read_buffer"}, 30)   # waits for the worker
+        world.release.set()
+        assert proposal.result(10) and queued.result(10)
+        assert wait_for(lambda: not pool.busy and pool.idle >= 1, 10)
+        assert (pool.idle, pool.waiting, len(pool.workers)) == (1, 0, 1)
+    finally:
+        world.release.set()
+        pool.close()

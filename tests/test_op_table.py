@@ -193,7 +193,7 @@ def _tables():
     from actors.agents.conversations import ConversationsActor
     from actors.agents.discovery import AgentsActor
     from actors.agents.gate import GateActor
-    from actors.agents.mcp import McpService
+    from actors.agents.mcp_endpoint import EndpointService
     from actors.agents.session import AgentSession
     from actors.bus.hub import Hub
     from actors.documents import REGISTRY_OPS, DocumentsActor
@@ -206,10 +206,11 @@ def _tables():
     buffer_ops = {name for name in ops.REGISTRY if name.startswith("buffer.")}
     return [(GateActor.handles, "gate", None), (RunnerActor.handles, "run", None),
             (AgentsActor.handles, "agents", None), (Host.handles, "host", None),
-            (McpService.handles, "mcp", {name for name in ops.REGISTRY if name.startswith("mcp.")}
-             | {"agent.approve"}),   # an mcp-… proposal's (rio/protocol/routing.py)
+            (EndpointService.handles, "mcp", None),
             (FsOps.handles, "fs", None),
-            (ConversationsActor.handles, "agent", None),
+            (ConversationsActor.handles, "agent",
+             {name for name in ops.REGISTRY if name.split(".", 1)[0] in ("agent",
+                                                                         "conversation")}),
             # the session also answers a running turn's answers (rio/protocol/routing.py)
             (AgentSession.handles, "session", {name for name in ops.REGISTRY if name.startswith(
                 "session.")} | set(TURN_ANSWERS)),

@@ -63,7 +63,8 @@ def on_loop(me: AgentSession, coro: Any) -> Any:
 def running_turn(me: AgentSession) -> _Running:
     async def make() -> _Running:
         task = me.loop.create_task(asyncio.Event().wait())   # runs until cancelled
-        me.running = _Running(FakeTurn(), task)  # type: ignore[arg-type]
+        me.running = _Running("hi", turn_id=f"{CID}.1", turn=FakeTurn(),  # type: ignore[arg-type]
+                              task=task)
         return me.running
     return on_loop(me, make())
 

@@ -13,7 +13,7 @@ from tests.support import REPO
 
 CORE_MODULES = ("actors.host", "actors.factories", "actors.documents", "actors.workspace_actor",
                 "actors.runner_actor", "actors.agents.conversations", "actors.agents.gate",
-                "actors.agents.discovery", "actors.agents.mcp")
+                "actors.agents.discovery")
 LATER = ("httpx", "mcp", "pygments", "importlib.metadata")
 
 
@@ -25,6 +25,19 @@ def test_the_core_actors_import_nothing_that_can_wait():
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == []
+
+
+@pytest.mark.timeout(60)
+def test_an_agent_session_never_imports_the_mcp_sdk():
+    """The SDK's import (~580 modules, ~1 s) belongs to the endpoint process alone: an agent
+    session, and what it loads for an ACP turn, stay off it (ADR-0034)."""
+    code = ("import sys; import actors.agents.session, actors.agents.acp_session, "
+            "rio.agent.acp_turn, rio.agent.turn_mcp, rio.mcp.tools, rio.mcp.entry, "
+            "rio.acp.mcp_servers; print('mcp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(REPO), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False"]
 
 
 # --- idle memory: no OpenSSL until a file is hashed (rio/files/digest.py) --------------------

@@ -37,10 +37,10 @@ def test_the_repo_root_file_is_the_packaged_one() -> None:
 
 def test_the_shipped_defaults() -> None:
     config = load_config()
-    assert [p.name for p in config.processes] == ["core", "agent", "fake", "ui"]
+    assert [p.name for p in config.processes] == ["core", "agent", "mcp", "fake", "ui"]
     core = config.process("core")
     assert core.actors == ("documents", "workspace", "runner", "conversations", "gate",
-                           "agents", "mcp")
+                           "agents")
     assert core.restart == "always"
     assert (core.max_restarts, core.window_s) == (5, 60.0)
     assert (core.backoff_initial_s, core.backoff_max_s) == (0.1, 5.0)
@@ -51,9 +51,13 @@ def test_the_shipped_defaults() -> None:
                                                         "on-failure")
     assert config.process_for("ui").when == "desktop"
     assert config.process_for("gate") is core
-    assert [p.name for p in config.to_start(desktop=False)] == ["core", "agent", "fake"]
-    assert [p.name for p in config.to_start(desktop=True)] == ["core", "agent", "fake", "ui"]
+    assert [p.name for p in config.to_start(desktop=False)] == ["core", "agent", "mcp", "fake"]
+    assert [p.name for p in config.to_start(desktop=True)] == ["core", "agent", "mcp", "fake",
+                                                               "ui"]
     assert config.process("fake").per == "conversation"  # the fault harness's, on demand
+    # Rio's MCP endpoint: one process, started by the first ACP conversation (ADR-0034)
+    endpoint = config.process("mcp")
+    assert (endpoint.actors, endpoint.per, endpoint.restart) == (("mcp",), "demand", "always")
     assert config.placements == ("isolated",) and config.placement is None
     assert config.sources == (packaged_path(),)
     with pytest.raises(KeyError):
@@ -93,7 +97,7 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
     core = config.process("core")
     assert core.restart == "never"
     assert core.actors == ("documents", "workspace", "runner", "conversations",
-                           "gate", "agents", "mcp")  # kept from shipped
+                           "gate", "agents")  # kept from shipped
     assert core.max_restarts == 2 and core.term_grace_s == 0.25
     assert config.process("agent").max_restarts == 2
     assert config.process("agent").stdin_grace_s == 1.0
@@ -103,7 +107,7 @@ def test_the_user_copy_overrides_key_by_key(tmp_path: Path) -> None:
 def test_the_user_copy_can_move_an_actor_and_change_a_placement(tmp_path: Path) -> None:
     user = write(tmp_path, """
         [process.core]
-        actors = ["documents", "workspace", "conversations", "gate", "agents", "mcp"]
+        actors = ["documents", "workspace", "conversations", "gate", "agents"]
 
         [process.endpoint]
         actors = ["runner"]
@@ -296,9 +300,9 @@ def test_a_placement_takes_its_actors_out_of_the_base_processes(tmp_path: Path) 
     """)
     config = load_config(user_path=user, placement="isolated")
     assert config.process_for("ui").name == "gate"
-    assert [p.name for p in config.processes] == ["agent", "fake", "documents", "conversations",
-                                                  "gate", "workspace", "runner",
-                                                  "agents", "mcp"]  # no "ui"
+    assert [p.name for p in config.processes] == ["agent", "mcp", "fake", "documents",
+                                                  "conversations", "gate", "workspace",
+                                                  "runner", "agents"]  # no "ui"
 
 
 # ------------------------------------------------------------------- one list of actors
@@ -320,7 +324,7 @@ def test_the_registry_has_a_factory_for_every_actor_a_host_starts() -> None:
 def test_an_actor_the_registry_does_not_know_is_refused(tmp_path: Path) -> None:
     user = write(tmp_path, """
         [process.core]
-        actors = ["documents", "workspace", "runner", "conversations", "gate", "agents", "mcp",
+        actors = ["documents", "workspace", "runner", "conversations", "gate", "agents",
                   "mystery"]
     """)
     with pytest.raises(ConfigError) as info:

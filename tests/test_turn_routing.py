@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from actors.bus.client import Endpoints, connect
 from actors.bus.hub import DEFERRED, Hub
 from actors.bus.service import BusThread
-from rio.protocol.errors import BusError
 from rio.protocol.frames import Reply, Request, decode, encode
-from rio.protocol.routing import TURN_ANSWERS, route_prefix, turn_answer_conversation
+from rio.protocol.routing import TURN_ANSWERS, turn_answer_conversation
 from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(30)
@@ -36,20 +35,17 @@ def test_turn_answers_name_their_conversation():
 
 
 def test_other_requests_take_their_ordinary_route():
-    # an MCP proposal is held by the core's mcp actor
-    assert turn_answer_conversation("agent.approve", {"turn": f"{CID}.3",
-                                                      "proposal": "mcp-7"}) is None
     assert turn_answer_conversation("agent.send", {"conversation": CID}) is None
     assert turn_answer_conversation("agent.approve", {"turn": "no-number"}) is None
     assert turn_answer_conversation("agent.stop", {"conversation": "../../etc"}) is None
 
 
-def test_an_mcp_proposals_approval_is_served_by_the_mcp_actor():
-    assert route_prefix("agent.approve", {"turn": f"{CID}.3", "proposal": "mcp-7"}) == "mcp"
-    assert route_prefix("agent.approve", {"turn": f"{CID}.3", "proposal": "p1"}) == "agent"
-    assert route_prefix("agent.approve", {"turn": f"{CID}.3", "proposal": 7}) == "agent"
-    assert route_prefix("mcp.approve", {"proposal": "mcp-7"}) == "mcp"
-    assert route_prefix("buffer.open", {"proposal": "mcp-7"}) == "buffer"
+def test_every_proposal_of_a_turn_is_answered_by_its_session_one_way_in():
+    """An approval has one way in (ADR-0034): a proposal of Rio's MCP tools is the turn's like
+    any other, whatever its id looks like."""
+    for proposal in ("mcp-7", "p1", 7, f"{CID}.3.m1"):
+        assert turn_answer_conversation("agent.approve", {"turn": f"{CID}.3",
+                                                          "proposal": proposal}) == CID
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])   # a busy machine
@@ -189,70 +185,3 @@ def test_a_local_handler_answers_later_through_reply_later(endpoints):
     finally:
         client.close()
         hub.stop()
-
-
-# --- an MCP proposal's approval: client → hub → mcp actor → hub → client ----------------------
-
-class ByPrefix:
-    """A stand-in process serving several prefixes, each by its own handler: records which
-    handler got which op; the "agent" one (the conversations actor) never answers."""
-
-    def __init__(self, endpoints: Endpoints, name: str, prefixes: tuple[str, ...]):
-        self.seen: list[tuple[str, str]] = []
-        self.held: list = []
-        self.bus = BusThread(endpoints, name=name, handlers={
-            p: (lambda ctx, p=p: self._serve(p, ctx)) for p in prefixes}).start()
-
-    def _serve(self, prefix: str, ctx) -> None:
-        self.seen.append((prefix, ctx.op))
-        if prefix == "agent":
-            self.held.append(ctx)      # blocked: answered only when the test lets it go
-        else:
-            ctx.reply({"by": prefix})
-
-
-@pytest.fixture
-def hub_and_client(endpoints):
-    hub = Hub(endpoints.requests, endpoints.events).start()
-    client = connect(endpoints, name="test")
-    started: list[ByPrefix] = []
-    yield hub, client, started
-    for served in started:
-        for ctx in served.held:
-            ctx.fail(BusError("actor_dead", "test over", "none"))
-        served.bus.stop()
-    client.close()
-    hub.stop()
-
-
-MCP_APPROVE = {"turn": f"{CID}.2", "proposal": "mcp-1", "decision": "approve"}
-
-
-def test_an_mcp_approval_reaches_the_mcp_actor_while_the_conversations_actor_is_blocked(
-        hub_and_client, endpoints):
-    """The core serves both agent.* and mcp.*: its bus thread hands the approval to the mcp
-    actor, never to the (blocked) conversations actor to forward over the hub."""
-    hub, client, started = hub_and_client
-    core = ByPrefix(endpoints, "core", ("agent", "mcp"))
-    started.append(core)
-    assert client.call("agent.approve", MCP_APPROVE, timeout=5) == {"by": "mcp"}
-    assert core.seen == [("mcp", "agent.approve")]
-    assert hub.stats["requests"] == 2     # bus.register and the approval: no forwarded call
-
-
-def test_the_hub_sends_an_mcp_approval_to_the_process_that_holds_mcp(hub_and_client, endpoints):
-    hub, client, started = hub_and_client
-    core = ByPrefix(endpoints, "core", ("agent",))
-    mcp = ByPrefix(endpoints, "mcp-host", ("mcp",))
-    started += [core, mcp]
-    assert client.call("agent.approve", MCP_APPROVE, timeout=5) == {"by": "mcp"}
-    assert mcp.seen == [("mcp", "agent.approve")] and core.seen == []
-    # Once nothing serves mcp.*, the approval is refused at once (not lost in the core).
-    mcp.bus.stop()
-    started.remove(mcp)
-    assert wait_for(lambda: "mcp-host" not in {s["name"] for s in client.call("bus.services")},
-                    10)
-    with pytest.raises(BusError) as refused:
-        client.call("agent.approve", MCP_APPROVE, timeout=5)
-    assert refused.value.kind == "bus.no_route" and core.seen == []
-    assert "mcp.*" in refused.value.message

@@ -2,26 +2,45 @@
 
 :class:`AcpOwner` is mixed into :class:`actors.agents.session.AgentSession`: it keeps the
 conversation's one :class:`rio.agent.acp_turn.AcpBrain` (the agent process, across turns),
-builds an :class:`rio.agent.acp_turn.AcpTurn` for ``session.turn {agent}`` and hands it to the
-session's one turn owner (``_own``), serves the agent's own settings
-(``session.set_mode``, ``session.set_config``, ``session.authenticate``), and ends the agent —
-stop sequence, MCP token removed — on ``session.close``, on a switch of agent and when the
-process stops (ADR-0027).
+builds an :class:`rio.agent.acp_turn.AcpTurn` for a turn of an ACP conversation, gives the
+agent Rio's MCP endpoint (over HTTP with the conversation's bearer token, or the stdio
+fallback; the endpoint process is asked for beside the agent's own start), serves the
+agent's own settings (``session.set_mode``, ``session.set_config``,
+``session.authenticate``), and ends the agent — stop sequence, MCP token revoked — on
+``session.close``, on a switch of agent and when the process stops (ADR-0027, ADR-0034).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
 from actors.bus.service import OpTable, RequestContext
 from rio.agent.acp_turn import AcpBrain, AcpTurn, AcpTurnSpec
 from rio.agent.tools import Tools
-from rio.protocol.errors import AgentError
+from rio.agent.turn_mcp import QUESTION_TIMEOUT_S
+from rio.protocol.errors import AgentError, RioError
 
 log = logging.getLogger("rio.agent.session")
+
+#: The supervisor's process of Rio's MCP endpoint (supervisor.toml ``[process.mcp]``).
+ENDPOINT_PROCESS = "mcp"
+#: Tests shorten the wait for the user's answer with this variable.
+QUESTION_TIMEOUT_ENV = "RIO_AGENT_QUESTION_TIMEOUT_S"
+
+
+def question_timeout() -> float:
+    """How long a question to the user (a proposal, a permission) waits: 240 s, or
+    ``RIO_AGENT_QUESTION_TIMEOUT_S``."""
+    import os
+    try:
+        value = float(os.environ.get(QUESTION_TIMEOUT_ENV, ""))
+    except ValueError:
+        return QUESTION_TIMEOUT_S
+    return value if value > 0 else QUESTION_TIMEOUT_S
 
 
 def _import_acp() -> None:
@@ -65,42 +84,71 @@ class AcpOwner:
     root: Path
     loop: asyncio.AbstractEventLoop
     port: Any
-
-    async def _own(self, ctx: RequestContext, turn: Any) -> None:
-        raise NotImplementedError
+    endpoint: asyncio.Task[Mapping[str, Any] | None] | None
 
     def _turn_port(self, turn_id: str, provider: str) -> Any:
         raise NotImplementedError
 
-    async def _acp_turn(self, ctx: RequestContext) -> None:
-        """``session.turn`` for a conversation that drives an ACP agent (ADR-0023)."""
-        args = ctx.args
-        agent = str(args["agent"])
+    async def _acp_turn(self, running: Any, began: Mapping[str, Any]) -> Any:
+        """The turn of a conversation that drives an ACP agent (ADR-0023): the agent is
+        started (or kept from the last turn), and Rio's MCP endpoint is made sure of at the
+        same time, so its start never adds to the agent's."""
+        agent = str(began["agent"])
         if self.brain is not None and self.brain.agent != agent:
             await self.brain.close()        # the conversation switched agent: the old one ends
             self.brain = None
+        if self.brain is None or not self.brain.alive:
+            self._want_endpoint()
         if self.brain is None:
             # The SDK's import builds ~200 pydantic models (seconds on a loaded machine): off
             # the loop, which must keep answering the supervisor's liveness pings.
             await self.loop.run_in_executor(self.port.pool, _import_acp)
             self.brain = AcpBrain(agent, self.acp_client_factory(self, agent),
                                   mcp_servers=self._mcp_servers)
-        turn_id = str(args["turn"])
-        spec = AcpTurnSpec(self.conversation, turn_id, agent, str(args["text"]),
-                           args.get("acp_session"))
+        turn_id = str(running.turn_id)
+        stored = began.get("acp_session")
+        spec = AcpTurnSpec(self.conversation, turn_id, agent, running.text,
+                           stored if isinstance(stored, str) else None)
         port = self._turn_port(turn_id, f"acp:{agent}")
-        turn = AcpTurn(spec, self.brain, Tools(self.port, self.conversation, self.root), port,
-                       self.root)
-        await self._own(ctx, turn)
+        return AcpTurn(spec, self.brain, Tools(self.port, self.conversation, self.root), port,
+                       self.root, permission_timeout_s=question_timeout(),
+                       question_timeout_s=question_timeout())
 
-    def _mcp_servers(self) -> list[dict[str, Any]]:
-        """Rio's MCP endpoint for the agent's session/new, when this Rio has one."""
+    # --- Rio's MCP endpoint ------------------------------------------------------------------
+    def _want_endpoint(self) -> None:
+        """Ask for the endpoint process now (``system.spawn``, answered when it is ready): its
+        start (the SDK's import, ~1 s) runs beside the agent's own, not after it."""
+        if self.endpoint is None or (self.endpoint.done() and self.endpoint.result() is None):
+            self.endpoint = self.loop.create_task(self._endpoint_address())
+
+    async def _endpoint_address(self) -> Mapping[str, Any] | None:
         try:
-            from rio.mcp.entry import mcp_server_entry
-        except ImportError:
+            await self.port.call("system.spawn", {"kind": ENDPOINT_PROCESS,
+                                                  "key": ENDPOINT_PROCESS}, timeout=25)
+            got = await self.port.call("mcp.address", {}, timeout=10)
+        except RioError as err:
+            log.warning("Rio's MCP endpoint is not available (%s): the agent works without "
+                        "Rio's tools this time", err.kind)
+            return None
+        return got if isinstance(got, Mapping) and got.get("url") else None
+
+    async def _mcp_servers(self, client: Any) -> list[dict[str, Any]]:
+        """Rio's MCP endpoint for the agent's session/new or session/load: over HTTP with the
+        conversation's bearer token when the agent speaks it (claude, codex and opencode do),
+        else the stdio fallback ``rio mcp``. Waits for the endpoint to answer: codex never
+        retries a server that was down at session/new."""
+        from rio.acp.mcp_servers import supports_http
+        from rio.mcp import entry
+        self._want_endpoint()
+        assert self.endpoint is not None
+        address = await asyncio.shield(self.endpoint)
+        if address is None:
             return []
         try:
-            return [mcp_server_entry(self.conversation, self.root)]
+            if supports_http(getattr(client, "init", None)):
+                token = entry.fresh_token(self.root, self.conversation)
+                return [entry.http_server_entry(str(address["url"]), token)]
+            return [entry.mcp_server_entry(self.conversation, self.root)]
         except Exception:  # noqa: BLE001 -- the agent works without Rio's tools
             log.exception("no MCP entry for %s", self.conversation)
             return []

@@ -1,64 +1,51 @@
-"""``agent.*``: conversations with the agent, served by the core.
+"""``agent.*``: conversations with the agent, served by the core — the conversation store.
 
-:class:`ConversationsActor` owns the :class:`~rio.agent.conversations.ConversationStore` and is the
-public face of the agent (the ``agent.*`` ops of docs/protocol.md): it records the user's message,
-makes sure the conversation's session process runs (``system.spawn kind=agent``), hands the
-turn to it as ``session.turn`` and, when that returns, records the turn's messages, merges the
-buffers the turn changed into ONE undo step each ("Agent: <message>"), and publishes
-``agent.message`` / ``agent.error`` / ``agent.turn``. ``agent.approve``/``agent.stop`` are
-forwarded to the session, ``agent.mode`` to the gate.
+:class:`ConversationsActor` owns the :class:`~rio.agent.conversations.ConversationStore` and is
+the public face of the agent (the ``agent.*`` ops of docs/protocol.md). It holds no turn state
+and no busy rule (ADR-0034): the conversation's session process owns every turn, from the
+message to its end. The core
 
-Threading, and why: ``session.turn`` is a request that lasts as long as the turn (minutes), and
-the actor's mailbox must keep serving ``agent.stop`` and ``agent.approve`` meanwhile. So each
-turn's request runs on a worker thread, and the worker hands the outcome back to the actor as a
-message; the store is only ever touched from the actor's thread. Workers come from a small pool
-of long-lived *daemon* threads: every thread that talks to the bus gets a socket of its own
-(actors/bus/service.py), so a thread per turn would leak one socket per turn, and a
-non-daemon pool (concurrent.futures) would hold the process open at exit for a turn's length.
+* forwards a message to the conversation's session process (``session.send``), starting that
+  process first when it has not answered one yet (``system.spawn``, answered when ready); the
+  session decides whether it is busy, interrupts or starts the turn;
+* records what the session tells it, in the order it tells it: ``conversation.begin_turn``
+  (the user's message; the store names the turn, and the answer gives the history and the
+  conversation's provider or agent) and ``conversation.end_turn`` (the turn's messages, how it
+  ended, what it changed) — and publishes what it recorded (``agent.turn``, ``agent.message``);
+* keeps, for a window that opens late, what a running turn has streamed, so a session that
+  dies mid-turn (kill -9, crash: the supervisor's ``system.process``) still leaves its text in
+  the history, marked, and the turn ends as ``agent.session_died``;
+* answers a Stop when no session process is there to (the session's hung loop hands its Stop
+  here after 1.5 s, actors/agents/stop_watch.py): the running turn is ended ``stopped``;
+* forwards the gate's settings (``agent.mode``, ``agent.limits``) and an ACP agent's own
+  (``agent.set_mode``, ``agent.set_config``, ``agent.authenticate``) to their owners.
 
-A new message while a turn runs: the session owns the turn's pending proposals and questions
-(ADR-0027), so the core asks it (``session.interrupt``). When one waits, the session closes it
-as "interrupted" and the new message goes to it at once as the next turn, which the core
-records only after the old turn's messages (the store keeps the order the model saw); else the
-message is ``agent.busy``.
+``agent.approve`` and ``agent.permission_answer`` reach this actor only when the conversation
+has no session process registered (the hub sends them to that process: rio/protocol/routing.py);
+then nothing is waiting, and it says so.
 
-Before a turn goes to a session process that has not answered one yet, the core asks for it
-with ``system.spawn``, which the supervisor answers once the process is ready — registered on
-the bus — or with why not (actors/spawn_waits.py); nothing here waits on events, polls
-``system.status`` or retries ``session.turn``.
-
-``agent.approve``, ``agent.stop`` and ``agent.permission_answer`` reach this actor only when the
-conversation has no session process registered (the hub sends them to that process, which
-owns the turn: rio/protocol/routing.py), or when the session has no turn and asks the core
-(its ``agent.stop``). An MCP proposal's approval (``mcp-…``) never does: it goes straight to the
-``mcp`` actor that holds it (``route_prefix``).
-
-A session that dies mid-turn (kill -9, crash) fails ``session.turn`` with ``bus.actor_dead``: the
-turn ends as a classified error, the conversation stays as recorded, and the next message finds
-the restarted process (or spawns it again).
+Threading: forwards (``session.send`` may wait for a process to start) run on a small pool of
+long-lived daemon workers — every thread that talks to the bus gets a socket of its own
+(actors/bus/service.py), so a thread per request would leak sockets — and the store is only
+ever touched from the actor's thread.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import pykka
 
 from actors.actor_registry import ActorHost, actor_factory
 from actors.agents.turn_workers import IdleTimers, WorkerPool
-from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve
+from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext
 from rio.agent.conversations import (
-    Conversation,
     ConversationStore,
     check_conversation_id,
     conversation_of_turn,
     conversations_dir,
-    turn_id,
-    undo_label,
 )
 from rio.config.instance import project_state_dir
 from rio.protocol.errors import AgentError, BusError, ProtocolError, RioError
@@ -67,130 +54,67 @@ from rio.providers.base import Message
 
 log = logging.getLogger("rio.agent.conversations")
 
-#: The longest a turn may run before the core gives up on it (the session's own limits —
-#: model requests and tool calls per turn — normally end it long before).
-TURN_TIMEOUT_S = 30 * 60.0
 #: How long system.spawn may take to answer (the supervisor answers within 20 s: ready,
 #: failed or timed out — actors/spawn_waits.py).
 SPAWN_WAIT_S = 25.0
-#: Quick forwards (stop, mode): a healthy session answers in milliseconds.
+#: session.send: the session answers once the message is recorded — after the turn it
+#: interrupts has ended, which an ACP agent's cancel can take seconds for.
+SEND_TIMEOUT_S = 30.0
+#: Quick forwards (mode, limits): a healthy owner answers in milliseconds.
 FORWARD_TIMEOUT_S = 5.0
-#: An approval applies the edit (buffer.open, buffer.replace) before it answers.
-APPROVE_TIMEOUT_S = 30.0
-
+#: An agent's own settings (set_mode, set_config) wait for the agent.
+AGENT_SETTING_TIMEOUT_S = 30.0
 #: An agent's own sign-in may wait for the user in a browser (the client allows 600 s).
 AUTHENTICATE_TIMEOUT_S = 620.0
 
-#: Ends the streamed text of a turn whose session process died before answering.
+#: Ends the streamed text of a turn whose session process died before it ended.
 INTERRUPTED_MARK = "[interrupted: the agent process stopped here]"
 
 SESSION_DIED = ("The agent process stopped unexpectedly; it was restarted — send your "
                 "message again.")
+#: A process event that means the conversation's session process is gone.
+_GONE = ("exited", "stopped", "gave_up")
+#: How long after the supervisor says a session process went the core ends its running turn:
+#: the hub may still hold that process's last ``agent.delta`` frames in its queue when it
+#: publishes the supervisor's event (two sockets, no order between them; seen as the last
+#: delta missing from the kept text about one run in six), and the hub drains in milliseconds.
+GONE_GRACE_S = 0.3
 
 
-@dataclass
-class RunningTurn:
-    conversation: str
-    turn: str
-    text: str
-    stop_requested: threading.Event = field(default_factory=threading.Event)
-    #: Why the core ended (or will end) the turn itself; None while the session owns the end.
-    end_reason: str | None = None
-    #: The turn of a message that interrupted this one: already sent to the session (which
-    #: closes the waiting proposal as "interrupted"), recorded once this one has ended.
-    successor: "RunningTurn | None" = None
-    successor_outcome: "TurnOutcome | None" = None
-    #: The text streamed so far (agent.delta): kept if the session dies before it answers.
-    partial: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    """What a worker learned about a turn: the session's answer, or the core's verdict."""
-    status: str                          # done | stopped | error
-    messages: tuple[Mapping[str, Any], ...] = ()
-    error: Mapping[str, Any] | None = None
-    from_core: bool = False              # the core classified it: publish agent.error itself
-    buffers: tuple[str, ...] = ()        # buffers the turn changed (unsaved: the user saves)
-    #: an ACP agent's session id (stored to resume it) and the files it changed on disk
-    acp_session: str | None = None
-    changed_files: tuple[Mapping[str, Any], ...] = ()
-
-
-def _busy(turn: str) -> AgentError:
-    return AgentError("busy", "The agent is still working on the last message.",
-                      "Wait, or Stop the turn.", turn=turn)
-
-
-def classify_bus_failure(err: RioError) -> dict[str, Any]:
-    """The agent.error for a session.turn that failed on the bus instead of answering."""
+def classify_bus_failure(err: RioError) -> RioError:
+    """What the user is told when a message could not reach its session process."""
     if err.kind in ("bus.actor_dead", "bus.closed", "bus.unreachable"):
         return AgentError("session_died", SESSION_DIED,
-                          "Send your message again; `rio status` shows the restarts.").to_wire()
+                          "Send your message again; `rio status` shows the restarts.")
     if err.kind == "bus.timeout":
-        return AgentError("session_timeout", "The agent did not finish the turn in time; it "
-                          "was ended.", "Send your message again, or ask for a smaller step."
-                          ).to_wire()
-    if err.kind == "bus.no_route":
-        return AgentError("session_unavailable", "The agent process did not start.",
-                          "Check `rio status` and the agent's log; then send the message "
-                          "again.").to_wire()
-    wire = err.to_wire()
-    wire.pop("details", None)
-    return wire
-
-
-class EventBarrier:
-    """Waits until every event the hub published before now has reached this process.
-
-    The hub publishes events in the order it reads them, so an event this process publishes
-    and hears back comes after every earlier one (``agent.delta`` included), whose callbacks
-    the bus thread has then run. Used on the rare path where a reply and events race: a
-    session that died mid-stream. Bounded by ``timeout_s``: it never holds a turn up."""
-
-    TOPIC = "conversations.barrier"
-
-    def __init__(self, bus: BusThread, timeout_s: float = 1.0):
-        self.bus = bus
-        self.timeout_s = timeout_s
-        self._waiting: dict[str, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def on_event(self, event: Any) -> None:
-        with self._lock:
-            done = self._waiting.pop(str(thaw(event.data).get("id")), None)
-        if done is not None:
-            done.set()
-
-    def wait(self) -> bool:
-        token, done = os.urandom(8).hex(), threading.Event()
-        with self._lock:
-            self._waiting[token] = done
-        self.bus.publish(self.TOPIC, {"id": token})
-        heard = done.wait(self.timeout_s)
-        with self._lock:
-            self._waiting.pop(token, None)
-        return heard
+        return AgentError("session_timeout", "The agent process did not take the message in "
+                          "time.", "Check `rio status`; then send the message again.")
+    if err.kind in ("bus.no_route", "bus.spawn_failed"):
+        return AgentError("session_unavailable", f"The agent process did not start: "
+                          f"{err.message}", "Check `rio status` and the agent's log; then "
+                          "send the message again.")
+    return err
 
 
 class AgentEvent(NamedTuple):
-    """An ``agent.delta`` event (the streamed text, kept for a turn whose session dies)."""
+    """An ``agent.delta`` (the streamed text, kept for a turn whose session dies)."""
     topic: str
     data: Mapping[str, Any]
 
 
-class TurnFinished(NamedTuple):
-    """From a turn worker (or a stop nobody answered): the turn ended with ``outcome``."""
-    turn: str
-    outcome: TurnOutcome
+class ProcessEvent(NamedTuple):
+    """A ``system.process`` event: a conversation's session process may have gone."""
+    data: Mapping[str, Any]
 
 
-class InterruptAnswered(NamedTuple):
-    """From a worker: the session said whether a new message interrupted the running turn;
-    ``ctx`` is that message's ``agent.send``, answered now."""
-    ctx: RequestContext
-    turn: str
-    text: str
+class SessionGone(NamedTuple):
+    """The grace after a session process went is over: end its running turn now."""
+    conversation: str
+
+
+class Healthy(NamedTuple):
+    """From a forward: the session process took a message (or is gone: ``ok`` false)."""
+    conversation: str
     ok: bool
 
 
@@ -201,30 +125,32 @@ class IdleDue(NamedTuple):
 
 
 class ConversationsActor(pykka.ThreadingActor):
-    """Serves ``agent.*``; see the module docstring."""
+    """Serves ``agent.*`` and records turns (``conversation.*``); see the module docstring."""
 
     handles: OpTable[ConversationsActor] = OpTable()
 
     def __init__(self, store: ConversationStore, bus: BusThread, *,
-                 turn_timeout_s: float = TURN_TIMEOUT_S, spawn_wait_s: float = SPAWN_WAIT_S,
+                 spawn_wait_s: float = SPAWN_WAIT_S,
                  default_provider: Callable[[], str | None] | None = None,
                  known_providers: Callable[[], set[str]] | None = None,
-                 idle_stop_s: float | None = None,
-                 barrier: EventBarrier | None = None):
+                 idle_stop_s: float | None = None):
         super().__init__()
         self.store = store
         self.bus = bus
-        self.barrier = barrier
-        self.turn_timeout_s = turn_timeout_s
         self.spawn_wait_s = spawn_wait_s
         self.default_provider = default_provider or _configured_provider
         self.known_providers = known_providers or _installed_providers
-        self.running: dict[str, RunningTurn] = {}        # conversation → its running turn
-        #: Conversations whose session answered its last turn: no system.spawn before the
-        #: next one (a round trip to the supervisor). Touched by turn workers.
-        self.healthy: set[str] = set()
-        self.turns = WorkerPool("turn", 64)
-        self.forwards = WorkerPool("forward", 4)
+        #: Conversations whose session process took a message and has not gone since: no
+        #: system.spawn before the next one. Read by forwards; written on the actor's thread.
+        self.healthy: frozenset[str] = frozenset()
+        #: conversation → the text its running turn streamed (for a session that dies)
+        self.streamed: dict[str, list[str]] = {}
+        #: turns the core ended itself (their session died or hung): a late end from the
+        #: session, if it comes, is recorded over the core's
+        self.closed_by_core: set[str] = set()
+        #: conversations whose session process went, until their grace is over
+        self.gone: dict[str, threading.Timer] = {}
+        self.forwards = WorkerPool("forward", 16)
         #: A session process with no turn this long is stopped (system.restart again=false,
         #: reason idle); the next message spawns it again. 0: never (config idle_stop_s).
         self.idle_stop_s = _configured_idle_stop() if idle_stop_s is None else idle_stop_s
@@ -232,8 +158,9 @@ class ConversationsActor(pykka.ThreadingActor):
             IdleDue(cid, generation)))
 
     def on_stop(self) -> None:
+        for timer in self.gone.values():
+            timer.cancel()
         self.idle.close()
-        self.turns.close()
         self.forwards.close()
 
     # --- the mailbox -----------------------------------------------------------------------
@@ -241,12 +168,14 @@ class ConversationsActor(pykka.ThreadingActor):
         match message:
             case RequestContext():
                 self.handles.serve(self, message)
-            case AgentEvent(topic, data):
-                self._on_event(topic, data)
-            case TurnFinished(turn, outcome):
-                self._finished(turn, outcome)
-            case InterruptAnswered(ctx, turn, text, ok):
-                serve(ctx, lambda c: self._interrupt_answered(c, turn, text, ok))
+            case AgentEvent(_, data):
+                self._on_delta(data)
+            case ProcessEvent(data):
+                self._on_process(data)
+            case SessionGone(cid):
+                self._session_gone(cid)
+            case Healthy(cid, ok):
+                self.healthy = self.healthy | {cid} if ok else self.healthy - {cid}
             case IdleDue(cid, generation):
                 self._idle(cid, generation)
         return None
@@ -254,6 +183,7 @@ class ConversationsActor(pykka.ThreadingActor):
     def _forward(self, ctx: RequestContext, call: Callable[[], Any]) -> Any:
         """Answer ``ctx`` from a worker with what ``call`` returns (a request to another
         process, which may take seconds): the mailbox keeps serving meanwhile."""
+        from actors.bus.service import serve
         self.forwards.submit(lambda: serve(ctx, lambda _: call()))
         return ANSWERED
 
@@ -299,82 +229,191 @@ class ConversationsActor(pykka.ThreadingActor):
     @handles("agent.send")
     def op_send(self, ctx: RequestContext) -> Any:
         cid = check_conversation_id(ctx.args["conversation"])
-        self.store.get(cid)  # unknown conversations fail here, before anything is recorded
-        running = self.running.get(cid)
-        if running is None:
-            self._start_turn(ctx, cid, ctx.args["text"])
-        elif running.successor is None:
-            self._ask_interrupt(ctx, running, ctx.args["text"])
-        else:
-            raise _busy(running.turn)
-        return ANSWERED     # by _launch, or once the session said whether it interrupted
+        self.store.get(cid)  # unknown conversations fail here, before anything is sent
+        self.idle.disarm(cid)
+        text = ctx.args["text"]
+        healthy = cid in self.healthy
+        return self._forward(ctx, lambda: self._deliver(cid, text, healthy))
 
-    def _ask_interrupt(self, ctx: RequestContext, running: RunningTurn, text: str) -> None:
-        """A message while a turn runs: the session, which owns the turn's proposals and
-        questions, says whether one waits (then it is interrupted and the new turn follows)
-        or the agent is busy. Asking it, instead of tracking ``agent.propose`` events here,
-        leaves no race between the event and the message."""
-        args = {"conversation": running.conversation, "turn": running.turn}
-
-        def forward() -> None:
+    def _deliver(self, cid: str, text: str, healthy: bool) -> Any:
+        """On a worker: the message to the conversation's session process, which answers
+        ``{turn}`` once the store has recorded it (or ``agent.busy``). One that has not taken
+        a message yet (new, idle-stopped, gone) is asked for first with ``system.spawn``,
+        answered when it is ready — no polling, no retry loop; a ``no_route`` after that
+        means it died again, and it is spawned once more."""
+        spawned = False
+        if not healthy:
+            self._spawn_session(cid)
+            spawned = True
+        while True:
             try:
-                got = self.bus.call("session.interrupt", args, timeout=FORWARD_TIMEOUT_S)
-                ok = bool(got.get("interrupted"))
-            except RioError as err:
-                log.info("turn %s: session.interrupt failed (%s)", running.turn, err.kind)
-                ok = False
-            self._tell(InterruptAnswered(ctx, running.turn, text, ok))
-        self.forwards.submit(forward)
+                got = self.bus.call("session.send", {"conversation": cid, "text": text},
+                                    timeout=SEND_TIMEOUT_S)
+            except BusError as err:
+                self._tell(Healthy(cid, False))
+                if err.kind != "bus.no_route" or spawned:
+                    raise classify_bus_failure(err) from None
+                self._spawn_session(cid)
+                spawned = True
+                continue
+            self._tell(Healthy(cid, True))
+            return got
 
-    def _interrupt_answered(self, ctx: RequestContext, turn: str, text: str, ok: bool) -> Any:
+    def _spawn_session(self, cid: str) -> None:
+        """Start the conversation's session process, or find it started: ``system.spawn``
+        answers when it is ready (a running one at once; one being stopped is started again
+        after its stop), or with why it is not (``bus.spawn_failed``: it exited first)."""
+        try:
+            self.bus.call("system.spawn", {"kind": "agent", "key": cid},
+                          timeout=self.spawn_wait_s)
+        except RioError as err:
+            raise classify_bus_failure(err) from None
+
+    # --- what the session records -------------------------------------------------------------
+    @handles("conversation.begin_turn")
+    def op_begin_turn(self, ctx: RequestContext) -> Any:
+        """The session took a message: record it (the store names the turn) and announce the
+        turn. The answer gives the session what the turn needs: the history (ending with
+        this message) and the conversation's provider or agent."""
+        cid = check_conversation_id(ctx.args["conversation"])
+        text = ctx.args["text"]
+        self.idle.disarm(cid)
+        if cid in self.gone:        # its restarted process already took a message
+            self._session_gone(cid)
+        conv, record = self.store.begin_turn(cid, text)
+        self.streamed[cid] = []
+        self.bus.publish("agent.turn", {"conversation": cid, "turn": record.turn,
+                                        "state": "started", "text": text})
+        answer: dict[str, Any] = {"turn": record.turn,
+                                  "messages": [m.to_dict() for m in conv.messages]}
+        for key in ("provider", "endpoint", "model", "agent", "acp_session"):
+            if getattr(conv, key):
+                answer[key] = getattr(conv, key)
+        return answer
+
+    @handles("conversation.end_turn")
+    def op_end_turn(self, ctx: RequestContext) -> Any:
+        """The session ended its turn: its messages, how it ended and what it changed are
+        recorded, then announced (``agent.message``, ``agent.turn``)."""
+        args = ctx.args
+        turn = args["turn"]
         cid = conversation_of_turn(turn)
-        running = self.running.get(cid)
-        if running is None:
-            self._start_turn(ctx, cid, text)      # the turn ended meanwhile
-        elif ok and running.turn == turn and running.successor is None:
-            self._interrupt(ctx, running, text)
-        else:
-            raise _busy(running.turn)
-        return ANSWERED
+        if cid != args["conversation"]:
+            raise ProtocolError("bad_args", f"Turn {turn!r} is not of conversation "
+                                f"{args['conversation']!r}.")
+        conv = self.store.get(cid)
+        record = next((t for t in reversed(conv.turns) if t.turn == turn), None)
+        if record is None:
+            raise AgentError("unknown_turn", f"There is no turn {turn!r}.",
+                             "Only a turn the store began can end.")
+        late = record.status != "running"
+        if late and not (conv.turns[-1].turn == turn and (
+                turn in self.closed_by_core or (record.error or {}).get("kind")
+                == "agent.interrupted")):
+            log.info("turn %s ended twice; the second end is not recorded", turn)
+            return {"recorded": False}
+        self.closed_by_core.discard(turn)
+        messages = [m for m in args.get("messages") or () if isinstance(m, Mapping)]
+        error = args.get("error") if isinstance(args.get("error"), Mapping) else None
+        buffers = [str(b["buffer"]) for b in args.get("buffers") or ()
+                   if isinstance(b, Mapping) and b.get("buffer") is not None]
+        changed_files = [dict(f) for f in args.get("changed_files") or ()
+                         if isinstance(f, Mapping)]
+        self._record_end(cid, turn, args["status"], messages, error, buffers=buffers,
+                         changed_files=changed_files, acp_session=args.get("acp_session"),
+                         paths=[str(p) for p in args.get("paths") or ()], replace=late)
+        return {"recorded": True}
 
+    def _record_end(self, cid: str, turn: str, status: str, messages: list[Mapping[str, Any]],
+                    error: Mapping[str, Any] | None, *, buffers: Sequence[str] = (),
+                    changed_files: Sequence[Mapping[str, Any]] = (),
+                    acp_session: Any = None, paths: Sequence[str] = (),
+                    replace: bool = False, from_core: bool = False) -> None:
+        """Record the turn's messages and end, and publish them. ``from_core``: the core ended
+        it itself (its session died or hung), so it publishes the ``agent.error`` too."""
+        self.streamed.pop(cid, None)
+        text = ""
+        try:
+            conv = self.store.add_messages(turn, messages)
+            count = len(messages)
+            text = "\n\n".join(m.text for m in conv.messages[len(conv.messages) - count:]
+                               if m.role == "assistant" and m.text) if count else ""
+        except AgentError as err:
+            status, error, from_core = "error", err.to_wire(), True
+        error_wire = {k: error[k] for k in ("kind", "message", "next", "details")
+                      if error.get(k) is not None} if error is not None else None
+        changes: dict[str, Any] = {}
+        if paths:
+            changes["paths"] = sorted(set(paths))
+        if changed_files:
+            changes["files"] = [{"path": f.get("path"), "change": f.get("change")}
+                                for f in changed_files]
+        self.store.end_turn(turn, status, error_wire, changes)  # type: ignore[arg-type]
+        if isinstance(acp_session, str) and acp_session:
+            self.store.set_acp_session(cid, acp_session)
+        base = {"conversation": cid, "turn": turn}
+        if text:
+            self.bus.publish("agent.message", {**base, "role": "assistant", "text": text})
+        if from_core and error_wire is not None:
+            self.bus.publish("agent.error", {**base, **error_wire, "partial": bool(text)})
+        ended: dict[str, Any] = {**base, "state": status}
+        if buffers:
+            # What the turn left unsaved — by any path: `rio chat` offers /save, /undo, /diff.
+            ended["buffers"] = list(buffers)
+        if changed_files:
+            # An ACP agent's writes behind Rio's back (its own shell): path, change, diff.
+            ended["changed_files"] = [dict(f) for f in changed_files]
+        if error_wire is not None:
+            ended["error"] = {k: error_wire[k] for k in ("kind", "message", "next")
+                              if k in error_wire}
+        if replace:
+            ended["again"] = True     # a late end: the core had ended it (session hung or died)
+        self.bus.publish("agent.turn", ended)
+        self.idle.arm(cid)      # no turn for idle_stop_s: the session process is stopped
+
+    def _end_by_core(self, cid: str, status: str, error: Mapping[str, Any] | None) -> str | None:
+        """End the conversation's running turn here (its session died or hung), keeping the
+        text it streamed, marked where it was cut. The turn's id, or None if none runs."""
+        conv = self.store.get(cid)
+        record = conv.running_turn
+        if record is None:
+            return None
+        streamed = "".join(self.streamed.get(cid, ())).strip()
+        messages: list[Mapping[str, Any]] = []
+        if streamed:
+            mark = INTERRUPTED_MARK if status == "error" else "[stopped]"
+            messages.append(Message.assistant(f"{streamed}\n\n{mark}").to_dict())
+        self.closed_by_core.add(record.turn)
+        while len(self.closed_by_core) > 256:
+            self.closed_by_core.pop()
+        self._record_end(cid, record.turn, status, messages, error, from_core=True)
+        return record.turn
+
+    # --- answers when no session process is there ------------------------------------------------
     @handles("agent.approve")
     def op_approve(self, ctx: RequestContext) -> Any:
-        turn = ctx.args["turn"]
-        cid = conversation_of_turn(turn)
-        running = self._running_turn(cid, turn)
-        if running is None:
-            raise AgentError("unknown_turn", f"Turn {turn!r} is not running any more.",
-                             "Only a running turn's proposals can be answered.")
-        proposal = ctx.args["proposal"]
-        args = {"conversation": cid, "turn": turn, "proposal": proposal,
-                "decision": ctx.args["decision"]}
-        return self._forward(ctx, lambda: self.bus.call("session.approve", args,
-                                                        timeout=APPROVE_TIMEOUT_S))
+        # Only reached when the conversation has no session process: nothing waits.
+        conversation_of_turn(ctx.args["turn"])
+        raise AgentError("unknown_turn", f"Turn {ctx.args['turn']!r} is not running any more.",
+                         "Only a running turn's proposals can be answered.")
 
     @handles("agent.stop")
     def op_stop(self, ctx: RequestContext) -> Any:
+        """A Stop the session could not answer: no session process (it died, or has not
+        started), or its loop hung (the stop watch hands the Stop here). The store's running
+        turn, if any, ends ``stopped`` now, with the text it streamed."""
         cid = check_conversation_id(ctx.args["conversation"])
-        self.store.get(cid)
-        running = self.running.get(cid)
-        if running is None:
-            # Nothing runs here; a session left running by a core that restarted mid-turn
-            # still gets the word (best effort: it may not exist at all).
-            self.forwards.submit(lambda: self._stop_orphan(cid))
+        turn = self._end_by_core(cid, "stopped", AgentError(
+            "stopped", "You stopped the turn.", "Send a message to carry on.").to_wire())
+        if turn is None:
             return {"stopped": False}
-        running = running.successor or running   # the newest message's turn is the one shown
-        running.end_reason = running.end_reason or "stopped"
-        self._forward_stop(running)
-        return {"stopped": True, "turn": running.turn}
+        return {"stopped": True, "turn": turn}
 
     @handles("agent.permission_answer")
     def op_permission_answer(self, ctx: RequestContext) -> Any:
-        """An ACP agent's permission question, answered by option kind: straight to the
-        conversation's session, which owns the question."""
-        cid = check_conversation_id(ctx.args["conversation"])
-        args = {"conversation": cid, "turn": ctx.args["turn"],
-                "request": ctx.args["request"], "kind": ctx.args.get("kind")}
-        return self._forward(ctx, lambda: self.bus.call("session.permission_answer", args,
-                                                        timeout=FORWARD_TIMEOUT_S))
+        # Only reached when the conversation has no session process: no question waits.
+        check_conversation_id(ctx.args["conversation"])
+        return {"answered": False}
 
     @handles("agent.mode")
     def op_mode(self, ctx: RequestContext) -> Any:
@@ -384,24 +423,23 @@ class ConversationsActor(pykka.ThreadingActor):
 
     @handles("agent.pending")
     def op_pending(self, ctx: RequestContext) -> Any:
-        """What waits in the running turns, for a window started since: each turn's
-        ``agent.turn {started}``, then its session's waiting proposals and questions
-        (``session.pending``: the session owns them, ADR-0027) and the proposals of Rio's MCP
-        tools waiting in the ``mcp`` actor (``mcp.pending``), as ``{topic, data}``. A session
-        process that runs (a turn or idle) also gives what its agent offers —
-        ``agent.modes``/``agent.config``/``agent.commands`` — so the pickers show at once."""
+        """What waits in the running turns, for a window started since: each running turn's
+        ``agent.turn {started}`` (from the store), then what its session holds — the
+        proposals and questions waiting and what a running agent offers
+        (``agent.modes``/``agent.config``/``agent.commands``), as ``{topic, data}``."""
         only = ctx.args.get("conversation")
         if only:
             self.store.get(check_conversation_id(only))
-        shown = {cid: (r.successor or r) for cid, r in self.running.items()
-                 if not only or cid == only}
-        turns: list[tuple[str, str | None, str]] = [
-            (cid, r.turn, r.text) for cid, r in shown.items()]
-        turns += [(cid, None, "") for cid in sorted(self.healthy)
-                  if cid not in shown and (not only or cid == only)]
+        convs = [self.store.get(only)] if only else self.store.list()
+        turns: list[tuple[str, str | None, str]] = []
+        for conv in convs:
+            record = conv.running_turn
+            if record is not None:
+                turns.append((conv.conversation, record.turn, record.text))
+            elif conv.conversation in self.healthy:
+                turns.append((conv.conversation, None, ""))
 
         def pending() -> dict[str, Any]:
-            mcp = self._mcp_pending(only) if shown else []
             events: list[dict[str, Any]] = []
             for cid, turn, text in turns:
                 if turn is not None:
@@ -419,20 +457,8 @@ class ConversationsActor(pykka.ThreadingActor):
                     if turn_id:
                         data["turn"] = turn_id
                     events.append({"topic": e["topic"], "data": data})
-                events += [e for e in mcp if e["data"].get("conversation") == cid
-                           and turn is not None]
             return {"events": events}
         return self._forward(ctx, pending)
-
-    def _mcp_pending(self, only: str | None) -> list[dict[str, Any]]:
-        """The ``agent.propose`` events of Rio's MCP tools still waiting (``mcp-…`` ids)."""
-        try:
-            got = self.bus.call("mcp.pending", {"conversation": only} if only else {},
-                                timeout=FORWARD_TIMEOUT_S)
-        except RioError as err:     # no mcp actor in this core: none of its proposals
-            log.info("mcp.pending: %s", err.kind)
-            return []
-        return [e for e in got.get("events") or () if isinstance(e.get("data"), Mapping)]
 
     @handles("agent.limits")
     def op_limits(self, ctx: RequestContext) -> Any:
@@ -458,7 +484,7 @@ class ConversationsActor(pykka.ThreadingActor):
                               timeout=AUTHENTICATE_TIMEOUT_S)
 
     def _to_agent(self, ctx: RequestContext, op: str, extra: dict[str, Any],
-                  timeout: float = APPROVE_TIMEOUT_S) -> Any:
+                  timeout: float = AGENT_SETTING_TIMEOUT_S) -> Any:
         cid = check_conversation_id(ctx.args["conversation"])
         if not self.store.get(cid).agent:
             raise ProtocolError("bad_args", "Only an ACP agent's conversation has the agent's "
@@ -477,203 +503,50 @@ class ConversationsActor(pykka.ThreadingActor):
                 raise
         return self._forward(ctx, call)
 
-    # --- turns -------------------------------------------------------------------------------
-    def _start_turn(self, ctx: RequestContext, cid: str, text: str) -> None:
-        self.idle.disarm(cid)
-        conv, record = self.store.begin_turn(cid, text)
-        running = RunningTurn(cid, record.turn, text)
-        self.running[cid] = running
-        self._launch(ctx, conv, running, [m.to_dict() for m in conv.messages])
+    # --- events --------------------------------------------------------------------------------
+    def _on_delta(self, data: Mapping[str, Any]) -> None:
+        streamed = self.streamed.get(str(data.get("conversation")))
+        if streamed is not None:
+            streamed.append(str(data.get("text", "")))
 
-    def _interrupt(self, ctx: RequestContext, running: RunningTurn, text: str) -> None:
-        """A new message while a proposal waits. The new turn goes to the session at once: it
-        closes the proposal's tool call as "interrupted", ends the old turn and puts the old
-        turn's messages before the new one (session side). The core records the new message
-        only after the old turn's messages, so the stored history has the same order."""
-        conv = self.store.get(running.conversation)
-        successor = RunningTurn(running.conversation,
-                                turn_id(running.conversation, len(conv.turns) + 1), text)
-        running.end_reason = "interrupted"
-        running.successor = successor
-        history = [m.to_dict() for m in conv.messages] + [Message.user(text).to_dict()]
-        self._launch(ctx, conv, successor, history)
-
-    def _launch(self, ctx: RequestContext, conv: Conversation, running: RunningTurn,
-                messages: list[dict[str, Any]]) -> None:
-        cid, text = running.conversation, running.text
-        ctx.reply({"turn": running.turn, "conversation": cid})
-        self.bus.publish("agent.turn", {"conversation": cid, "turn": running.turn,
-                                        "state": "started", "text": text})
-        args: dict[str, Any] = {"conversation": cid, "turn": running.turn, "text": text,
-                                "messages": messages}
-        if conv.agent:
-            args["agent"] = conv.agent
-            if conv.acp_session:
-                args["acp_session"] = conv.acp_session
-        elif conv.provider:
-            args["provider"] = conv.provider
-        # Only sent when set, so a session that predates these keys still takes the turn.
-        for key in ("endpoint", "model"):
-            if getattr(conv, key):
-                args[key] = getattr(conv, key)
-        self.turns.submit(lambda: self._run_turn(running, args))
-
-    def _run_turn(self, running: RunningTurn, args: dict[str, Any]) -> None:
-        """On a worker thread: the whole session.turn, then the undo merge; never the store."""
-        outcome = self._call_session(running, args)
-        if outcome.status == "error" and outcome.from_core and not outcome.messages \
-                and self.barrier is not None:
-            # The session died: its reply came on the request socket, its streamed text on
-            # the event socket, in no order between them. The text is kept (_finished), so
-            # let every event published before now reach this actor first.
-            self.barrier.wait()
-        self._tell(TurnFinished(running.turn, outcome))
-
-    def _call_session(self, running: RunningTurn, args: dict[str, Any]) -> TurnOutcome:
-        """``session.turn`` to the conversation's process. One that has not answered a turn
-        yet (new, idle-stopped, or its last turn failed on the bus) is asked for first with
-        ``system.spawn``, which answers once the process is READY (registered on the bus) —
-        so there is no waiting here, no status polling and no retry loop; a ``no_route``
-        after that means it died again, once spawned a second time for a healthy one."""
-        cid = running.conversation
-        spawned = False
-        if cid not in self.healthy:
-            failed = self._spawn_session(cid)
-            if failed is not None:
-                return failed
-            spawned = True
-        while True:
-            if running.stop_requested.is_set():
-                return TurnOutcome("stopped")
-            try:
-                result = self.bus.call("session.turn", args, timeout=self.turn_timeout_s)
-                self.healthy.add(cid)
-                break
-            except BusError as err:
-                self.healthy.discard(cid)
-                if err.kind != "bus.no_route" or spawned:
-                    return TurnOutcome("error", error=classify_bus_failure(err), from_core=True)
-                failed = self._spawn_session(cid)    # it died since its last turn: once more
-                if failed is not None:
-                    return failed
-                spawned = True
-            except RioError as err:
-                wire = err.to_wire()
-                wire.pop("details", None)
-                return TurnOutcome("error", error=wire, from_core=True)
-        result = result if isinstance(result, Mapping) else {}
-        status = result.get("status")
-        messages = tuple(m for m in result.get("messages") or () if isinstance(m, Mapping))
-        if status not in ("done", "stopped", "error"):
-            return TurnOutcome("error", messages, AgentError(
-                "unexpected_response", f"The agent session ended the turn as {status!r}.",
-                "Report this as a bug with the agent log.").to_wire(), from_core=True)
-        changed = result.get("buffers") or ()
-        self._merge_undo(running, changed)
-        error = result.get("error") if isinstance(result.get("error"), Mapping) else None
-        buffers = tuple(str(b["buffer"]) for b in changed
-                        if isinstance(b, Mapping) and b.get("buffer") is not None)
-        acp_session = result.get("acp_session")
-        on_disk = tuple(f for f in result.get("changed_files") or () if isinstance(f, Mapping))
-        return TurnOutcome(status, messages, error, buffers=buffers,
-                           acp_session=acp_session if isinstance(acp_session, str) else None,
-                           changed_files=on_disk)
-
-    def _spawn_session(self, cid: str) -> TurnOutcome | None:
-        """Start the conversation's session process, or find it started: ``system.spawn``
-        answers when it is ready (a running one at once; one being stopped is started again
-        after its stop), or with why it is not (``bus.spawn_failed``: it exited first)."""
-        try:
-            self.bus.call("system.spawn", {"kind": "agent", "key": cid},
-                          timeout=self.spawn_wait_s)
-        except RioError as err:
-            if err.kind in ("bus.spawn_failed", "bus.timeout"):
-                return TurnOutcome("error", error=AgentError(
-                    "session_unavailable", f"The agent process did not start: {err.message}",
-                    "Check `rio status` and the agent's log; then send the message again."
-                ).to_wire(), from_core=True)
-            wire = err.to_wire()
-            wire.pop("details", None)
-            return TurnOutcome("error", error=wire, from_core=True)
-        return None
-
-    def _merge_undo(self, running: RunningTurn, buffers: Any) -> None:
-        label = undo_label(running.text)
-        for item in buffers:
-            try:
-                self.bus.call("buffer.merge_undo", {
-                    "buffer": str(item["buffer"]), "since_version": int(item["since_version"]),
-                    "label": label}, timeout=FORWARD_TIMEOUT_S)
-            except (RioError, KeyError, TypeError, ValueError) as err:
-                # A buffer closed during the turn has no undo to merge: nothing is lost.
-                log.info("turn %s: no undo merge for %r (%s)", running.turn, item, err)
-
-    def _finished(self, turn: str, outcome: TurnOutcome) -> None:
-        cid = conversation_of_turn(turn)
-        running = self.running.get(cid)
-        if running is None:
-            return  # the core already ended it (a stop the session never answered)
-        if running.turn != turn:
-            if running.successor is not None and running.successor.turn == turn:
-                running.successor_outcome = outcome  # recorded after the interrupted turn
+    def _on_process(self, data: Mapping[str, Any]) -> None:
+        """A conversation's session process is gone (crashed, killed, gave up, stopped): a
+        turn it was running ends as ``agent.session_died``, keeping what it streamed."""
+        name = str(data.get("name") or "")
+        if not name.startswith("agent:") or data.get("event") not in _GONE:
             return
-        del self.running[cid]
-        status, error, from_core = outcome.status, outcome.error, outcome.from_core
-        messages = outcome.messages
-        streamed = "".join(running.partial).strip()
-        if status == "error" and from_core and not messages and streamed:
-            # The session died mid-turn (kill -9): its messages died with it, but the text it
-            # streamed was seen. Keep it, marked, so the history does not read as two user
-            # messages in a row and the model knows where it was cut.
-            messages = (Message.assistant(f"{streamed}\n\n{INTERRUPTED_MARK}").to_dict(),)
-        text = ""
+        cid = name.split(":", 1)[1]
+        self.healthy = self.healthy - {cid}
+        if cid in self.gone:
+            return
+        timer = threading.Timer(GONE_GRACE_S, lambda: self._tell(SessionGone(cid)))
+        timer.daemon = True
+        self.gone[cid] = timer
+        timer.start()
+
+    def _session_gone(self, cid: str) -> None:
+        timer = self.gone.pop(cid, None)
+        if timer is None:
+            return
+        timer.cancel()
         try:
-            conv = self.store.add_messages(turn, messages)
-            count = len(messages)
-            text = "\n\n".join(m.text for m in conv.messages[len(conv.messages) - count:]
-                               if m.role == "assistant" and m.text) if count else ""
-        except AgentError as err:
-            status, error, from_core = "error", err.to_wire(), True
-        if running.end_reason == "interrupted" and status != "error":
-            status = "stopped"
-            error = AgentError("interrupted", "A new message interrupted this turn.",
-                               "The agent carries on with the new message.").to_wire()
-        self.store.end_turn(turn, status, error)  # type: ignore[arg-type]
-        if outcome.acp_session:
-            self.store.set_acp_session(cid, outcome.acp_session)
-        base = {"conversation": cid, "turn": turn}
-        if text:
-            self.bus.publish("agent.message", {**base, "role": "assistant", "text": text})
-        if status == "error" and from_core and error is not None:
-            self.bus.publish("agent.error", {**base, "kind": error.get("kind"),
-                                             "message": error.get("message"),
-                                             "next": error.get("next"), "partial": bool(text)})
-        ended: dict[str, Any] = {**base, "state": status}
-        if outcome.buffers:
-            # What the turn left unsaved: `rio chat` offers /save, /undo and /diff on them.
-            ended["buffers"] = list(outcome.buffers)
-        if outcome.changed_files:
-            # An ACP agent's writes behind Rio's back (its own shell): path, change, diff.
-            ended["changed_files"] = [dict(f) for f in outcome.changed_files]
-        if error is not None:
-            ended["error"] = {k: error.get(k) for k in ("kind", "message", "next")}
-        self.bus.publish("agent.turn", ended)
-        successor = running.successor
-        if successor is not None:
-            _, record = self.store.begin_turn(cid, successor.text)
-            if record.turn != successor.turn:  # cannot happen while one actor owns the store
-                log.error("turn %s was recorded as %s", successor.turn, record.turn)
-            self.running[cid] = successor
-            if running.successor_outcome is not None:
-                self._finished(successor.turn, running.successor_outcome)
-        elif cid not in self.running:
-            self.idle.arm(cid)      # no turn for idle_stop_s: the session process is stopped
+            check_conversation_id(cid)
+            self._end_by_core(cid, "error", AgentError(
+                "session_died", SESSION_DIED,
+                "Send your message again; `rio status` shows the restarts.").to_wire())
+        except RioError as err:     # not a conversation of this store
+            log.info("agent:%s ended: %s", cid, err.kind)
 
     # --- idle session processes --------------------------------------------------------------
     def _idle(self, cid: str, generation: int) -> None:
-        if not self.idle.due(cid, generation) or cid in self.running:
+        if not self.idle.due(cid, generation):
             return      # a turn started meanwhile: the timer is stale
-        self.healthy.discard(cid)      # the next turn spawns it (answered when ready)
+        try:
+            if self.store.get(cid).running_turn is not None:
+                return
+        except RioError:
+            return
+        self._tell(Healthy(cid, False))      # the next message spawns it (answered when ready)
         args = {"process": f"agent:{cid}", "again": False, "reason": "idle"}
 
         def forward() -> None:
@@ -683,43 +556,7 @@ class ConversationsActor(pykka.ThreadingActor):
                 log.info("idle stop of agent:%s: %s", cid, err.kind)
         self.forwards.submit(forward)
 
-    def _stop_orphan(self, cid: str) -> None:
-        try:
-            self.bus.call("session.stop", {"conversation": cid}, timeout=FORWARD_TIMEOUT_S)
-        except RioError:
-            pass  # no session process: nothing to stop
-
-    def _forward_stop(self, running: RunningTurn) -> None:
-        running.stop_requested.set()
-        args = {"conversation": running.conversation, "turn": running.turn}
-
-        def forward() -> None:
-            try:
-                self.bus.call("session.stop", args, timeout=FORWARD_TIMEOUT_S)
-            except RioError as err:
-                # Nobody there to stop (not started yet, died, or hung): the core ends the turn.
-                log.info("turn %s: session.stop failed (%s); ending it here", running.turn,
-                         err.kind)
-                self._tell(TurnFinished(running.turn, TurnOutcome("stopped")))
-        self.forwards.submit(forward)
-
-    # --- events --------------------------------------------------------------------------------
-    def _running_turn(self, cid: Any, turn: Any) -> RunningTurn | None:
-        """The running turn ``turn`` (or the one that interrupted it), if it runs."""
-        running = self.running.get(cid) if isinstance(cid, str) else None
-        for candidate in (running, running.successor if running else None):
-            if candidate is not None and candidate.turn == turn:
-                return candidate
-        return None
-
-    def _on_event(self, topic: str, data: Mapping[str, Any]) -> None:
-        running = self._running_turn(data.get("conversation"), data.get("turn"))
-        if running is None:
-            return
-        if topic == "agent.delta":
-            running.partial.append(str(data.get("text", "")))
-
-    def _tell(self, message: AgentEvent | TurnFinished | InterruptAnswered | IdleDue) -> None:
+    def _tell(self, message: Any) -> None:
         try:
             self.actor_ref.tell(message)
         except pykka.ActorDeadError:
@@ -753,14 +590,16 @@ def _installed_providers() -> set[str]:
 @actor_factory("conversations")
 def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     store = ConversationStore(conversations_dir(project_state_dir(host.root)))
-    barrier = EventBarrier(host.bus)
-    host.bus.subscribe(EventBarrier.TOPIC, barrier.on_event)
-    ref = ConversationsActor.start(store, host.bus, barrier=barrier)
+    ref = ConversationsActor.start(store, host.bus)
     host.refs.append(ref)
 
-    def on_event(event: Any) -> None:
+    def on_delta(event: Any) -> None:
         ref.tell(AgentEvent(event.topic, thaw(event.data)))
-    # The streamed text, kept for a turn whose session dies before it answers.
-    host.bus.subscribe("agent.delta", on_event)
-    return {"agent": ref.tell}
 
+    def on_process(event: Any) -> None:
+        ref.tell(ProcessEvent(thaw(event.data)))
+    # The streamed text, kept for a turn whose session dies before it ends.
+    host.bus.subscribe("agent.delta", on_delta)
+    host.bus.subscribe("system.process", on_process)
+    # "conversation": what a session process records (begin and end of its turns).
+    return {"agent": ref.tell, "conversation": ref.tell}

@@ -1,16 +1,27 @@
-"""The agent session: one process per conversation (``agent:<conversation>``), serving
-``session.*`` for the core's conversations actor.
+"""The agent session: one process per conversation (``agent:<conversation>``) that owns the
+conversation's turns — the one owner of a turn (ADR-0034).
+
+A message reaches it as ``session.send`` (forwarded by the core). The session decides: busy
+while a turn runs and nothing in it waits for the user, else the message becomes the turn
+(after the turn it interrupts, when one of that turn's proposals or questions was waiting). It
+asks the core's conversation store to record the message (``conversation.begin_turn``, which
+names the turn and gives the history), runs the turn — an API model's or an ACP agent's —
+answers everything that belongs to it (``agent.approve``, ``agent.stop``,
+``agent.permission_answer`` routed here by the hub; the agent's own writes; the calls of Rio's
+MCP tools the endpoint forwards, ``session.mcp_call``), merges the buffers the turn changed
+into one undo step, and has the store record the end (``conversation.end_turn``). The core
+holds no turn state: it records, forwards and publishes what it recorded.
 
 Threads: the host's :class:`~actors.bus.service.BusThread` owns the zmq sockets; this module
 runs an asyncio loop in a thread of its own, where turns run (providers are asyncio/httpx).
 Requests arrive on the bus thread and are handed to the loop with ``call_soon_threadsafe``;
-bus calls from the loop run ``BusThread.call`` in a small thread pool (each pool thread gets
-its own DEALER to the hub, so no socket is shared), and events go out through
-``BusThread.publish``. No zmq socket is touched by two threads.
+the loop reaches the hub through a link of its own (:class:`~actors.bus.async_client.AsyncLink`),
+and blocking calls run in a small thread pool (each pool thread gets its own DEALER to the
+hub, so no socket is shared). No zmq socket is touched by two threads.
 
-The session keeps no conversation state: the core sends the history with every
-``session.turn`` and records what comes back, so ``kill -9`` of this process loses only the
-turn in flight (ADR-0016).
+The session keeps no conversation state across turns: the store gives the history with every
+turn and records what comes back, so ``kill -9`` of this process loses only the turn in flight
+(the core ends it as ``agent.session_died``, keeping the text streamed so far; ADR-0016).
 """
 
 from __future__ import annotations
@@ -36,9 +47,10 @@ from actors.agents.stop_watch import watch_stop
 from actors.bus.async_client import AsyncLink
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve_async
 from rio.agent.acp_turn import AcpBrain, AcpTurn
+from rio.agent.conversations import undo_label
 from rio.agent.system_prompt import build_system_prompt
 from rio.agent.tools import TOOL_SPECS, Tools
-from rio.agent.turn import Turn, TurnResult, TurnSpec, merge_interrupted
+from rio.agent.turn import Turn, TurnResult, TurnSpec
 from rio.protocol.errors import AgentError, InternalError, ProtocolError, RioError
 from rio.protocol.frames import Event
 from rio.protocol.routing import turn_answer_conversation
@@ -155,13 +167,44 @@ class _TurnPort:
     async def remember(self, tool: str) -> None:
         await self.port.call("gate.remember", {"provider": self.provider, "tool": tool})
 
+    async def call(self, op: str, args: Mapping[str, Any], timeout: float = 10.0) -> Any:
+        return await self.port.call(op, args, timeout=timeout)
+
+    async def agent_check(self, tool: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
+        # "always allow" is keyed on the agent Rio started (``acp:<name>``), the name
+        # remember() stores it under — never on a name the MCP client declares.
+        return await self.port.call("gate.agent_check", {
+            "conversation": self.ids["conversation"], "agent": self.provider, "tool": tool,
+            "args": dict(args)})
+
 
 @dataclass
 class _Running:
-    turn: Turn | AcpTurn
-    task: asyncio.Task[TurnResult]
+    """The conversation's one turn, from its message's arrival to its end's record."""
+    text: str
+    #: the id the core's store gave the turn when it recorded the message
+    turn_id: str | None = None
+    #: the turn (an API model's or an ACP agent's), once set up
+    turn: Turn | AcpTurn | None = None
+    #: ``turn.run()``: what Stop cancels
+    task: asyncio.Task[TurnResult] | None = None
+    #: the whole life (:meth:`AgentSession._live`)
+    life: asyncio.Task[None] | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    stop_requested: bool = False
+    recorded: bool = False
+    #: the project paths of the buffers the turn changed (for the store's record)
+    paths: list[str] = field(default_factory=list)
 
+    def request_stop(self) -> None:
+        """Stop: the turn is cancelled now, or as soon as it exists."""
+        self.stop_requested = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+
+#: What conversation.end_turn takes of a TurnResult's wire form.
+_END_KEYS = ("status", "messages", "error", "buffers", "acp_session", "changed_files")
 
 ProviderBuilder = Callable[[Mapping[str, Any]], Provider]
 
@@ -252,8 +295,9 @@ def load_config() -> Any:
 
 
 class AgentSession(AcpOwner):
-    """The session of one conversation. :meth:`handle` and :meth:`stop` are called on the bus
-    thread; the ops (``handles``) run on the loop."""
+    """The session of one conversation: it owns the conversation's turns (see the module
+    docstring). :meth:`handle` and :meth:`stop` are called on the bus thread; the ops
+    (``handles``) run on the loop."""
 
     handles: OpTable[AgentSession] = AcpOwner.handles.copy()   # + the ACP agent's ops
 
@@ -266,19 +310,13 @@ class AgentSession(AcpOwner):
         self.provider_builder = provider_builder
         self.loop = asyncio.new_event_loop()
         self.port = BusPortOverThread(bus, self.loop)
+        #: the conversation's one turn, from its message's arrival to its end's record
         self.running: _Running | None = None
         #: the conversation's ACP agent, when it drives one (kept across turns)
         self.brain: AcpBrain | None = None
-        #: the messages of a turn a new message interrupted, until that message's turn comes
-        self._earlier: tuple[Message, ...] = ()
         self.acp_client_factory = acp_client_factory or make_acp_client_factory
         self.transport: Any = None
-        self._starting = False  # a session.turn is setting up (no Turn object yet)
-        self._stop_early = False  # session.stop arrived during that set-up
-        #: a turn stopped before its session.turn arrived (the core's stop overtook it)
-        self._stopped_ahead: str | None = None
-        #: resolved at the end of a set-up with its _Running (None when set-up failed)
-        self._setup: asyncio.Future[_Running | None] | None = None
+        self.endpoint: asyncio.Task[Mapping[str, Any] | None] | None = None
         self.thread = threading.Thread(target=self._run_loop, name="rio-agent-loop", daemon=True)
 
     def start(self) -> AgentSession:
@@ -301,10 +339,10 @@ class AgentSession(AcpOwner):
     def stop(self) -> None:
         async def shutdown() -> None:
             running = self.running
-            if running is not None:
-                running.task.cancel()
+            if running is not None:    # its end is recorded as stopped, if the core is there
+                running.request_stop()
                 try:
-                    await asyncio.wait_for(running.done.wait(), 0.5)
+                    await asyncio.wait_for(running.done.wait(), 1.5)
                 except asyncio.TimeoutError:
                     pass
             if self.brain is not None:   # quitting ends the agent with the stop sequence
@@ -319,7 +357,7 @@ class AgentSession(AcpOwner):
 
     # --- the bus thread ----------------------------------------------------------------------
     def handle(self, ctx: RequestContext) -> None:
-        if ctx.op == "agent.stop":   # answered even when the loop hangs: the core takes it
+        if ctx.op == "agent.stop":   # answered even when the loop hangs (stop_watch.py)
             watch_stop(ctx, self.bus.call, self.conversation)
         self.loop.call_soon_threadsafe(self._dispatch, ctx)
 
@@ -338,46 +376,253 @@ class AgentSession(AcpOwner):
                                 f"{self.conversation!r}, not {conversation!r}.")
         return await self.handles.call(self, ctx.op, ctx)
 
-    @handles("session.turn")
-    async def turn_op(self, ctx: RequestContext) -> Any:
-        await self._turn(ctx)
-        return ANSWERED
+    # --- a message arrives: the turn's whole life ---------------------------------------------
+    @handles("session.send")
+    async def send_op(self, ctx: RequestContext) -> Any:
+        """A user's message (forwarded by the core): refused as busy while a turn runs and
+        nothing in it waits for the user; else it becomes this conversation's turn — after
+        the turn it interrupts, when a proposal or question of that one was waiting."""
+        previous = self.running
+        if previous is not None and not await self._interrupts(previous):
+            raise AgentError("busy", "The agent is still working on the last message.",
+                             "Wait, or Stop the turn.", turn=previous.turn_id)
+        if self.running is not previous:   # another message won the race meanwhile
+            raise AgentError("busy", "The agent is still working on the last message.",
+                             "Wait, or Stop the turn.")
+        running = _Running(str(ctx.args["text"]))
+        self.running = running
+        running.life = self.loop.create_task(self._live(ctx, running, previous))
+        return ANSWERED     # once the core has recorded the message (_live)
 
-    @handles("session.approve", "agent.approve")
+    async def _live(self, ctx: RequestContext, running: _Running,
+                    previous: _Running | None) -> None:
+        """One turn: the interrupted turn's end first, then the message recorded (which
+        names the turn), the turn set up and run, its edits merged into one undo step, and
+        its end recorded — in this order, so the store has what the model saw."""
+        try:
+            if previous is not None:
+                await previous.done.wait()
+            try:
+                began = await self.port.call("conversation.begin_turn", {
+                    "conversation": self.conversation, "text": running.text}, timeout=20)
+            except RioError as err:
+                ctx.fail(err)
+                return
+            running.turn_id = str(began["turn"])
+            ctx.reply({"turn": running.turn_id, "conversation": self.conversation})
+            result = await self._run_turn(running, began)
+            await self._merge_undo(running, result)
+            await self._record_end(running, result)
+        except Exception:  # noqa: BLE001 -- the loop's one owner must not die of a bug
+            log.exception("the turn of %r failed", running.text[:40])
+            if not ctx.answered:
+                ctx.fail(InternalError("unexpected", "The agent session failed to start the "
+                                       "turn.", "Send your message again; if it keeps "
+                                       "failing, report it with the agent log."))
+            elif running.turn_id is not None and not running.recorded:
+                await self._record_end(running, TurnResult("error", (), error=InternalError(
+                    "unexpected", "The agent session failed.", "Send your message again.")))
+        finally:
+            if self.running is running:
+                self.running = None
+            running.done.set()
+
+    async def _run_turn(self, running: _Running, began: Mapping[str, Any]) -> TurnResult:
+        """Build the turn for the conversation's brain and run it; Stop cancels it."""
+        stopped = TurnResult("stopped", (), error=AgentError(
+            "stopped", "You stopped the turn.", "Send a message to carry on."))
+        if running.stop_requested:
+            return stopped
+        if began.get("agent"):
+            turn: Turn | AcpTurn | TurnResult = await self._acp_turn(running, began)
+        else:
+            turn = await self._api_turn(running, began)
+        if isinstance(turn, TurnResult):
+            return turn
+        running.turn = turn
+        running.task = self.loop.create_task(turn.run())
+        if running.stop_requested:
+            running.task.cancel()
+        try:
+            return await running.task
+        except asyncio.CancelledError:
+            if not running.stop_requested:
+                raise        # the loop itself is being cancelled
+            return turn.result("stopped")
+        except Exception as exc:  # noqa: BLE001 -- a bug still ends the turn with an answer
+            log.exception("turn %s crashed", running.turn_id)
+            err = InternalError("unexpected", f"The agent loop failed: {exc}.",
+                                "Send your message again; if it keeps failing, report it "
+                                "with the agent log.")
+            turn.publish("agent.error", {"kind": err.kind, "message": err.message,
+                                         "next": err.next, "partial": False})
+            return TurnResult("error", tuple(turn.new), error=err)
+
+    async def _api_turn(self, running: _Running, began: Mapping[str, Any]
+                        ) -> Turn | TurnResult:
+        """The API model's turn. Set-up overlaps the gate: "begin" (whose answer carries the
+        mode) and the first "model_request" go back to back on the loop's one link — in
+        order, so the gate sees them in order — while the config is read and the provider
+        built."""
+        t0 = time.perf_counter()
+        turn_id = str(running.turn_id)
+        ids = {"conversation": self.conversation, "turn": turn_id}
+        began_gate = self.loop.create_task(self.port.call("gate.turn", {**ids,
+                                                                        "event": "begin"}))
+        counted = self.loop.create_task(self.port.call("gate.turn", {
+            **ids, "event": "model_request"}))
+        try:
+            messages = tuple(Message.from_dict(m) for m in began.get("messages") or ())
+            config = load_config()  # a stat, a small read and a TOML parse: cheaper in-loop
+            if self.transport is None:
+                self.transport = _SharedTransport()
+            provider = self.provider_builder(dict(began), config, self.transport)
+            mode = str((await began_gate).get("mode") or "review")
+        except Exception as exc:  # noqa: BLE001 -- the turn ends with an answer whatever failed
+            err = exc if isinstance(exc, RioError) else InternalError(
+                "unexpected", f"The agent could not start the turn: {exc}.",
+                "Check config.toml's [agent] section, then send the message again.")
+            self.port.publish("agent.error", {**ids, "kind": err.kind, "message": err.message,
+                                              "next": err.next, "partial": False})
+            await self._end_gate_quietly(turn_id, began_gate, counted)
+            return TurnResult("error", (), error=err)
+        log.debug("turn %s: set-up took %.1f ms", turn_id, (time.perf_counter() - t0) * 1e3)
+        port = _TurnPort(self.port, self.conversation, turn_id, provider.name)
+        system = build_system_prompt(self.root, TOOL_SPECS, mode=mode,
+                                     addition=config.system_prompt_addition)
+        spec = TurnSpec(self.conversation, turn_id, provider.name, system, messages, TOOL_SPECS)
+        return Turn(spec, provider, Tools(self.port, self.conversation, self.root), port,
+                    begun=True, first_request=counted)
+
+    def _turn_port(self, turn_id: str, provider: str) -> _TurnPort:
+        return _TurnPort(self.port, self.conversation, turn_id, provider)
+
+    async def _end_gate_quietly(self, turn_id: str, *sent: asyncio.Task[Any]) -> None:
+        await asyncio.gather(*sent, return_exceptions=True)
+        try:
+            await self.port.call("gate.turn", {"conversation": self.conversation,
+                                               "turn": turn_id, "event": "end"}, timeout=2)
+        except RioError:
+            pass
+
+    async def _merge_undo(self, running: _Running, result: TurnResult) -> None:
+        """The buffers the turn changed — by any path: API tools, the agent's own writes,
+        Rio's MCP tools — each get ONE undo step, "Agent: <message>"."""
+        label = undo_label(running.text)
+        for buffer, since in result.buffers:
+            try:
+                merged = await self.port.call("buffer.merge_undo", {
+                    "buffer": buffer, "since_version": since, "label": label}, timeout=5)
+                if isinstance(merged, Mapping) and merged.get("path"):
+                    running.paths.append(str(merged["path"]))
+            except RioError as err:
+                # A buffer closed during the turn has no undo to merge: nothing is lost.
+                log.info("turn %s: no undo merge for %s (%s)", running.turn_id, buffer,
+                         err.kind)
+
+    async def _record_end(self, running: _Running, result: TurnResult) -> None:
+        """The turn's end, recorded by the core's conversation store (which publishes
+        ``agent.message`` and ``agent.turn``). Retried briefly: the core may be restarting."""
+        wire = result.to_wire()
+        args = {"conversation": self.conversation, "turn": running.turn_id,
+                **{k: wire[k] for k in _END_KEYS if wire.get(k) is not None}}
+        if running.paths:
+            args["paths"] = list(running.paths)
+        for attempt in range(3):
+            try:
+                await self.port.call("conversation.end_turn", args, timeout=10)
+                running.recorded = True
+                return
+            except RioError as err:
+                log.warning("turn %s: its end was not recorded (%s)%s", running.turn_id,
+                            err.kind, "; trying again" if attempt < 2 else "")
+                if err.kind not in ("bus.timeout", "bus.no_route", "bus.unreachable",
+                                    "bus.actor_dead"):
+                    return
+                await asyncio.sleep(0.5 * (attempt + 1))
+
+    async def _interrupts(self, running: _Running) -> bool:
+        """Does a new message interrupt ``running``? Yes when one of its proposals or
+        questions waits (Rio's MCP tools' proposals are the turn's too)."""
+        turn = running.turn
+        if turn is None:
+            return False       # still starting: nothing of it waits for the user yet
+        return turn.interrupted or turn.interrupt()
+
+    # --- answers to the running turn -----------------------------------------------------------
+    @handles("agent.approve")
     async def approve_op(self, ctx: RequestContext) -> Any:
-        await self._approve(ctx)
-        return ANSWERED
-
-    @handles("session.stop", "agent.stop")
-    async def stop_op(self, ctx: RequestContext) -> Any:
-        await self._stop(ctx)
-        return ANSWERED
-
-    @handles("session.interrupt")
-    async def interrupt_op(self, ctx: RequestContext) -> Any:
-        # The core asks before it sends a new message's turn: this process owns the turn's
-        # pending proposals and questions, so it decides (no event race).
         running = self.running
-        if running is None or running.turn.spec.turn != ctx.args["turn"]:
-            return {"interrupted": False, "running": running is not None}
-        return {"interrupted": await self._interrupts(running), "running": True}
+        turn = running.turn if running is not None else None
+        if turn is None or turn.spec.turn != ctx.args["turn"]:
+            raise AgentError("unknown_turn", f"Turn {ctx.args['turn']!r} is not running "
+                             "any more.", "Only a running turn's proposals can be answered.")
+        outcome = await turn.answer(str(ctx.args["proposal"]), ctx.args["decision"])
+        if outcome is None:
+            return {"applied": False, "reason": "No such proposal is waiting."}
+        if ctx.args["decision"] == "reject":
+            return {"applied": False, "reason": "rejected"}
+        if outcome.ok:
+            return {"applied": True}
+        return {"applied": False, "reason": outcome.content}
 
-    @handles("session.permission_answer", "agent.permission_answer")
+    @handles("agent.stop")
+    async def stop_op(self, ctx: RequestContext) -> Any:
+        """Stop: the running turn is cancelled and its end recorded as stopped. Answered at
+        once: an ACP agent's stop sequence can take seconds, which a Stop must not wait
+        for. A Stop the stop watch answered already (a hung loop) stops it without a
+        second answer."""
+        running = self.running
+        if running is not None:
+            running.request_stop()
+        if ctx.answered:
+            return ANSWERED
+        if running is None:
+            return {"stopped": False}
+        return {"stopped": True, "turn": running.turn_id}
+
+    @handles("agent.permission_answer")
     async def permission_answer_op(self, ctx: RequestContext) -> Any:
         running = self.running
-        answered = running is not None and running.turn.spec.turn == ctx.args["turn"] \
-            and isinstance(running.turn, AcpTurn) and running.turn.answer_permission(
-                str(ctx.args["request"]), ctx.args.get("kind"))
+        turn = running.turn if running is not None else None
+        answered = isinstance(turn, AcpTurn) and turn.spec.turn == ctx.args["turn"] \
+            and turn.answer_permission(str(ctx.args["request"]), ctx.args.get("kind"))
         return {"answered": bool(answered)}
 
+    # --- Rio's MCP tools, forwarded by the endpoint --------------------------------------------
+    @handles("session.mcp_call")
+    async def mcp_call_op(self, ctx: RequestContext) -> Any:
+        """A call of Rio's MCP tools by this conversation's agent (the endpoint checked its
+        token): served by the running turn, or refused outside one."""
+        running = self.running
+        turn = running.turn if running is not None else None
+        if not isinstance(turn, AcpTurn) or running is None or running.task is None \
+                or running.task.done():
+            raise AgentError("outside_turn", "Rio's tools work only while the user's message "
+                             "is being answered (no turn is running in this conversation).",
+                             "Rio's tools answer only while Rio is waiting for your reply to "
+                             "the user's message.")
+        result = await turn.mcp.run(ctx.args.get("call"), str(ctx.args["tool"]),
+                                    dict(ctx.args.get("args") or {}))
+        return {"turn": turn.spec.turn, "result": result}
+
+    @handles("session.mcp_cancel")
+    async def mcp_cancel_op(self, ctx: RequestContext) -> Any:
+        running = self.running
+        turn = running.turn if running is not None else None
+        cancelled = isinstance(turn, AcpTurn) and turn.mcp.cancel(str(ctx.args["call"]))
+        return {"cancelled": bool(cancelled)}
+
+    # --- what a late window asks -----------------------------------------------------------------
     @handles("session.pending")
     async def pending_op(self, ctx: RequestContext) -> Any:
         # What waits for the user in the running turn, for a window started since — then
         # what the running agent offers (its modes, config options and slash commands, as it
         # last published them), so a late window shows its pickers at once (ADR-0031).
         running = self.running
-        events = list(running.turn.pending_events()) if running else []
-        return {"turn": running.turn.spec.turn if running else None,
+        turn = running.turn if running is not None else None
+        events = list(turn.pending_events()) if turn is not None else []
+        return {"turn": running.turn_id if running else None,
                 "events": events + self._offered()}
 
     def _offered(self) -> list[dict[str, Any]]:
@@ -396,185 +641,10 @@ class AgentSession(AcpOwner):
     @handles("session.status")
     async def status_op(self, ctx: RequestContext) -> Any:
         running = self.running
+        turn = running.turn if running is not None else None
         return {"conversation": self.conversation,
-                "turn": running.turn.spec.turn if running else None,
-                "pending": running.turn.pending_ids() if running else []}
-
-    async def _interrupts(self, running: _Running) -> bool:
-        """Does a new message interrupt ``running``? Yes when one of its proposals or
-        questions waits — or, for an ACP turn, a proposal of Rio's MCP tools that the core's
-        ``mcp`` actor holds for it (closed there as interrupted)."""
-        turn = running.turn
-        if turn.interrupted or turn.interrupt():
-            return True
-        return isinstance(turn, AcpTurn) and await turn.interrupt_mcp(self.port.call)
-
-    async def _turn(self, ctx: RequestContext) -> None:
-        args = ctx.args
-        t0 = time.perf_counter()
-        earlier: tuple[Message, ...] = ()
-        running = self.running
-        if self._starting:
-            ctx.fail(AgentError("busy", "A turn is already starting in this conversation.",
-                                "Wait, or Stop the turn."))
-            return
-        if running is not None:
-            if not await self._interrupts(running):
-                ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
-                                    "Wait, or Stop the turn."))
-                return
-            await running.done.wait()
-            earlier = running.turn.result().messages
-        elif self._earlier:
-            # Interrupted by session.interrupt and already ended: its messages go before the
-            # new one (the core records them only after this turn's).
-            earlier = self._earlier
-        self._earlier = ()
-        if args["turn"] == self._stopped_ahead:
-            self._stopped_ahead = None
-            ctx.reply(TurnResult("stopped", ()).to_wire())
-            return
-        try:
-            messages = tuple(Message.from_dict(m) for m in args["messages"])
-        except (KeyError, TypeError, ValueError) as exc:
-            ctx.fail(ProtocolError("bad_args", f"session.turn: malformed messages ({exc})."))
-            return
-        if self.running is not None or self._starting:  # another message won the race
-            ctx.fail(AgentError("busy", "A turn is already running in this conversation.",
-                                "Wait, or Stop the turn."))
-            return
-        if args.get("agent"):
-            await self._acp_turn(ctx)
-            return
-        self._starting = True
-        self._setup = self.loop.create_future()
-        turn_id = args["turn"]
-        # Set-up overlaps the gate: "begin" (whose answer carries the mode) and the first
-        # "model_request" are sent back to back on the loop's one link — in order, so the
-        # gate sees them in order — while the config is read and the provider built.
-        ids = {"conversation": self.conversation, "turn": turn_id}
-        began = self.loop.create_task(self.port.call("gate.turn", {**ids, "event": "begin"}))
-        counted = self.loop.create_task(self.port.call("gate.turn", {
-            **ids, "event": "model_request"}))
-        try:
-            config = load_config()  # a stat, a small read and a TOML parse: cheaper in-loop
-            if self.transport is None:
-                self.transport = _SharedTransport()
-            provider = self.provider_builder(args, config, self.transport)
-            mode = str((await began).get("mode") or "review")
-        except Exception as exc:  # noqa: BLE001 -- the request is answered whatever failed
-            err = exc if isinstance(exc, RioError) else InternalError(
-                "unexpected", f"The agent could not start the turn: {exc}.",
-                "Check config.toml's [agent] section, then send the message again.")
-            self._starting = self._stop_early = False
-            self._setup.set_result(None)
-            ctx.reply(TurnResult("error", (), error=err).to_wire())
-            await self._end_gate_quietly(turn_id, began, counted)
-            return
-        log.debug("turn %s: set-up took %.1f ms", turn_id, (time.perf_counter() - t0) * 1e3)
-        port = _TurnPort(self.port, self.conversation, turn_id, provider.name)
-        system = build_system_prompt(self.root, TOOL_SPECS, mode=mode,
-                                     addition=config.system_prompt_addition)
-        spec = TurnSpec(self.conversation, turn_id, provider.name, system,
-                        merge_interrupted(messages, earlier), TOOL_SPECS)
-        turn = Turn(spec, provider, Tools(self.port, self.conversation, self.root), port,
-                    begun=True, first_request=counted)
-        self._starting = False
-        await self._own(ctx, turn)
-
-    async def _own(self, ctx: RequestContext, turn: Turn | AcpTurn) -> None:
-        """Run ``turn`` as this session's one running turn (whichever brain answers it) and
-        answer ``session.turn`` with its result."""
-        running = _Running(turn, self.loop.create_task(turn.run()))
-        self.running = running
-        if self._setup is not None and not self._setup.done():
-            self._setup.set_result(running)
-        if self._stop_early:  # Stop arrived while the turn was being set up
-            self._stop_early = False
-            running.task.cancel()
-        try:
-            result = await running.task
-        except asyncio.CancelledError:
-            result = turn.result("stopped")
-        except Exception as exc:  # noqa: BLE001 -- a bug still ends the turn with an answer
-            log.exception("turn %s crashed", turn.spec.turn)
-            err = InternalError("unexpected", f"The agent loop failed: {exc}.",
-                             "Send your message again; if it keeps failing, report it with "
-                             "the agent log.")
-            result = TurnResult("error", tuple(turn.new), error=err)
-            turn.publish("agent.error", {"kind": err.kind, "message": err.message,
-                                         "next": err.next, "partial": False})
-        finally:
-            self.running = None
-            running.done.set()
-        if turn.interrupted:
-            self._earlier = tuple(result.messages)
-        ctx.reply(result.to_wire())
-
-    def _turn_port(self, turn_id: str, provider: str) -> _TurnPort:
-        return _TurnPort(self.port, self.conversation, turn_id, provider)
-
-    async def _end_gate_quietly(self, turn_id: str, *sent: asyncio.Task[Any]) -> None:
-        await asyncio.gather(*sent, return_exceptions=True)
-        try:
-            await self.port.call("gate.turn", {"conversation": self.conversation,
-                                               "turn": turn_id, "event": "end"}, timeout=2)
-        except RioError:
-            pass
-
-    async def _approve(self, ctx: RequestContext) -> None:
-        running = self.running
-        if running is None or running.turn.spec.turn != ctx.args["turn"]:
-            if ctx.op == "agent.approve":    # from the client: the core's answer, word for word
-                raise AgentError("unknown_turn", f"Turn {ctx.args['turn']!r} is not running "
-                                 "any more.", "Only a running turn's proposals can be answered.")
-            ctx.reply({"applied": False, "reason": "That turn is not running any more."})
-            return
-        outcome = await running.turn.answer(str(ctx.args["proposal"]), ctx.args["decision"])
-        if outcome is None:
-            ctx.reply({"applied": False, "reason": "No such proposal is waiting."})
-        elif ctx.args["decision"] == "reject":
-            ctx.reply({"applied": False, "reason": "rejected"})
-        elif outcome.ok:
-            ctx.reply({"applied": True})
-        else:
-            ctx.reply({"applied": False, "reason": outcome.content})
-
-    async def _stop(self, ctx: RequestContext) -> None:
-        running = self.running
-        wanted = ctx.args.get("turn")
-        if running is None and self._starting and self._setup is not None:
-            self._stop_early = True  # cancelled as soon as it exists
-            running = await asyncio.shield(self._setup)
-        if ctx.answered:
-            # Not answered by this loop in time (hung, or a slow set-up): the core answered
-            # it (stop_watch.py). Stop what runs, without a second answer.
-            if running is not None:
-                running.task.cancel()
-            return
-        if running is None and ctx.op == "agent.stop":
-            # No turn here (yet): the core may hold one that has not reached this process
-            # (sent a moment ago). It answers, as it did before stops came here (the hub
-            # routes this process's own agent.stop to the core).
-            got = await self.port.call("agent.stop", {"conversation": self.conversation},
-                                       timeout=10)
-            if not ctx.answered:   # the deadline's own ask of the core may have answered
-                ctx.reply(got)
-            return
-        if running is None or (wanted and running.turn.spec.turn != wanted):
-            if wanted:
-                self._stopped_ahead = wanted   # its session.turn may still be on its way
-            ctx.reply({"stopped": False})
-            return
-        running.task.cancel()
-        if ctx.op == "agent.stop":
-            # The client's Stop is answered at once, as the core answered it: the turn ends
-            # ("stopped", agent.turn) once its brain has let go — an ACP agent's stop sequence
-            # can take seconds, which a client's Stop must not wait for.
-            ctx.reply({"stopped": True, "turn": running.turn.spec.turn})
-            return
-        await running.done.wait()
-        ctx.reply({"stopped": True})
+                "turn": running.turn_id if running else None,
+                "pending": turn.pending_ids() if turn is not None else []}
 
 
 class SessionKeeper(pykka.ThreadingActor):

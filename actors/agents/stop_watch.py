@@ -7,13 +7,13 @@ its missed pings (about 3–4 s) and kills the process — and then the Stop's a
 ``bus.actor_dead``. So :func:`watch_stop` gives every ``agent.stop`` a deadline, on a timer
 thread of its own: not answered by the loop within :data:`STOP_DEADLINE_S`, it is sent on to
 the core as the session's own ``agent.stop`` (the hub routes a session's own request to the
-core, rio/protocol/routing.py), and the core's answer is the client's. The core answers at
-once (``{stopped: true, turn}``) and ends the turn ``stopped`` itself when its
-``session.stop`` to this process fails (the supervisor killed it) or times out (5 s) — what
-it did before Stops went to the session. The hung process stays the supervisor's to restart.
+core, rio/protocol/routing.py), and the core's answer is the client's: the core's store ends
+the conversation's running turn ``stopped`` at once, keeping the text streamed so far
+(``{stopped: true, turn}``). The hung process stays the supervisor's to restart.
 
 The loop may still wake and serve the Stop after that: it then cancels its turn without a
-second answer (``actors/agents/session.py``, ``_stop``).
+second answer (``actors/agents/session.py``), and the store takes its late end for the same
+turn (ADR-0034).
 """
 
 from __future__ import annotations

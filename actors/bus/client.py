@@ -29,6 +29,7 @@ import zmq
 
 from actors.bus.sockets import WELCOME, Endpoints, make_dealer, make_sub
 from rio.protocol.errors import BusError, ProtocolError, RioError, error_from_wire
+from rio.protocol.events import CHECKING, guard
 from rio.protocol.frames import Event, Reply, Request, decode, encode_checked, peek_id, thaw
 
 log = logging.getLogger("rio.bus")
@@ -39,6 +40,9 @@ RequestHandler = Callable[[bytes, Request], None]
 GapHandler = Callable[[str, int, int], None]
 
 DEFAULT_TIMEOUT = 10.0
+#: Check every published event against rio/protocol/events.py (RIO_CHECK_EVENTS=1: the test
+#: suite). A module global: off, a publish pays one dict lookup for it.
+CHECK_EVENTS = CHECKING
 
 
 @dataclass
@@ -248,6 +252,8 @@ class BusConnection:
 
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
         """A service publishes an event; the hub numbers it and fans it out."""
+        if CHECK_EVENTS:
+            guard(topic, data)
         self._dealer.send(encode_checked(Event(topic, dict(data))))
 
     def drain(self, limit: int = 10_000) -> int:

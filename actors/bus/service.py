@@ -40,8 +40,8 @@ from actors.bus.client import BusConnection, Endpoints, as_error, encode_reply, 
 from actors.bus.sockets import make_dealer
 from rio.protocol import op_table, ops
 from rio.protocol.errors import BusError, ProtocolError, RioError
+from rio.protocol.events import CHECKING, guard
 from rio.protocol.frames import Event, Reply, Request, decode, encode_checked, peek_id
-from rio.protocol.routing import route_prefix
 
 log = logging.getLogger("rio.bus")
 
@@ -53,6 +53,9 @@ LINK_LINGER_MS = 5000
 #: whole, the 25 slices of a 100 MB document held 100 MB in the core for good (issue 13).
 _BIG_REPLY_BYTES = 64 * 1024
 _BIG_KEEP_BYTES = 8 * 1024 * 1024
+#: Check every event published here against rio/protocol/events.py (RIO_CHECK_EVENTS=1: the
+#: test suite); a failure is raised in the publishing thread. Off, one dict lookup per publish.
+CHECK_EVENTS = CHECKING
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,8 @@ class BusThread:
         reply that answers one copy of its request travels with its events in one message
         ``[client, reply, event…]``: the hub sends the reply on, then publishes the events,
         in that order (ADR-0030)."""
+        if CHECK_EVENTS and events:
+            self._check_events(client, reply, events)
         payload = encode_reply(reply)   # a result too big to travel becomes that error
         copies = self._remember(client, payload)
         on_bus_thread = threading.current_thread() is self._thread
@@ -252,7 +257,20 @@ class BusThread:
         for topic, data in events:
             self.publish(topic, data)
 
+    def _check_events(self, client: bytes, reply: Reply,
+                      events: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """A reply's events, checked (tests): a bad one is raised after the reply went alone,
+        so the client is still answered and the failure is the publisher's."""
+        try:
+            for topic, data in events:
+                guard(topic, data)
+        except ProtocolError:
+            self.send_reply(client, reply)
+            raise
+
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        if CHECK_EVENTS:
+            guard(topic, data)   # in the caller's thread, before an early one is kept
         with self._lock:
             if not self._registered:   # before start (an actor's on_start): sent once registered
                 self._early.append((topic, dict(data)))
@@ -415,8 +433,7 @@ class BusThread:
             return
         try:
             args = ops.validate(request)
-            # by prefix; an MCP proposal's agent.approve to the mcp actor (routing.py)
-            handler = self.handlers.get(route_prefix(request.op, args))
+            handler = self.handlers.get(request.op.split(".", 1)[0])
             if handler is None:
                 raise BusError("no_route", f"{self.name} does not serve {request.op}.",
                                "Check `rio status`.")

@@ -47,6 +47,7 @@ from rio.acp.port import AcpTurnPort, AgentProcess, ProcessPort, StopResult
 from rio.acp.protocol_log import ProtocolLog, StderrTail
 from rio.acp.updates import UpdateTranslator
 from rio.acp.wire import LINE_LIMIT, AgentWire
+from rio.agent.failures import classify_agent_error
 from rio.protocol.errors import AgentError, RioError
 
 State = Literal["new", "starting", "ready", "sign_in_needed", "prompting", "exited", "stopped"]
@@ -190,10 +191,11 @@ class AcpClient(AgentRequests, AgentWire):
     # --- sessions --------------------------------------------------------------------------
     async def new_session(self, mcp_servers: Sequence[Mapping[str, Any]] = ()) -> str:
         """``session/new`` in the project root; raises ``agent.sign_in_needed`` when the agent
-        wants a sign-in first (codex-acp does, here). ``mcp_servers``: stdio entries
-        ``{name, command, args, env}`` (Rio's own MCP endpoint)."""
+        wants a sign-in first (codex-acp does, here). ``mcp_servers``: Rio's own MCP
+        endpoint, ``{type: "http", name, url, headers}`` or stdio ``{name, command, args,
+        env}`` (rio/acp/mcp_servers.py)."""
         answer = await self._request("session/new", self.conn.new_session(
-            cwd=str(self.settings.root), mcp_servers=_stdio_servers(mcp_servers)))
+            cwd=str(self.settings.root), mcp_servers=_mcp_schema(mcp_servers)))
         self.session_id = answer.session_id
         self.updates.set_modes(answer.modes)
         self.updates.set_config(answer.config_options)
@@ -210,7 +212,7 @@ class AcpClient(AgentRequests, AgentWire):
         try:
             answer = await self._request("session/load", self.conn.load_session(
                 cwd=str(self.settings.root), session_id=session_id,
-                mcp_servers=_stdio_servers(mcp_servers)))
+                mcp_servers=_mcp_schema(mcp_servers)))
         finally:
             self.updates.replaying = False
         self.session_id = session_id
@@ -306,8 +308,12 @@ class AcpClient(AgentRequests, AgentWire):
     def _failed(self, err: RioError, *, publish: bool = True) -> PromptOutcome:
         partial = bool(self.updates.text)
         if publish:
+            # details as the session's own agent.error has them (rio/agent/acp_turn.py): the
+            # agent's words, its error's details, an exit code, sign-in methods.
             self._publish("agent.error", {"kind": err.kind, "message": err.message,
-                                          "next": err.next, "partial": partial})
+                                          "next": err.next, "partial": partial,
+                                          **({"details": dict(err.details)}
+                                             if err.details else {})})
         return PromptOutcome("error", "", "".join(self.updates.text), err, partial)
 
     async def _watch(self, task: asyncio.Future[Any]) -> Any:
@@ -417,13 +423,12 @@ class AcpClient(AgentRequests, AgentWire):
                               f"(it answered {what} with 'Authentication required').",
                               _sign_in_next(self.sign_in), methods=methods)
         if isinstance(exc, RequestError):
-            detail = ""
-            if isinstance(exc.data, dict) and exc.data.get("details"):
-                detail = f": {str(exc.data['details'])[:500]}"
-            return AgentError("agent_failed", f"The agent {s.name!r} answered {what} with an "
-                              f"error: {exc}{detail} ({exc.code}).",
-                              "Send the message again; if it keeps failing, read the protocol "
-                              "log (docs/agent-chat.md).", code=exc.code)
+            # The cause is in the agent's words (data.message, data.details), not in
+            # JSON-RPC's "Internal error": classified by them, and kept (rio/agent/failures.py).
+            err = classify_agent_error(s.name, what, exc.code, str(exc), exc.data,
+                                       log_hint=self._log_hint())
+            self.log.note("!", f"{what} failed: {err.kind}: {err.message}")
+            return err
         if isinstance(exc, asyncio.TimeoutError):
             return AgentError("agent_timeout", f"The agent {s.name!r} did not answer {what} "
                               "in time.", "Stop it and try again; the protocol log shows the "
@@ -437,6 +442,13 @@ class AcpClient(AgentRequests, AgentWire):
                           f"(exit code {code}).{said}",
                           "Send the message again to start it again; the protocol log has "
                           "its output.", exit_code=code)
+
+    def _log_hint(self) -> str:
+        """The command that prints this conversation's protocol log (its file is
+        ``<conversation>.acp.log``, rio/acp/protocol_log.py)."""
+        name = self.log.path.name if self.log.path is not None else ""
+        conversation = name[:-len(".acp.log")] if name.endswith(".acp.log") else "CONVERSATION"
+        return f"`rio agents log {conversation}`"
 
     async def _exit_code(self) -> int | None:
         if self.process is None:
@@ -469,19 +481,10 @@ class AcpClient(AgentRequests, AgentWire):
         return result
 
 
-def _stdio_servers(entries: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """``{name, command, args, env}`` dicts as the SDK's stdio MCP server entries."""
-    from acp.schema import EnvVariable, McpServerStdio
-    out = []
-    for e in entries:
-        env = e.get("env") or []
-        if isinstance(env, Mapping):
-            env = [{"name": k, "value": v} for k, v in env.items()]
-        out.append(McpServerStdio(name=str(e["name"]), command=str(e["command"]),
-                                  args=[str(a) for a in e.get("args") or ()],
-                                  env=[EnvVariable(name=str(v["name"]), value=str(v["value"]))
-                                       for v in env]))
-    return out
+def _mcp_schema(entries: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Rio's MCP endpoint entries (http or stdio) as the SDK's types."""
+    from rio.acp.mcp_servers import to_schema
+    return to_schema(entries)
 
 
 def _sign_in_next(methods: Sequence[SignInMethod]) -> str:

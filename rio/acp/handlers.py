@@ -28,7 +28,7 @@ from acp.schema import (
 
 from rio.acp.port import PermissionOption, PermissionQuestion
 from rio.agent.turn import shown_input
-from rio.mcp.entry import AUTO_ALLOWED_NOTE, is_rio_tool
+from rio.mcp.entry import AUTO_ALLOWED_NOTE, rio_tool_of_question
 from rio.protocol.errors import RioError
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class AgentRequests:
             tuple(PermissionOption(o.option_id, o.name, o.kind) for o in options))
         if self._cancelling:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        auto = self._auto_allow(question, tool_call.raw_input)
+        auto = self._auto_allow(question, tool_call)
         if auto is not None:
             return auto
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
@@ -184,13 +184,17 @@ class AgentRequests:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
 
-    def _auto_allow(self, question: PermissionQuestion, raw_input: Any
+    def _auto_allow(self, question: PermissionQuestion, tool_call: Any
                     ) -> RequestPermissionResponse | None:
-        """A question about one of Rio's own MCP tools is answered "allow once" at once (by
-        the option's kind, never its id), with an ``agent.note`` saying so: Rio's gate decides
-        on the call itself when it reaches Rio's MCP endpoint, so asking the user here too
-        would ask twice. None when it is another tool, or the agent offers no "allow once"."""
-        if not is_rio_tool(question.title, raw_input):
+        """A question provably about a call to Rio's own MCP endpoint (by the fields the
+        agent's adapter sets, never by text a model wrote: rio.mcp.entry.rio_tool_of_question)
+        is answered "allow once" at once (by the option's kind, never its id), with an
+        ``agent.note`` saying so: Rio's gate decides on the call itself when it reaches the
+        endpoint, so asking the user here too would ask twice. None for anything else, or
+        when the agent offers no "allow once"."""
+        tool = rio_tool_of_question(tool_call.tool_call_id, tool_call.kind, tool_call.title,
+                                    tool_call.raw_input, tool_call.locations)
+        if tool is None:
             return None
         option = next((o for o in question.options if o.kind == "allow_once"), None)
         if option is None:
@@ -198,8 +202,8 @@ class AgentRequests:
         self.log.note("·", f"permission {question.request} auto-allowed "
                            f"allow_once {option.id} ({question.title})")
         self.port.publish("agent.note", {"note": "auto_allowed", "call": question.call,
-                                         "title": question.title,
-                                         "text": f"{question.title}: {AUTO_ALLOWED_NOTE}"})
+                                         "title": question.title, "tool": tool,
+                                         "text": f"{tool}: {AUTO_ALLOWED_NOTE}"})
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option.id))
 

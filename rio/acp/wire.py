@@ -4,7 +4,8 @@ stdout is read line by line: every line goes to the protocol log, a malformed on
 counted and dropped (the SDK never sees it), and any line is a sign of life for the silence
 watchdog; valid lines are fed to the SDK's reader. stderr is drained all the time — an
 undrained pipe freezes the agent once the kernel buffer is full (the SDK leaves stderr undrained,
-reproduced with 5 MB) — and its tail kept for error messages.
+reproduced with 5 MB) — every line of it logged within a byte budget, its tail kept for error
+messages.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import asyncio
 import json
 import time
 from typing import TYPE_CHECKING, Any
+
+from rio.acp.protocol_log import StderrLines
 
 if TYPE_CHECKING:
     from rio.acp.port import AgentProcess
@@ -85,22 +88,16 @@ class AgentWire:
             reader.feed_eof()
 
     async def _drain_stderr(self) -> None:
+        """stderr → every line into the protocol log (bounded: StderrLines) and the tail."""
         assert self.process is not None
-        pending = b""
+        lines = StderrLines(self.log, self.stderr)
         try:
             while True:
                 chunk = await self.process.stderr.read(_STDERR_CHUNK)
                 if not chunk:
                     break
-                self.stderr.total_bytes += len(chunk)
-                *lines, pending = (pending + chunk).split(b"\n")
-                pending = pending[-4000:]
-                for raw in lines[-50:]:
-                    self.stderr.add(raw.decode("utf-8", "replace"))
-                if lines:
-                    self.log.note("stderr", lines[-1][-500:].decode("utf-8", "replace"))
+                lines.feed(chunk)
         except (ConnectionError, OSError):
             pass
-        if pending:
-            self.stderr.add(pending.decode("utf-8", "replace"))
-
+        finally:     # also when the client closes first: the last line and the count
+            lines.close()

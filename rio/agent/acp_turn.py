@@ -19,6 +19,11 @@ It is also the :class:`rio.acp.port.AcpTurnPort` of the conversation's
   ``agent.permission_answer`` with an option *kind*; declined after
   :data:`PERMISSION_TIMEOUT_S`.
 
+And it serves the agent's calls to Rio's MCP tools (:attr:`AcpTurn.mcp`,
+rio/agent/turn_mcp.py), forwarded by the endpoint to this turn: their proposals are this
+turn's, applied by this turn's tools — so what the agent changed by any path is in the turn's
+result (ADR-0034).
+
 :class:`AcpBrain` keeps the conversation's one agent process across turns: started on the
 first turn (``session/load`` of the stored session id when the agent offers it, else
 ``session/new``), restarted and resumed when it died (``agent.restarted``, one line for the
@@ -32,7 +37,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rio.acp.port import PermissionQuestion, WriteOutcome
 from rio.agent.tools import Proposal, ToolOutcome, Tools
@@ -44,6 +49,7 @@ from rio.agent.turn import (
     TurnPort,
     TurnResult,
 )
+from rio.agent.turn_mcp import QUESTION_TIMEOUT_S, McpCalls
 from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import Message, ToolCall
 
@@ -52,6 +58,15 @@ log = logging.getLogger("rio.agent.acp")
 #: A permission question nobody answers is declined after this long (the agent is told
 #: "cancelled" and carries on).
 PERMISSION_TIMEOUT_S = 240.0
+
+
+class AcpOwnerPort(TurnPort, Protocol):
+    """The ACP turn's port: the API turn's (events, the gate), plus the core's ops and the
+    gate's table for Rio's MCP tools (rio/agent/turn_mcp.py)."""
+
+    async def call(self, op: str, args: Mapping[str, Any], timeout: float = 10.0) -> Any: ...
+
+    async def agent_check(self, tool: str, args: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,10 @@ class AcpTurnSpec:
 ClientFactory = Callable[[Any], Any]
 
 
+async def _no_servers() -> Sequence[Mapping[str, Any]]:
+    return []
+
+
 @dataclass
 class AcpBrain:
     """One ACP agent process for one conversation, kept across turns (on the session loop)."""
@@ -79,7 +98,10 @@ class AcpBrain:
     #: set when the agent ended without being asked: the next turn says it was restarted
     died: bool = False
     #: the ``mcpServers`` entries for session/new and session/load (Rio's MCP endpoint)
-    mcp_servers: Callable[[], Sequence[Mapping[str, Any]]] = field(default=lambda: [])
+    #: the ``mcpServers`` entries for session/new and session/load (Rio's MCP endpoint),
+    #: given the started client (its ``initialize`` answer says whether it speaks HTTP)
+    mcp_servers: Callable[[Any], Awaitable[Sequence[Mapping[str, Any]]]] = field(
+        default=lambda client: _no_servers())
 
     @property
     def alive(self) -> bool:
@@ -106,13 +128,14 @@ class AcpBrain:
         resumed = False
         if wanted and self.client.can_load:
             try:
-                resumed = await self.client.load_session(wanted, self.mcp_servers())
+                resumed = await self.client.load_session(
+                    wanted, await self.mcp_servers(self.client))
             except RioError as err:
                 if err.kind == "agent.sign_in_needed":
                     raise
                 log.info("session/load %s failed (%s): a new session instead", wanted, err)
         if not resumed:
-            await self.client.new_session(self.mcp_servers())
+            await self.client.new_session(await self.mcp_servers(self.client))
         self.session_id = self.client.session_id
         if not restarted:
             return None
@@ -146,8 +169,9 @@ def _exited(outcome: Any) -> bool:
 class AcpTurn(AnswersProposals):
     """One turn answered by an ACP agent; see the module docstring."""
 
-    def __init__(self, spec: AcpTurnSpec, brain: AcpBrain, tools: Tools, port: TurnPort,
+    def __init__(self, spec: AcpTurnSpec, brain: AcpBrain, tools: Tools, port: AcpOwnerPort,
                  root: Path, *, permission_timeout_s: float = PERMISSION_TIMEOUT_S,
+                 question_timeout_s: float = QUESTION_TIMEOUT_S,
                  snapshot: Callable[[Path], Any] | None = None,
                  diff: Callable[[Any], Mapping[str, Any]] | None = None) -> None:
         # Imported here, not at the top: it brings the workspace walk (pathspec, regex), which
@@ -165,10 +189,17 @@ class AcpTurn(AnswersProposals):
         self.questions: dict[str, _Question] = {}
         self.new: list[Message] = []
         self._writes = 0
+        self._proposals = 0
+        #: the calls of Rio's MCP tools in this turn (forwarded by the endpoint)
+        self.mcp = McpCalls(self, port, question_timeout_s=question_timeout_s)
         self._began = False
         self._interrupted = False
         self._outcome: TurnResult | None = None
         self._changed_files: Mapping[str, Any] = {"files": [], "more": 0}
+
+    @property
+    def turn_id(self) -> str:
+        return self.spec.turn
 
     # --- events --------------------------------------------------------------------------
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
@@ -177,6 +208,12 @@ class AcpTurn(AnswersProposals):
 
     # --- the turn ------------------------------------------------------------------------
     async def run(self) -> TurnResult:
+        try:
+            return await self._run()
+        finally:
+            self.mcp.close()    # a call of Rio's tools after the end is refused
+
+    async def _run(self) -> TurnResult:
         loop = asyncio.get_running_loop()
         snap: asyncio.Future[Any] | None = None
         try:
@@ -314,26 +351,6 @@ class AcpTurn(AnswersProposals):
             asyncio.get_running_loop().create_task(client.cancel())
         return True
 
-    async def interrupt_mcp(self, call: Callable[[str, Mapping[str, Any]], Awaitable[Any]]
-                            ) -> bool:
-        """A new message while only a proposal of Rio's MCP tools waits (``mcp-…``: the
-        core's ``mcp`` actor holds it, not this turn): ``call("mcp.interrupt", …)`` closes it
-        there as interrupted, then the agent's prompt is cancelled as in :meth:`interrupt`.
-        False when none waits there either (the new message is then agent.busy)."""
-        try:
-            got = await call("mcp.interrupt", {"conversation": self.spec.conversation,
-                                               "turn": self.spec.turn})
-        except RioError as err:
-            log.info("turn %s: mcp.interrupt failed (%s)", self.spec.turn, err.kind)
-            return False
-        if not got.get("interrupted"):
-            return False
-        self._interrupted = True
-        client = self.brain.client
-        if client is not None:
-            asyncio.get_running_loop().create_task(client.cancel())
-        return True
-
     def pending_ids(self) -> list[str]:
         return [p.id for p in self.pending.values() if not p.future.done()]
 
@@ -376,28 +393,41 @@ class AcpTurn(AnswersProposals):
             return prepared
         if verdict.get("decision") == "allow":
             return await self.tools.apply(prepared)
-        return await self._ask(call, prepared, verdict)
+        return await self.ask_proposal(call, prepared, verdict)
 
-    async def _ask(self, call: ToolCall, proposal: Proposal,
-                   verdict: Mapping[str, Any]) -> ToolOutcome:
+    async def ask_proposal(self, call: ToolCall, proposal: Proposal,
+                           verdict: Mapping[str, Any], timeout: float | None = None
+                           ) -> ToolOutcome:
+        """Ask the user about ``proposal`` (an ``agent.propose``, answered by ``agent.approve``)
+        and apply it when approved — a write of the agent's own (``fs/write_text_file``) or
+        of Rio's MCP tools alike. Not answered within ``timeout``: declined."""
         loop = asyncio.get_running_loop()
-        pid = f"{self.spec.turn}.{len(self.pending) + self._writes}"
-        while pid in self.pending:
-            pid += "x"
+        self._proposals += 1
+        pid = f"{self.spec.turn}.{self._proposals}"
         pending = PendingProposal(pid, call, proposal, loop.create_future(), loop.create_future())
         self.pending[pid] = pending
         self.publish("agent.propose", {"proposal": pid, "call": call.id, **proposal.event(),
                                        "reason": verdict.get("reason", "")})
         outcome: ToolOutcome | None = None
         try:
-            answer = await pending.future
+            try:
+                answer: str | None = await asyncio.wait_for(asyncio.shield(pending.future),
+                                                            timeout)
+            except asyncio.TimeoutError:
+                answer = None
             if answer in ("approve", "always"):
                 if answer == "always":
                     await self.port.remember(call.name)
                 outcome = await self.tools.apply(proposal)
             elif answer == "reject":
-                outcome = ToolOutcome("the user rejected this change", False,
+                outcome = ToolOutcome("The user rejected this change. Do not repeat it "
+                                      "unchanged; ask them what they want.", False,
                                       f"{proposal.path}: rejected")
+            elif answer is None:
+                outcome = ToolOutcome("The user did not answer in time, so the change was "
+                                      "declined. Do not repeat it unchanged; say what you "
+                                      "wanted to change.", False,
+                                      f"{proposal.path}: not answered")
             else:
                 outcome = ToolOutcome(INTERRUPTED if answer == "interrupted" else STOPPED,
                                       False, f"{proposal.path}: {answer}")

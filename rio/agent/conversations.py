@@ -92,12 +92,17 @@ class TurnRecord:
     started: float
     ended: float | None = None
     error: Mapping[str, Any] | None = None
+    #: what the turn changed, by any path (ADR-0034): ``{"paths": [project paths of the
+    #: buffers it left edited], "files": [{path, change}] written behind Rio's back}``
+    changes: Mapping[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"turn": self.turn, "text": self.text, "status": self.status,
                                 "started": self.started, "ended": self.ended}
         if self.error is not None:
             wire["error"] = dict(self.error)
+        if self.changes:
+            wire["changes"] = dict(self.changes)
         return wire
 
 
@@ -271,7 +276,8 @@ class ConversationStore:
         return loaded.conversation
 
     def end_turn(self, turn: str, status: TurnStatus,
-                 error: Mapping[str, Any] | None = None) -> TurnRecord:
+                 error: Mapping[str, Any] | None = None,
+                 changes: Mapping[str, Any] | None = None) -> TurnRecord:
         if status not in ("done", "stopped", "error"):
             raise ValueError(f"a turn cannot end as {status!r}")
         cid = conversation_of_turn(turn)
@@ -280,9 +286,13 @@ class ConversationStore:
         index = self._find_turn(conv, turn)
         now = self._clock()
         record = replace(conv.turns[index], status=status, ended=now,
-                         error=dict(error) if error else None)
-        self._append(loaded, [{"t": "end", "turn": turn, "status": status,
-                               "error": record.error, "ended": now}])
+                         error=dict(error) if error else None,
+                         changes=dict(changes) if changes else None)
+        line: dict[str, Any] = {"t": "end", "turn": turn, "status": status,
+                                "error": record.error, "ended": now}
+        if record.changes:
+            line["changes"] = record.changes
+        self._append(loaded, [line])
         turns = conv.turns[:index] + (record,) + conv.turns[index + 1:]
         loaded.conversation = replace(conv, turns=turns, updated=now)
         self._write_meta(loaded.conversation)
@@ -365,9 +375,12 @@ class ConversationStore:
                     for i in range(len(turns) - 1, -1, -1):
                         if turns[i].turn == rec["turn"]:
                             status = rec.get("status")
+                            changes = rec.get("changes")
                             turns[i] = replace(turns[i], status=status if status in
                                                TURN_STATUSES else "error",
-                                               ended=rec.get("ended"), error=rec.get("error"))
+                                               ended=rec.get("ended"), error=rec.get("error"),
+                                               changes=changes if isinstance(changes, dict)
+                                               else None)
                             break
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line (a crash mid-append) or a foreign line: skipped

@@ -15,6 +15,14 @@ Every failure becomes an :class:`~rio.protocol.errors.AgentError` whose leaf nam
 
 ``details`` carries ``provider``, ``status`` and ``retry_after_s`` where known. Nothing here
 ever sees a key: callers pass response headers and bodies, never request headers.
+
+An ACP agent's JSON-RPC error (:func:`classify_agent_error`) gets the same leaves when its own
+words name the cause — ``request_rejected`` (400/404/413/422: change the agent's model or
+request settings, sending it again fails the same way), ``auth_rejected`` (sign in, set its
+key), ``rate_limited``, ``server_error``, ``network`` (send it again later) — else
+``agent.agent_failed``, the agent's words and a pointer at the protocol log. Its words stay in
+``details.said`` and its error's ``data.details`` in ``details.details``;
+:func:`shown_details` says what a client prints under the error line.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import datetime as _dt
 import email.utils
 import json
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -266,6 +275,236 @@ def classify_failure(provider: str, *, status: int | None = None,
     if status is not None:
         return classify_status(provider, status, headers, body, now=now)
     return unexpected_response(provider, message or "no status and no error")
+
+
+# --- an ACP agent's JSON-RPC error ---------------------------------------------------------------
+#
+# Real agents fail session/prompt with -32603 and carry the model server's words through
+# (/work/shared/AGENTS.md: "A model HTTP 400: all three fail session/prompt with -32603 and carry
+# the message through"; claude-agent-acp 0.23.1, codex-acp 0.16.0, opencode 1.18.33): codex-acp
+# as ``{"message": "Internal error", "data": {"message": <the server's words>, "details": …}}``,
+# the others in the message itself ("Internal error: API Error: 400 {…}") or in ``data``. The
+# cause decides the next action: a request the server refused fails the same way when sent
+# again, a rate limit passes, a sign-in does not.
+
+#: JSON-RPC's own codes: the exchange between Rio and the agent went wrong, not the model, so
+#: their words are never read as a model server's answer.
+_PROTOCOL_CODES = frozenset({-32700, -32600, -32601, -32602})
+#: JSON-RPC's "Internal error", which says nothing of the cause, at the start of a message.
+_GENERIC = re.compile(r"^\s*internal error\b\s*[:.\-–—]?\s*", re.IGNORECASE)
+#: How much of the agent's words the one-line message quotes; ``details.said`` keeps them all
+#: up to AGENT_WORDS_CAP characters (a model server's error is short; a dump is not).
+AGENT_WORDS_SHOWN = 240
+AGENT_WORDS_CAP = 4000
+#: An HTTP status named in the agent's words: "API Error: 400", "status code 429", "HTTP 401",
+#: "503 Service Unavailable". Only 4xx/5xx: "exit code 127" is no HTTP status.
+_STATUS_IN_TEXT = (
+    re.compile(r"\b(?:https?|status(?:[ _-]?code)?|api[ _-]?error|error[ _-]?code|code)"
+               r"\W{0,3}([45]\d\d)\b", re.IGNORECASE),
+    re.compile(r"\b([45]\d\d)\W{0,3}(?:bad request|unauthori[sz]ed|forbidden|not found|"
+               r"payload too large|request entity too large|unprocessable|too many requests|"
+               r"internal server error|bad gateway|service unavailable|gateway time-?out|"
+               r"overloaded)", re.IGNORECASE),
+)
+_STATUS_KEYS = ("status", "status_code", "statusCode", "http_status", "httpStatus")
+#: Words that name a cause when no status does, first match wins (so "invalid request … timeout"
+#: is a refused request, not a network failure).
+_CAUSE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("auth", ("unauthorized", "unauthorised", "invalid api key", "invalid_api_key",
+              "invalid x-api-key", "incorrect api key", "api key not valid", "authentication_error",
+              "authentication failed", "permission_error", "forbidden")),
+    ("rate", ("rate limit", "rate_limit", "ratelimit", "too many requests", "quota")),
+    ("too_large", ("context_length", "context length", "prompt is too long", "too large",
+                   "request_too_large")),
+    ("missing", ("model_not_found", "model not found", "no such model", "unknown model")),
+    ("invalid", ("invalid_request", "invalid request", "bad request", "unprocessable",
+                 "not supported", "unsupported")),
+    ("server", ("overloaded", "internal server error", "service unavailable", "bad gateway",
+                "server_error", "api_error", "server error")),
+    ("network", ("timed out", "timeout", "connection refused", "econnrefused", "econnreset",
+                 "enotfound", "connection reset", "stream disconnected", "error sending request",
+                 "failed to connect", "fetch failed", "network")),
+)
+#: cause → (leaf, what happened in Rio's words). The leaves are the API providers' own, so a
+#: client switches on one kind whoever is behind the conversation (the panel's Retry button).
+_CAUSES = {
+    "invalid": ("request_rejected", "its model server refused the request as invalid"),
+    "missing": ("request_rejected", "its model server does not know the model or endpoint "
+                                    "it asked for"),
+    "too_large": ("request_rejected", "the request was too large for its model"),
+    "auth": ("auth_rejected", "its model server refused its credentials"),
+    "rate": ("rate_limited", "its model server is rate limiting it"),
+    "server": ("server_error", "its model server had trouble answering"),
+    "network": ("network", "it could not reach its model server"),
+}
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def agent_words(message: str, data: Any = None) -> str:
+    """What the agent itself said: its error message without JSON-RPC's generic "Internal
+    error", then ``data.message`` (or ``data.error.message``, or ``data`` when it is a
+    string) — each once, up to :data:`AGENT_WORDS_CAP` characters."""
+    words: list[str] = []
+    for candidate in _word_candidates(message, data):
+        text = candidate.strip()
+        if text and not any(text in w for w in words):
+            words.append(text)
+    return _cap(" — ".join(words), AGENT_WORDS_CAP)
+
+
+def _word_candidates(message: str, data: Any) -> list[str]:
+    out = [_GENERIC.sub("", message or "", count=1)]
+    if isinstance(data, str):
+        out.append(data)
+    elif isinstance(data, Mapping):
+        for key in ("message", "error"):
+            value = data.get(key)
+            if isinstance(value, Mapping):
+                value = value.get("message") or value.get("type")
+            if isinstance(value, str):
+                out.append(value)
+    return out
+
+
+def agent_error_details(data: Any) -> str:
+    """The rest of an agent's error ``data`` as text: ``data.details`` when it has them, else
+    whatever else ``data`` holds besides its message (so no agent's cause is dropped)."""
+    if data is None or isinstance(data, str):
+        return ""
+    if isinstance(data, Mapping):
+        if data.get("details") not in (None, "", {}, []):
+            return _cap(_as_text(data["details"]), AGENT_WORDS_CAP)
+        rest = {k: v for k, v in data.items() if k not in ("message", "details")
+                and not (k == "error" and isinstance(v, str))}
+        return _cap(_as_text(rest), AGENT_WORDS_CAP) if rest else ""
+    return _cap(_as_text(data), AGENT_WORDS_CAP)
+
+
+def _status_in(data: Any, text: str) -> int | None:
+    if isinstance(data, Mapping):
+        for source in (data, data.get("details"), data.get("error")):
+            if isinstance(source, Mapping):
+                for key in _STATUS_KEYS:
+                    value = source.get(key)
+                    if isinstance(value, int) and 400 <= value < 600:
+                        return value
+    for pattern in _STATUS_IN_TEXT:
+        found = pattern.search(text)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def _cause(status: int | None, text: str) -> str | None:
+    if status is not None:
+        if status in (401, 403):
+            return "auth"
+        if status == 429:
+            return "rate"
+        if status == 408:
+            return "network"
+        if status == 413:
+            return "too_large"
+        if status == 404:
+            return "missing"
+        return "invalid" if status < 500 else "server"
+    lowered = text.lower()
+    return next((cause for cause, words in _CAUSE_WORDS if any(w in lowered for w in words)),
+                None)
+
+
+def _agent_next(cause: str | None, agent: str, text: str, log_hint: str) -> str:
+    same = "sending the message again fails the same way."
+    if cause in ("invalid", "missing"):
+        return (f"Change {agent}'s model or request settings (its own configuration, or its "
+                f"Model picker in the panel); {same}")
+    if cause == "too_large":
+        return f"Start a new conversation, or ask for less at a time; {same}"
+    if cause == "auth":
+        return (f"Sign in to {agent} again (`rio agents` shows how it signs in), or set its API "
+                "key where it reads it — its own configuration, or the environment Rio was "
+                "started from (then restart Rio); then send the message again.")
+    if cause == "rate":
+        if "quota" in text.lower():
+            return ("Its account's quota looks used up: check the plan or billing of the "
+                    "account the agent uses, then send the message again.")
+        return "Wait a minute, then send the message again."
+    if cause == "server":
+        return "Send the message again in a little while."
+    if cause == "network":
+        return ("Check the network and the agent's model endpoint, then send the message "
+                "again in a little while.")
+    if not text.strip():
+        return (f"The agent gave no reason: {log_hint} shows the whole exchange, its stderr "
+                "included. If it looks temporary, send the message again.")
+    return (f"Read what the agent said; {log_hint} shows the whole exchange. If it looks "
+            "temporary, send the message again.")
+
+
+def classify_agent_error(agent: str, what: str, code: int, message: str, data: Any = None,
+                         *, log_hint: str = "`rio agents log CONVERSATION`") -> AgentError:
+    """An ACP agent's JSON-RPC error answer (``what``: the request, ``session/prompt``) as a
+    classified :class:`AgentError`, keeping the agent's own words.
+
+    The leaf is the API providers' one for the same cause (``request_rejected``,
+    ``auth_rejected``, ``rate_limited``, ``server_error``, ``network``), else ``agent_failed``.
+    ``details``: ``agent``, ``code``, ``said`` (the agent's words), ``details`` (the rest of
+    its ``data``), ``status`` and ``cause`` where its words name them. The message quotes the
+    words on one line, cut at :data:`AGENT_WORDS_SHOWN`; clients show ``said`` in full when
+    the message does not hold all of it."""
+    said = agent_words(message, data)
+    extra = agent_error_details(data)
+    text = f"{said} {extra}"
+    status = cause = None
+    if code not in _PROTOCOL_CODES:
+        status = _status_in(data, text)
+        cause = _cause(status, text)
+    short = _cap(" ".join(said.split()), AGENT_WORDS_SHOWN)
+    quoted = f" It said: {short}" if short else ""
+    if cause is None:
+        leaf = "agent_failed"
+        plain = (message or "").strip() or "no message"
+        head = f"The agent {agent!r} answered {what} with an error ({code}" + \
+            ("" if short else f": {plain}") + ")."
+    else:
+        leaf, what_happened = _CAUSES[cause]
+        shown = f" (HTTP {status})" if status is not None else ""
+        head = f"The agent {agent!r} failed {what}: {what_happened}{shown}."
+    text_out = head + quoted
+    if quoted and not text_out.endswith((".", "!", "?", "…")):
+        text_out += "."
+    details: dict[str, Any] = {"agent": agent, "code": code}
+    details.update({k: v for k, v in (("said", said), ("details", extra), ("status", status),
+                                      ("cause", cause)) if v})
+    return AgentError(leaf, text_out, _agent_next(cause, agent, text, log_hint), **details)
+
+
+def shown_details(message: str, details: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """What a client shows under an error line, as (label, text): the agent's own words when
+    the message does not already hold them whole, and the details of its error. Empty for
+    every other error (its details are for programs: exit codes, sign-in methods)."""
+    if not isinstance(details, Mapping):
+        return []
+    out: list[tuple[str, str]] = []
+    said = details.get("said")
+    if isinstance(said, str) and said.strip() and " ".join(said.split()) not in message:
+        out.append(("The agent said", said.strip()))
+    extra = details.get("details")
+    if isinstance(extra, str) and extra.strip():
+        out.append(("Details", extra.strip()))
+    return out
 
 
 # --- retry policy ---------------------------------------------------------------------------------

@@ -6,7 +6,14 @@ Rio puts this command in the ``mcpServers`` of the agent's ``session/new``
 (:func:`rio.mcp.entry.mcp_server_entry`); the agent starts it and talks MCP on its stdin and
 stdout. The token is read from the 0600 file, never from the command line or the environment.
 The instance is the one in ``--instance-file`` (Rio passes it: the agent's environment has
-none of Rio's variables), else the one holding ``--root``. docs/agent-chat.md, "MCP tools".
+none of Rio's variables), else the one holding ``--root``. ``--agent`` is accepted and ignored:
+entries written by an older Rio pass it, and the core keys "always allow" on the agent it
+started for the conversation, never on a name given here (rio/protocol/ops.py, ``mcp.call``).
+docs/agent-chat.md, "MCP tools".
+
+When the agent closes stdin, calls still in flight are cancelled in the instance and the
+process ends within a second (rio/mcp/server.py; the worker threads of
+actors/bus/call_pool.py never hold it open).
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--root", help="the project root (required)")
     p.add_argument("--token-file", help="the conversation's 0600 token file (required)")
     p.add_argument("--instance-file", help="the instance's instance.json")
-    p.add_argument("--agent", default="acp", help="the agent's name (for \"always allow\")")
+    # Ignored: older entries still pass it, and the core never trusts a name given here.
+    p.add_argument("--agent", help="ignored (accepted so that older entries still start)")
     p.set_defaults(func=cmd_mcp)
 
 
@@ -53,5 +61,4 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             os.chdir(args.root)   # find_instance picks the instance holding the cwd
         return _connect(given)
     from actors.bus.call_pool import CallPool  # worker threads, a bus connection each
-    return serve(args.conversation, Path(args.token_file), lambda: CallPool(connect),
-                 agent=args.agent)
+    return serve(args.conversation, Path(args.token_file), lambda: CallPool(connect))

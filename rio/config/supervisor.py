@@ -32,7 +32,8 @@ import platformdirs
 from rio.protocol.errors import ConfigError
 
 RESTART_POLICIES = ("always", "on-failure", "never")
-PER_CHOICES = ("instance", "conversation")        # one process, or one per conversation
+#: one process from the start; one per conversation, on demand; one process, on demand
+PER_CHOICES = ("instance", "conversation", "demand")
 WHEN_CHOICES = ("always", "desktop", "headless")  # desktop: only when the Tk UI runs
 
 Restart = Literal["always", "on-failure", "never"]

@@ -36,7 +36,8 @@ _CONVERSATION = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: A question to the user about an agent's proposal not answered in this many seconds is
 #: declined (issue 11: 4 minutes).
 QUESTION_TIMEOUT_S = 240.0
-#: What the ACP permission path says when it answers "allow once" for one of Rio's tools.
+#: What the ACP permission path says when it answers "allow once" for one of Rio's tools
+#: (:func:`rio_tool_of_question`).
 AUTO_ALLOWED_NOTE = "auto-allowed: Rio's own tool; Rio's gate decides on it"
 
 
@@ -69,6 +70,39 @@ def issue_token(root: Path, conversation: str) -> Path:
         os.close(fd)
     os.replace(tmp, path)
     return path
+
+
+def fresh_token(root: Path, conversation: str) -> str:
+    """Issue a fresh token for ``conversation`` (its 0600 file) and return its value — for
+    the ``Authorization`` header of the HTTP entry, which goes to the agent in
+    ``session/new`` and nowhere else (the protocol log redacts it)."""
+    token = read_token(issue_token(root, conversation))
+    if token is None:   # written a moment ago: only a full or failing disk gets here
+        raise AuthError("bad_token", "The token for Rio's tools could not be written.",
+                        "Check the disk space and the state folder's permissions.")
+    return token
+
+
+def conversation_of_token(root: Path, token: Any) -> str | None:
+    """The conversation whose current token is ``token`` (the HTTP endpoint's bearer check),
+    None for any other value. Every token file is compared in constant time; a removed file
+    (the conversation ended) is a revoked token."""
+    import hmac  # here, not above: hmac imports hashlib (rio/files/digest.py)
+    if not isinstance(token, str) or not token or len(token) > 256:
+        return None
+    try:
+        names = sorted(os.listdir(token_dir(root)))
+    except OSError:
+        return None
+    found = None
+    given = token.encode("utf-8", "replace")
+    for name in names:
+        if not name.endswith(".token") or name.startswith("."):
+            continue
+        expected = read_token(token_dir(root) / name)
+        if expected is not None and hmac.compare_digest(given, expected.encode("ascii")):
+            found = name[:-len(".token")]
+    return found
 
 
 def read_token(path: Path) -> str | None:
@@ -146,18 +180,56 @@ def mcp_server_entry(conversation_id: str, root: Path | str,
     return {"name": SERVER_NAME, "command": sys.executable, "args": args, "env": []}
 
 
-def is_rio_tool(title: Any, raw_input: Any = None) -> bool:
-    """Is an agent's permission question (``session/request_permission``) about one of Rio's
-    own MCP tools? Agents name them ``mcp__rio__<tool>`` (Claude Code) or ``rio_<tool>`` /
-    ``rio.<tool>``; such a question is answered "allow once" with :data:`AUTO_ALLOWED_NOTE`,
-    because Rio's gate decides on the call itself when it arrives."""
+def http_server_entry(url: str, token: str) -> dict[str, Any]:
+    """The ``mcpServers`` item for an agent that speaks MCP over HTTP: Rio's endpoint with the
+    conversation's bearer token in a header (never in the URL, argv or an environment)."""
+    return {"type": "http", "name": SERVER_NAME, "url": url,
+            "headers": [{"name": "Authorization", "value": f"Bearer {token}"}]}
+
+
+def rio_tool_of_question(tool_call_id: Any, kind: Any, title: Any, raw_input: Any,
+                         locations: Any) -> str | None:
+    """Is an agent's own permission question (``session/request_permission``) about a call to
+    Rio's MCP endpoint? The tool's name when it provably is, else None.
+
+    Only fields the agent's adapter sets itself are read — never text a model can write (a
+    shell command's title, the arguments): a question titled ``mcp__rio__read_buffer ||
+    touch …`` is a shell command, and one carrying ``tool: mcp__rio__propose_edit`` in its
+    input is whatever the model said. The shapes, observed with the real adapters
+    (claude-agent-acp 0.23.1, codex-acp 0.16.0, opencode 1.18.33; ADR-0034):
+
+    * claude: ``kind == "other"`` and the title exactly ``mcp__rio__<tool>`` (for a tool it
+      has no case for — every MCP tool — the adapter sets kind "other" and the title to the
+      tool's name; a shell command is kind "execute");
+    * codex: ``rawInput.server_name == "rio"`` (codex's own name for the connection),
+      ``rawInput.request._meta.codex_approval_kind == "mcp_tool_call"`` and ``rawInput.id``
+      ``== "mcp_tool_call_approval_" + toolCallId``; the tool from codex's fixed message
+      ``Allow the rio MCP server to run tool "<tool>"?`` (an exec approval has none of these);
+    * opencode: ``kind == "other"``, ``rawInput == {}``, no locations and the title exactly
+      ``rio_<tool>`` (its permission id for an MCP tool; a command's question carries the
+      command and its folders).
+
+    The gate still decides on the call itself when it reaches the endpoint; this only spares
+    the user a second question about the same call."""
     from rio.agent.gate import AGENT_TOOLS
-    for text in (title, raw_input.get("tool") if isinstance(raw_input, dict) else None):
-        if not isinstance(text, str):
-            continue
-        name = text.strip().split()[0] if text.strip() else ""
-        for prefix in (f"mcp__{SERVER_NAME}__", f"{SERVER_NAME}_", f"{SERVER_NAME}.",
-                       f"{SERVER_NAME}/", f"{SERVER_NAME}:"):
-            if name.startswith(prefix) and name[len(prefix):] in AGENT_TOOLS:
-                return True
-    return False
+    if kind == "other" and isinstance(title, str):
+        prefix = f"mcp__{SERVER_NAME}__"
+        if title.startswith(prefix) and title[len(prefix):] in AGENT_TOOLS:
+            return title[len(prefix):]                                    # claude
+        prefix = f"{SERVER_NAME}_"
+        if raw_input == {} and not locations and title.startswith(prefix) \
+                and title[len(prefix):] in AGENT_TOOLS:
+            return title[len(prefix):]                                    # opencode
+    if isinstance(raw_input, dict) and raw_input.get("server_name") == SERVER_NAME \
+            and isinstance(tool_call_id, str) \
+            and raw_input.get("id") == f"mcp_tool_call_approval_{tool_call_id}":
+        request = raw_input.get("request")
+        meta = request.get("_meta") if isinstance(request, dict) else None
+        if isinstance(meta, dict) and meta.get("codex_approval_kind") == "mcp_tool_call":
+            message = request.get("message") if isinstance(request, dict) else None
+            match = re.fullmatch(rf'Allow the {SERVER_NAME} MCP server to run tool '
+                                 r'"([A-Za-z0-9_-]+)"\?', message or "") \
+                if isinstance(message, str) else None
+            if match and match.group(1) in AGENT_TOOLS:
+                return match.group(1)                                     # codex
+    return None

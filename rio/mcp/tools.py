@@ -1,8 +1,10 @@
-"""Rio's MCP tools for external agents: their specifications, and running one call.
+"""Rio's MCP tools for external agents: their specifications, and the reads they run.
 
-The tools an ACP agent sees through ``rio mcp`` (ADR-0025). :class:`McpCall` runs one call
-against the core through a small port (bus calls, events, the gate, the user's answer), so it
-holds no sockets and tests drive it with fakes; actors/agents/mcp.py gives it the real port.
+The tools an ACP agent sees on Rio's MCP endpoint (over HTTP, or `rio mcp` on stdio; ADR-0034).
+A call is served by the conversation's running turn in its session process
+(rio/agent/turn_mcp.py): :class:`McpCall` runs the reads through a small port (bus calls), so
+it holds no sockets and tests drive it with fakes, and checks a proposal's arguments; the turn's
+own :class:`~rio.agent.tools.Tools` builds and applies proposals.
 
 Paths are relative to the project root or absolute inside it; anything else — ``..``, an
 absolute path elsewhere, a symlink that leads out — is refused before the core is asked
@@ -20,11 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rio.mcp.entry import QUESTION_TIMEOUT_S
 from rio.protocol.errors import AgentError, PathError, RioError
 
-if TYPE_CHECKING:   # run in the core only: `rio mcp` needs TOOLS, not these (~0.3 s of imports)
-    from rio.agent.tools import Proposal
+if TYPE_CHECKING:   # run in the session only: `rio mcp` needs TOOLS, not these (~0.3 s)
     from rio.files.workspace import Workspace
 
 #: Characters one read_buffer answer may carry; more is cut (the answer says how to go on).
@@ -83,16 +83,9 @@ BY_NAME = {t.name: t for t in TOOLS}
 
 
 class McpPort(Protocol):
-    """The core, as one MCP call sees it."""
+    """The core, as one MCP call's reads see it (bus calls)."""
 
     async def call(self, op: str, args: Mapping[str, Any], timeout: float = 10.0) -> Any: ...
-
-    def publish(self, topic: str, data: Mapping[str, Any]) -> None: ...
-
-    async def ask(self, proposal: str, timeout: float) -> str | None:
-        """Wait for the user's answer to ``proposal`` (approve, reject, always), None when it
-        was not answered in ``timeout`` seconds or the turn ended."""
-        ...
 
 
 def confine(workspace: Workspace, path: Any, *, must_exist: bool = True) -> str:
@@ -117,24 +110,16 @@ def slice_lines(text: str, start: int | None, end: int | None) -> tuple[str, int
 
 
 class McpCall:
-    """One call of one of Rio's MCP tools, in a conversation's running turn."""
+    """The reads of Rio's MCP tools, and the checks a proposal needs before it is asked.
 
-    def __init__(self, port: McpPort, root: Path, conversation: str, turn: str, call: str,
-                 *, question_timeout_s: float = QUESTION_TIMEOUT_S) -> None:
+    It runs inside the conversation's running turn (rio/agent/turn_mcp.py): the turn's own
+    :class:`~rio.agent.tools.Tools` builds and applies proposals, so what an MCP call changes
+    is the turn's — listed, merged into its undo step, saved with it (ADR-0034)."""
+
+    def __init__(self, port: McpPort, root: Path) -> None:
         self.port = port
-        from rio.agent.tools import Tools
         from rio.files.workspace import Workspace
         self.workspace = Workspace(root)
-        self.conversation = conversation
-        self.turn = turn
-        self.call_id = call
-        self.question_timeout_s = question_timeout_s
-        # McpPort has no run(): only propose_edit/propose_create reach Tools, never run_command.
-        self.tools = Tools(port, conversation, self.workspace.root)  # type: ignore[arg-type]
-
-    def publish(self, topic: str, data: Mapping[str, Any]) -> None:
-        self.port.publish(topic, {"conversation": self.conversation, "turn": self.turn,
-                                  **data})
 
     # --- reads ---------------------------------------------------------------------------------
     async def _buffers(self) -> list[Mapping[str, Any]]:
@@ -235,66 +220,33 @@ class McpCall:
                     "shown."}
         return {"opened": True, "path": rel}
 
-    # --- writes: proposals -----------------------------------------------------------------------
-    async def propose(self, tool: str, args: Mapping[str, Any], decision: str,
-                      agent: str) -> dict[str, Any]:
-        """propose_edit / propose_create: a diff, then (``ask``) the user's answer, then the
-        same apply as the API agent's tools."""
+    async def read(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one of the tools that change nothing (and ``open_in_editor``)."""
+        handler = getattr(self, tool, None) if tool in READ_TOOL_NAMES else None
+        if handler is None:
+            raise AgentError("tool_refused", f"There is no tool named {tool!r}.",
+                             f"Use one of {', '.join(BY_NAME)}.")
+        result: dict[str, Any] = await handler(args)
+        return result
+
+    # --- writes: what a proposal is checked for before anyone is asked -----------------------
+    def proposal_args(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """``propose_edit`` / ``propose_create``'s arguments, path confined (relative), the
+        texts checked to be strings; raises ``path.*`` or ``agent.tool_refused``."""
         rel = confine(self.workspace, args.get("path"), must_exist=tool == "propose_edit")
         given = {"path": rel, **{k: v for k, v in args.items() if k != "path"}}
         for key in ("old_text", "new_text") if tool == "propose_edit" else ("text",):
             if not isinstance(given.get(key), str):
                 raise AgentError("tool_refused", f"{tool} needs {key} as a string.",
                                  f"Pass {key}.")
-        prepared = await self.tools.prepare(tool, given)
-        from rio.agent.tools import Proposal
-        if not isinstance(prepared, Proposal):
-            return {"applied": False, "message": prepared.content}
-        if decision == "ask":
-            answer = await self._ask(prepared)
-            if answer is None:
-                self._result(tool, False, f"{rel}: not answered")
-                return {"applied": False, "message": "The user did not answer in time, so the "
-                        "proposal was declined. Do not repeat it unchanged; say what you "
-                        "wanted to change."}
-            if answer not in ("approve", "always", "reject"):   # "interrupted"
-                self._result(tool, False, f"{rel}: interrupted")
-                return {"applied": False, "message": "Interrupted: the user sent a new message "
-                        "instead of deciding on this change, so it was not applied. Stop "
-                        "and read their message."}
-            if answer == "reject":
-                self._result(tool, False, f"{rel}: rejected")
-                return {"applied": False, "message": "The user rejected this change. Do not "
-                        "repeat it unchanged; ask them what they want."}
-            if answer == "always":
-                await self.port.call("gate.remember", {"provider": agent, "tool": tool})
-        outcome = await self.tools.apply(prepared)
-        self._result(tool, outcome.ok, outcome.summary)
-        return {"applied": outcome.ok, "message": outcome.content}
+        return given
 
-    async def _ask(self, proposal: Proposal) -> str | None:
-        self.publish("agent.propose", {"proposal": self.call_id, "call": self.call_id,
-                                       "source": "mcp", **proposal.event()})
-        return await self.port.ask(self.call_id, self.question_timeout_s)
 
-    def _result(self, tool: str, ok: bool, summary: str) -> None:
-        self.publish("agent.tool_result", {"call": self.call_id, "name": tool, "ok": ok,
-                                           "summary": summary, "truncated": False})
-
-    def changed(self) -> dict[str, int]:
-        """Buffers this call's edits changed → their version before (for the undo merge)."""
-        return dict(self.tools.changed)
-
-    async def run(self, tool: str, args: Mapping[str, Any], decision: str,
-                  agent: str) -> dict[str, Any]:
-        if tool in ("propose_edit", "propose_create"):
-            return await self.propose(tool, args, decision, agent)
-        handler = getattr(self, tool, None)
-        if tool not in BY_NAME or handler is None:
-            raise AgentError("tool_refused", f"There is no tool named {tool!r}.",
-                             f"Use one of {', '.join(BY_NAME)}.")
-        result: dict[str, Any] = await handler(args)
-        return result
+#: The tools that read (and open_in_editor, which only moves the user's view).
+READ_TOOL_NAMES = frozenset({"list_buffers", "read_buffer", "get_selection", "search_project",
+                             "open_in_editor"})
+#: The tools that propose a change the user reviews.
+PROPOSE_TOOL_NAMES = frozenset({"propose_edit", "propose_create"})
 
 
 def _int(value: Any) -> int | None:

@@ -11,7 +11,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     RioError
     ├── ProtocolError          protocol.*   the frame or request itself is wrong
     │     malformed_frame, unsupported_version, unknown_op, bad_args, oversize_frame,
-    │     unknown_run, unknown_search, fault_injection_off
+    │     unknown_run, unknown_search, fault_injection_off, bad_event
     ├── PathError              path.*       a path the workspace will not serve
     │     outside_root, not_found, not_a_file, not_a_directory, special_file, invalid,
     │     symlink_refused
@@ -44,7 +44,7 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     ACP agents (rio/acp, docs/agent-chat.md): agent_not_found, agent_start_failed,
     │     agent_exited, agent_silent, sign_in_needed, agent_failed, agent_timeout,
     │     agent_not_running, logout_not_offered,
-    │     Rio's MCP tools (actors/agents/mcp.py): tool_refused
+    │     Rio's MCP tools (rio/agent/turn_mcp.py): tool_refused, cancelled
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
           unexpected, bad_error, unknown
 

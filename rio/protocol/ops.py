@@ -352,25 +352,24 @@ define("agents.logout", "Sign an ACP agent out of its own account, where it offe
        Arg("agent", str, check=non_empty, doc="the discovery name (rio agents)"))
 
 
-# --- mcp.*: Rio's MCP tools for external agents (actors/agents/mcp.py, rio/mcp/tools.py) -----
+# --- mcp.*: Rio's MCP endpoint for external agents (actors/agents/mcp_endpoint.py, rio/mcp/) ---
 
-define("mcp.call", "One call of Rio's MCP tools by an ACP agent (sent by `rio mcp`); checked "
-       "against the conversation's token, then the gate.",
+define("mcp.call", "One call of Rio's MCP tools by an ACP agent (sent by the stdio fallback "
+       "`rio mcp`); checked against the conversation's token, then served by the conversation's "
+       "running turn (session.mcp_call).",
        Arg("conversation", str, check=non_empty, doc="conversation id"),
        Arg("token", str, check=non_empty, doc="the conversation's token (from its 0600 file)"),
        Arg("tool", str, check=non_empty), Arg("args", dict, False, None),
-       Arg("agent", str, False, "acp", doc="the agent's name (\"always allow\" is per agent)"))
-define("mcp.approve", "Answer a proposal of Rio's MCP tools (ids mcp-…); agent.approve "
-       "of those ids reaches the same method directly.", Arg("turn", str, check=non_empty),
-       Arg("proposal", (str, int)),
-       Arg("decision", str, check=one_of("approve", "reject", "always")))
-define("mcp.interrupt", "A new message in the conversation: close the turn's waiting proposals "
-       "of Rio's MCP tools as interrupted (asked by the conversation's session process).",
+       Arg("agent", str, False, "acp", doc="ignored: \"always allow\" is keyed on the agent Rio "
+           "started for the conversation, never on a name the caller gives"),
+       Arg("call", str, False, None, doc="the caller's id for this call, named by mcp.cancel"))
+define("mcp.cancel", "Cancel an mcp.call in flight (the agent's notifications/cancelled, or its "
+       "`rio mcp` ending): a question it asked is closed and nothing is applied.",
        Arg("conversation", str, check=non_empty, doc="conversation id"),
-       Arg("turn", str, check=non_empty))
-define("mcp.pending", "The proposals of Rio's MCP tools still waiting for the user, as the "
-       "agent.propose events they were published as (agent.pending asks for them).",
-       Arg("conversation", str, False, None, doc="only this conversation"))
+       Arg("token", str, check=non_empty, doc="the conversation's token"),
+       Arg("call", str, check=non_empty, doc="the id given with mcp.call"))
+define("mcp.address", "Where Rio's MCP endpoint listens: {url} (Streamable HTTP on 127.0.0.1; "
+       "asked by a session process before its agent's session/new).")
 
 
 # --- session.*: one conversation's agent process (actors/agents/session.py) ----------------------
@@ -379,28 +378,19 @@ define("mcp.pending", "The proposals of Rio's MCP tools still waiting for the us
 
 SESSION_CONVERSATION = Arg("conversation", str, check=non_empty, doc="conversation id")
 
-define("session.turn", "Run one turn of the agent loop; replies when the turn has ended.",
-       SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
-       Arg("text", str, doc="the user's message (already the last of messages)"),
-       Arg("messages", list, doc="the history as Message dicts, including the new message"),
-       Arg("provider", str, False, None, doc="provider name (default: the configured one)"),
-       Arg("endpoint", str, False, None, doc="the provider's URL for this conversation"),
-       Arg("model", str, False, None, doc="the model for this conversation"),
-       Arg("agent", str, False, None, doc="an ACP agent's discovery name: the turn goes to it"),
-       Arg("acp_session", str, False, None, doc="the agent's stored session id, to resume"))
-define("session.approve", "Decide on a pending proposal of the running turn.",
-       SESSION_CONVERSATION, Arg("turn", str, check=non_empty), Arg("proposal", (str, int)),
-       Arg("decision", str, check=one_of("approve", "reject", "always")))
-define("session.stop", "Stop the running turn now (HTTP stream closed, proposals declined).",
-       SESSION_CONVERSATION, Arg("turn", str, False, None))
+define("session.send", "A user's message: the session answers {turn} once the store has "
+       "recorded it (after the turn it interrupts, if a proposal or question of that one "
+       "waited), or agent.busy.",
+       SESSION_CONVERSATION, Arg("text", str, check=non_empty))
+define("session.mcp_call", "A call of Rio's MCP tools by the conversation's agent (forwarded by "
+       "the endpoint once the token was checked): served by the running turn, refused outside "
+       "one.", SESSION_CONVERSATION, Arg("tool", str, check=non_empty),
+       Arg("args", dict, False, None),
+       Arg("call", str, False, None, doc="the endpoint's id for the call (session.mcp_cancel)"))
+define("session.mcp_cancel", "The agent cancelled a call of Rio's MCP tools: its question closes "
+       "and nothing is applied.", SESSION_CONVERSATION, Arg("call", str, check=non_empty))
 define("session.status", "The session's running turn and pending proposals, if any.",
        SESSION_CONVERSATION)
-define("session.interrupt", "A new message arrived: interrupt the running turn if a proposal or "
-       "question waits (then the new turn follows), else say it is busy.",
-       SESSION_CONVERSATION, Arg("turn", str, check=non_empty))
-define("session.permission_answer", "Answer the running turn's permission question.",
-       SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
-       Arg("request", str, check=non_empty), Arg("kind", str, False, None))
 define("session.close", "End the conversation's ACP agent (the stop sequence), if one runs.",
        SESSION_CONVERSATION)
 define("session.set_mode", "ACP session/set_mode on the conversation's running agent.",
@@ -412,6 +402,21 @@ define("session.pending", "The running turn's waiting proposals and questions, t
        SESSION_CONVERSATION)
 define("session.authenticate", "ACP authenticate on the conversation's running agent.",
        SESSION_CONVERSATION, Arg("method", str, check=non_empty))
+
+# --- conversation.*: what a session process records in the core's store ------------------------
+# Internal: the conversation's session process sends these (actors/agents/conversations.py).
+
+define("conversation.begin_turn", "Record a user's message as a new running turn; answers {turn, "
+       "messages, provider?, endpoint?, model?, agent?, acp_session?} and publishes agent.turn "
+       "started.", SESSION_CONVERSATION, Arg("text", str, check=non_empty))
+define("conversation.end_turn", "Record how a turn ended: its messages, status, error, the buffers "
+       "it left unsaved, files changed on disk; publishes agent.message and agent.turn.",
+       SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
+       Arg("messages", list, False, None, doc="the turn's new Message dicts"),
+       Arg("error", dict, False, None), Arg("buffers", list, False, None),
+       Arg("acp_session", str, False, None), Arg("changed_files", list, False, None),
+       Arg("paths", list, False, None, doc="the project paths of the buffers it changed"),
+       Arg("status", str, check=one_of("done", "stopped", "error")))
 
 # --- gate.*: the approval gate in the core (actors/agents/gate.py, policy in rio/agent/gate.py) --------
 

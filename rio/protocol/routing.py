@@ -11,10 +11,8 @@ Most ops go to the process that registered their prefix (``buffer`` → core). T
   prefix route to the core, which answers as it always did (no turn running, no such
   proposal).
 
-One op goes to another prefix's actor (:func:`route_prefix`): ``agent.approve`` of a proposal
-of Rio's MCP tools (``mcp-…``) is held by the ``mcp`` actor, so both the hub and the bus thread
-of the process that serves ``mcp`` hand it straight to that actor — client → hub → mcp → hub →
-client, four hops, not through the conversations actor and back over the hub.
+Every proposal of a turn is its session's — an API tool's, an ACP agent's own write, a call of
+Rio's MCP tools alike (ADR-0034) — so an approval has one way in.
 
 A request from ``agent:<conversation>`` itself is never sent back to it: the session asks the
 core with the same op (its ``agent.stop`` with no turn of its own, say).
@@ -42,13 +40,11 @@ def session_process(conversation: str) -> str:
 
 def turn_answer_conversation(op: str, args: Mapping[str, Any]) -> str | None:
     """The conversation whose session process should answer this request itself, or None
-    when the request takes its ordinary route (not a turn answer, an MCP proposal, or
-    arguments that name no conversation — the core then refuses them as before)."""
+    when the request takes its ordinary route (not a turn answer, or arguments that name no
+    conversation — the core then refuses them as before)."""
     if op not in TURN_ANSWERS:
         return None
     if op == "agent.approve":
-        if route_prefix(op, args) == "mcp":
-            return None          # held by the mcp actor (actors/agents/mcp.py)
         turn = args.get("turn")
         if not isinstance(turn, str) or "." not in turn:
             return None
@@ -59,15 +55,3 @@ def turn_answer_conversation(op: str, args: Mapping[str, Any]) -> str | None:
     if isinstance(conversation, str) and _CONVERSATION.match(conversation):
         return conversation
     return None
-
-
-#: Proposal ids of Rio's MCP tools (actors/agents/mcp.py) start with this.
-MCP_PROPOSAL = "mcp-"
-
-
-def route_prefix(op: str, args: Mapping[str, Any]) -> str:
-    """The prefix whose actor serves this request: the op's own, except ``agent.approve`` of
-    an MCP proposal (``mcp-…``), served by the ``mcp`` actor that holds it."""
-    if op == "agent.approve" and str(args.get("proposal", "")).startswith(MCP_PROPOSAL):
-        return "mcp"
-    return op.split(".", 1)[0]

@@ -224,7 +224,10 @@ class OpenBuffer:
     def op_merge_undo(self, args: dict[str, Any]) -> tuple[Any, Events]:
         # A turn begun before a recovery merges only what came after it.
         self.document.merge_since(max(args["since_version"], self.first_version), args["label"])
-        return {"version": self.document.version, "undo_label": self.document.undo_label}, []
+        # the path: a turn's record names the files it changed (agent.history)
+        path = self.workspace.where(self.path)["path"] if self.path is not None else None
+        return {"version": self.document.version, "undo_label": self.document.undo_label,
+                "path": path}, []
 
     @handles("buffer.text")
     def op_text(self, args: dict[str, Any]) -> tuple[Any, Events]:

@@ -14,7 +14,6 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -77,12 +76,20 @@ async def bare_reader_async(client: httpx.AsyncClient, url: str) -> float:
 
 class Subscriber:
     def __init__(self, server: RioServer):
-        self.conn = server.connect("bench-agent", subscribe=("agent.delta",))
+        self.conn = server.connect("bench-agent", subscribe=("agent.delta", "agent.turn"))
         self.chars = 0
         self.events = 0
         self.first: float | None = None
         self.last = 0.0
+        #: turn id → how it ended (agent.turn), as the store recorded it
+        self.ended: dict[str, str] = {}
         self.conn.subscribe("agent.delta", self._on)
+        self.conn.subscribe("agent.turn", self._on_turn)
+
+    def _on_turn(self, event) -> None:
+        data = thaw(event.data)
+        if data.get("state") != "started":
+            self.ended[str(data.get("turn"))] = str(data.get("state"))
 
     def _on(self, event) -> None:
         now = time.perf_counter()
@@ -102,47 +109,52 @@ class Subscriber:
         return self.chars >= total
 
 
-def rio_turn(server: RioServer, sub: Subscriber, conversation: str, turn: str,
-             total_chars: int) -> tuple[float, float, dict]:
-    """One session.turn sent on the subscriber's own (already live) connection, so the
-    numbers hold no connection set-up: (first delta, last delta) after sending, seconds."""
-    sub.reset()
+def _send(sub: Subscriber, conversation: str) -> str:
+    """session.send on the subscriber's own (already live) connection: the turn's id."""
     box: dict = {}
-    t0 = time.perf_counter()
-    sub.conn.request("session.turn", {
-        "conversation": conversation, "turn": turn, "text": "go",
-        "messages": [{"role": "user", "content": "go"}]}, lambda reply: box.update(r=reply),
-        timeout=120)
-    deadline = time.monotonic() + 120
-    while (sub.chars < total_chars or "r" not in box) and time.monotonic() < deadline:
-        sub.conn.wait(0.005)
+    sub.conn.request("session.send", {"conversation": conversation, "text": "go"},
+                     lambda reply: box.update(r=reply), timeout=60)
+    deadline = time.monotonic() + 60
+    while "r" not in box and time.monotonic() < deadline:
+        sub.conn.wait(0.001)
     reply = box.get("r")
-    result = thaw(reply.result) if reply is not None and reply.ok else None
-    if sub.chars < total_chars or not isinstance(result, dict) or result.get("status") != "done":
-        raise RuntimeError(f"turn did not stream: {reply} chars={sub.chars}/{total_chars}")
+    if reply is None or not reply.ok:
+        raise RuntimeError(f"session.send failed: {reply}")
+    return str(thaw(reply.result)["turn"])
+
+
+def rio_turn(server: RioServer, sub: Subscriber, conversation: str,
+             total_chars: int) -> tuple[float, float, dict]:
+    """One message sent straight to the session (session.send) on the subscriber's own
+    connection, so the numbers hold no connection set-up: (first delta, last delta) after
+    sending, seconds; the turn must end done."""
+    sub.reset()
+    t0 = time.perf_counter()
+    turn = _send(sub, conversation)
+    deadline = time.monotonic() + 120
+    while (sub.chars < total_chars or turn not in sub.ended) and time.monotonic() < deadline:
+        sub.conn.wait(0.005)
+    if sub.chars < total_chars or sub.ended.get(turn) != "done":
+        raise RuntimeError(f"turn did not stream: {sub.ended.get(turn)} "
+                           f"chars={sub.chars}/{total_chars}")
     assert sub.first is not None
     return sub.first - t0, sub.last - t0, {"events": sub.events}
 
 
-def stop_latency(server: RioServer, sub: Subscriber, conversation: str, turn: str) -> float:
-    """Seconds from sending session.stop (first delta seen) to the turn's reply."""
+def stop_latency(server: RioServer, sub: Subscriber, conversation: str) -> float:
+    """Seconds from sending agent.stop (first delta seen) to the turn's end (agent.turn)."""
     sub.reset()
-    box: dict = {}
-    sub.conn.request("session.turn", {
-        "conversation": conversation, "turn": turn, "text": "go",
-        "messages": [{"role": "user", "content": "go"}]}, lambda r: box.update(turn=r),
-        timeout=60)
+    turn = _send(sub, conversation)
     deadline = time.monotonic() + 60
     while sub.first is None and time.monotonic() < deadline:
         sub.conn.wait(0.005)
     t0 = time.perf_counter()
-    sub.conn.request("session.stop", {"conversation": conversation}, lambda r: None, timeout=30)
-    while "turn" not in box and time.monotonic() < deadline:
+    sub.conn.request("agent.stop", {"conversation": conversation}, lambda r: None, timeout=30)
+    while turn not in sub.ended and time.monotonic() < deadline:
         sub.conn.wait(0.001)
     elapsed = time.perf_counter() - t0
-    result = thaw(box["turn"].result) if "turn" in box and box["turn"].ok else None
-    if not isinstance(result, dict) or result.get("status") != "stopped":
-        raise RuntimeError(f"the turn did not stop: {box}")
+    if sub.ended.get(turn) != "stopped":
+        raise RuntimeError(f"the turn did not stop: {sub.ended.get(turn)}")
     return elapsed
 
 
@@ -169,7 +181,7 @@ def run(quick: bool = False, lean: bool = False) -> list[Row]:
         sub = Subscriber(server)
         client = httpx.Client(timeout=60, trust_env=False)
         try:
-            conversation = f"bench{uuid.uuid4().hex[:6]}"
+            conversation = server.call("agent.new", {"title": "bench"})["conversation"]
             server.call("system.spawn", {"kind": "agent", "key": conversation})
 
             def up() -> bool:
@@ -181,34 +193,33 @@ def run(quick: bool = False, lean: bool = False) -> list[Row]:
             if not wait_for(up, 20):
                 raise RuntimeError("the session process did not come up")
             model.push(anthropic_text("warm", "up"))
-            rio_turn(server, sub, conversation, "warm", len("warmup"))
+            rio_turn(server, sub, conversation, len("warmup"))
             # Small replies: time to first delta, both ways.
             bare_first, rio_first, async_first = [], [], []
             loop = asyncio.new_event_loop()
             aclient = httpx.AsyncClient(timeout=60, trust_env=False)
-            for i in range(reps * 2):
+            for _i in range(reps * 2):
                 model.push(anthropic_text("hello", " there"))
                 bare_first.append(bare_reader(client, model.url)[0])
                 model.push(anthropic_text("hello", " there"))
                 async_first.append(loop.run_until_complete(
                     bare_reader_async(aclient, model.url)))
                 model.push(anthropic_text("hello", " there"))
-                rio_first.append(rio_turn(server, sub, conversation, f"f{i}",
-                                          len("hello there"))[0])
+                rio_first.append(rio_turn(server, sub, conversation, len("hello there"))[0])
             stops = []
-            for i in range(0 if lean else reps * 2):
+            for _i in range(0 if lean else reps * 2):
                 model.push(anthropic_text("slow").slow(hold_open=True))
-                stops.append(stop_latency(server, sub, conversation, f"s{i}"))
+                stops.append(stop_latency(server, sub, conversation))
             loop.run_until_complete(aclient.aclose())
             loop.close()
             # Big replies: deltas per second, both ways.
             bare_rate, rio_rate, per_delta, events = [], [], [], []
-            for i in range(0 if lean else reps):
+            for _i in range(0 if lean else reps):
                 model.push(grouped(anthropic_text(*text)))
                 _, bare_total, count = bare_reader(client, model.url)
                 assert count == n
                 model.push(grouped(anthropic_text(*text)))
-                _, rio_total, info = rio_turn(server, sub, conversation, f"r{i}", total_chars)
+                _, rio_total, info = rio_turn(server, sub, conversation, total_chars)
                 bare_rate.append(n / bare_total)
                 rio_rate.append(n / rio_total)
                 per_delta.append((rio_total - bare_total) / n)
@@ -238,7 +249,7 @@ def run(quick: bool = False, lean: bool = False) -> list[Row]:
                     {"overhead_ms": (rf - af) * 1e3}))
     if stops:
         stop = statistics.median(stops)
-        rows.append(Row("agent", "Stop → turn ended (session.stop to reply)", stop * 1e3, "ms",
+        rows.append(Row("agent", "Stop → turn ended (agent.stop to agent.turn)", stop * 1e3, "ms",
                         None, "≤ 100 ms", stop <= 0.100, {"max_ms": max(stops) * 1e3}))
     return rows
 

@@ -33,8 +33,10 @@ terminal/create, says ``terminal: <code>`` · ``{"silent": seconds}`` sends noth
 ends it) · ``{"hang": true}`` until session/cancel · ``{"hang": "forever"}`` ignores cancel
 too · ``{"crash": code, "once"?: marker}`` exits mid-turn (after a line on stderr; with
 ``once``, only while the marker file does not exist, which it creates) · ``{"stderr": bytes}`` ·
-``{"mcp": {"tool", "args"?, "server"?}}`` starts the session's stdio MCP server (from
-``mcpServers``), calls the tool, says ``mcp: <JSON of the answer>`` or ``mcp: error: …`` ·
+``{"mcp": {"tool", "args"?, "server"?, "token"?, "cancel_after"?}}`` reaches the session's MCP
+server (from ``mcpServers``: HTTP, or its stdio command), calls the tool, says ``mcp: <JSON of
+the answer>``, ``mcp: error: …`` or ``mcp: cancelled`` · ``{"wait_for": "/path"}`` until the
+file exists · ``"mcp_http": true`` (a top-level key) advertises MCP over HTTP ·
 ``{"malformed": "…"}`` a raw non-JSON line on stdout · ``{"helper": "group"|"setsid"}`` starts
 a sleeping helper, says ``helper <pid>`` · ``{"env": "PREFIX"}`` says ``env: NAMES`` of the
 variables starting with PREFIX · ``{"report_init": true}`` says ``init: <JSON of the
@@ -81,6 +83,7 @@ from acp.schema import (
     LogoutCapabilities,
     LogoutRequest,
     LogoutResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
@@ -160,7 +163,9 @@ class FakeAgent:
             protocol_version=1, auth_methods=methods,
             agent_capabilities=AgentCapabilities(load_session=bool(
                 self.script.get("load_session")), **({"auth": AgentAuthCapabilities(
-                    logout=LogoutCapabilities())} if self.script.get("logout") else {})),
+                    logout=LogoutCapabilities())} if self.script.get("logout") else {}),
+                **({"mcp_capabilities": McpCapabilities(http=True)}
+                   if self.script.get("mcp_http") else {})),
             agent_info=Implementation(name="fake-acp", version="1.2.3"))
 
     async def authenticate(self, method_id: str, **kw: Any) -> AuthenticateResponse:
@@ -256,19 +261,40 @@ class FakeAgent:
         await self.conn.session_update(session_id=sid, update=update_agent_message_text(text))
 
     async def call_mcp(self, sid: str, m: dict[str, Any]) -> str:
-        """Start the session's stdio MCP server ``m["server"]`` (default: the first) as an
-        agent does, call ``m["tool"]`` with ``m["args"]``; the structured answer as JSON, or
-        ``error: <text>``."""
+        """Reach the session's MCP server ``m["server"]`` (default: the first) as an agent does
+        — over HTTP with the entry's headers (``m["token"]`` replaces the bearer token), or by
+        starting its stdio command — and call ``m["tool"]`` with ``m["args"]``; the structured
+        answer as JSON, ``error: <text>``, or ``cancelled`` when ``m["cancel_after"]`` seconds
+        pass first (the SDK sends notifications/cancelled)."""
         from mcp import Client, StdioServerParameters
         servers = self.mcp_servers.get(sid) or []
         entry = next((e for e in servers if e.name == m.get("server", e.name)), None)
         if entry is None:
             return "error: no MCP server in session/new"
-        params = StdioServerParameters(command=entry.command, args=list(entry.args),
-                                       env={"PATH": os.environ.get("PATH", ""),
-                                            **{v.name: v.value for v in entry.env or ()}})
-        async with Client(params, mode="legacy") as client:
-            result = await client.call_tool(m["tool"], m.get("args") or {})
+        if hasattr(entry, "url"):
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+            headers = {h.name: h.value for h in entry.headers or ()}
+            if "token" in m:
+                headers["Authorization"] = f"Bearer {m['token']}"
+            target: Any = streamable_http_client(
+                entry.url, http_client=create_mcp_http_client(headers=headers))
+        else:
+            target = StdioServerParameters(command=entry.command, args=list(entry.args),
+                                           env={"PATH": os.environ.get("PATH", ""),
+                                                **{v.name: v.value for v in entry.env or ()}})
+        try:
+            async with Client(target, mode="legacy") as client:
+                call = client.call_tool(m["tool"], m.get("args") or {})
+                if m.get("cancel_after") is not None:
+                    try:
+                        result = await asyncio.wait_for(call, float(m["cancel_after"]))
+                    except (TimeoutError, asyncio.TimeoutError):
+                        return "cancelled"
+                else:
+                    result = await call
+        except Exception as exc:  # noqa: BLE001 -- the agent says what went wrong
+            return f"error: {type(exc).__name__}: {exc}"
         if result.is_error:
             return "error: " + "".join(getattr(c, "text", "") for c in result.content)
         return json.dumps(result.structured_content, sort_keys=True)
@@ -329,6 +355,11 @@ class FakeAgent:
             await self.say(sid, f"permission: {chosen}")
         elif "mcp" in a:
             await self.say(sid, "mcp: " + await self.call_mcp(sid, a["mcp"]))
+        elif "wait_for" in a:
+            for _ in range(600):               # up to 30 s for the test's marker file
+                if os.path.exists(a["wait_for"]) or self.cancel_event.is_set():
+                    break
+                await asyncio.sleep(0.05)
         elif "read" in a:
             r = a["read"]
             try:

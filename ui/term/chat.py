@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, TextIO
 
+from rio.agent.failures import shown_details
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 
@@ -77,6 +78,11 @@ def fold_output(output: str, lines: int = SHOWN_OUTPUT_LINES) -> str:
     if len(rows) > lines:
         rows = [f"… {len(rows) - lines} earlier lines folded …"] + rows[-lines:]
     return "\n".join("    │ " + r for r in rows)
+
+
+def indent_block(text: str, prefix: str = "    │ ") -> str:
+    """Text quoted under an error line, every line of it (a multi-line JSON body too)."""
+    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines() or [""])
 
 
 def short_input(value: Any, limit: int = 80) -> str:
@@ -430,6 +436,10 @@ class ChatClient:
         self._newline()
         self.err.write(self.style("err", f"error: {data.get('message')}") +
                        f" ({data.get('kind')})\n  {data.get('next')}\n")
+        # An ACP agent's own words and its error's details, whole: the cause of a model
+        # server's 400 is there, not in "Internal error" (rio/agent/failures.py).
+        for label, text in shown_details(str(data.get("message") or ""), data.get("details")):
+            self.err.write(self.style("dim", f"  {label}:") + "\n" + indent_block(text) + "\n")
         self.err.flush()
 
 

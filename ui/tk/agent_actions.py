@@ -13,6 +13,7 @@ from typing import Any, Callable
 from rio.protocol.errors import ProtocolError, RioError
 from ui.tk import agent_pickers
 from ui.tk.agent_model import Block, Conversation
+from ui.tk.agent_permission_model import closed_decision
 
 Respond = Callable[[Any], None]
 #: What :func:`control` returns when it answers later through ``respond``.
@@ -130,16 +131,22 @@ def answer_permission(panel: Any, key: str | None, option: str | None,
     chosen = next((o for o in block.data.get("options") or ()
                    if option in (o.get("kind"), o.get("id"))), None)
     kind = chosen.get("kind") if chosen else None
-    label = f"answered: {chosen.get('name')}" if chosen else "declined"
     panel.apply_changes(conv, conv.decided(pid, "answering"))
 
     def done(result: Any) -> None:
-        panel.apply_changes(conv, conv.decided(pid, label))
+        # agent.permission_closed may have settled the card already (its word is final);
+        # else the answer settles it — or says the question had closed before it arrived.
+        if block.data.get("decision") == "answering":
+            answered = (result or {}).get("answered", True)
+            settled = closed_decision("answered" if kind else "declined", kind) \
+                if answered else "gone"
+            panel.apply_changes(conv, conv.decided(pid, settled))
         if respond is not None:
             respond({"request": block.data.get("request"), "kind": kind, **(result or {})})
 
     def failed(err: RioError) -> None:
-        panel.apply_changes(conv, conv.decided(pid, "closed", err.message))
+        if block.data.get("decision") == "answering":
+            panel.apply_changes(conv, conv.decided(pid, "closed", err.message))
         if respond is not None:
             respond(err)
     panel.request("agent.permission_answer", {"conversation": conv.id, "turn": block.turn,

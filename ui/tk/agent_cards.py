@@ -11,9 +11,10 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
+from ui.tk import agent_permission_model as perm
 from ui.tk.agent_extras import sign_in_lines
 from ui.tk.agent_model import Block
-from ui.tk.agent_text import diff_line_tag, short_input
+from ui.tk.agent_text import diff_line_tag
 
 #: The most diff lines a card shows before it scrolls.
 DIFF_ROWS = 14
@@ -231,37 +232,88 @@ class SignInCard(Card):
 
 
 class PermissionCard(Card):
-    """An ACP agent asks before one of its own tools: its title and the agent's own options."""
+    """An ACP agent asks before one of its own tools: a short summary, the input that matters
+    as ``key: value`` lines, and the agent's own options as buttons that wrap onto more rows
+    so each stays visible at any panel width; once answered or closed it says how. What to
+    show is decided in :mod:`ui.tk.agent_permission_model`; this only lays it out."""
+
+    #: The buttons' style: it wraps an option's name longer than the card (set in fit()).
+    STYLE = "AgentOption.TButton"
+    GAP = 4
 
     def __init__(self, view: ConversationView, index: int, block: Block):
         super().__init__(view, index, block)
         d = block.data
         app = view.panel.app
-        ttk.Label(self.frame, text=f"The agent asks: {d.get('title') or d.get('tool_kind')}",
-                  font=(app.ui_font_family(), 9, "bold"), wraplength=320,
-                  justify="left").pack(side="top", anchor="w")
-        shown = short_input(d.get("input") or {}, 70)
+        self.title = ttk.Label(self.frame, text=f"The agent asks: {perm.summary(d)}",
+                               font=(app.ui_font_family(), 9, "bold"), wraplength=320,
+                               justify="left", name="summary")
+        self.title.pack(side="top", anchor="w")
+        shown = perm.input_text(d.get("input"))
+        # The text colour, not the grey of notes: this is what the user decides on.
+        self.input = ttk.Label(self.frame, text=shown, wraplength=320, justify="left",
+                               font=(app.ui_font_family(), 8), name="input")
         if shown:
-            ttk.Label(self.frame, text=shown, wraplength=320, justify="left",
-                      foreground=view.colours["note"]).pack(side="top", anchor="w")
+            self.input.pack(side="top", anchor="w", pady=(1, 0))
         self.buttons = ttk.Frame(self.frame)
         self.buttons.pack(side="top", fill="x", pady=(3, 0))
+        self._rows: list[list[int]] = []
+        self._width = 0
         self.refresh()
 
     def refresh(self) -> None:
         for w in self.buttons.winfo_children():
             w.destroy()
+        self._rows = []
         d = self.block.data
         if d.get("decision") is None:
             key = f"perm:{d.get('request')}"
-            for option in d.get("options") or ():
+            for n, option in enumerate(d.get("options") or ()):
                 ttk.Button(self.buttons, text=str(option.get("name") or option.get("kind")),
+                           style=self.STYLE, name=f"option_{n}",
                            command=lambda o=option: self.view.panel.answer_permission(
-                               key, o.get("kind"))).pack(side="left", padx=(0, 4))
+                               key, o.get("kind")))
+            self.fit(0)
             return
-        text = {"answering": "Answering…", "closed": "Closed: the turn ended.",
-                "interrupted": "Closed: a new message interrupted it.",
-                "stopped": "Closed: the turn was stopped."}.get(d["decision"],
-                                                                f"{d['decision']}.")
-        ttk.Label(self.buttons, text=text, foreground=self.view.colours["note"]).pack(
-            side="left")
+        text = perm.settled_text(str(d["decision"]), d.get("options") or (),
+                                 str(d.get("reason") or ""))
+        ttk.Label(self.buttons, text=text, foreground=self.view.colours["note"],
+                  wraplength=max(120, self._width), justify="left",
+                  name="settled").pack(side="left")
+
+    def fit(self, chars: int) -> None:
+        """Lay the card out for the conversation's width (in pixels, whatever ``chars``):
+        the labels wrap at it and the buttons go into as many rows as they need."""
+        width = self.view.card_width()
+        self._width = width
+        self.title.configure(wraplength=width)
+        self.input.configure(wraplength=width)
+        for label in self.buttons.winfo_children():
+            if isinstance(label, ttk.Label):
+                label.configure(wraplength=width)
+        buttons = [b for b in self.buttons.winfo_children() if isinstance(b, ttk.Button)]
+        if not buttons:
+            return
+        # A name longer than the whole card wraps inside its button (its padding: ~16 px).
+        # Buttons take a style change at idle time: their sizes are read after it, and only
+        # when the wrap changed (the panel was resized), not at every card drawn.
+        style, wrap = ttk.Style(self.frame), max(40, width - 16)
+        if str(style.lookup(self.STYLE, "wraplength")) != str(wrap):
+            style.configure(self.STYLE, wraplength=wrap, justify="center")
+            self.buttons.update_idletasks()
+        rows = perm.button_rows([b.winfo_reqwidth() for b in buttons], width, self.GAP)
+        if rows == self._rows:
+            return
+        self._rows = rows
+        # One frame per row (a grid would share column widths across rows and push a row
+        # past the edge); the buttons stay children of self.buttons, packed into their row.
+        for old in [w for w in self.buttons.winfo_children() if isinstance(w, ttk.Frame)]:
+            for b in old.pack_slaves():
+                b.pack_forget()
+            old.destroy()
+        for r, row in enumerate(rows):
+            line = ttk.Frame(self.buttons, name=f"row_{r}")
+            line.pack(side="top", anchor="w", pady=(0 if r == 0 else 2, 0))
+            for n, i in enumerate(row):
+                buttons[i].pack(in_=line, side="left", padx=(self.GAP if n else 0, 0))
+                buttons[i].lift(line)            # above its row's frame, or it is hidden

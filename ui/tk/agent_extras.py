@@ -11,7 +11,7 @@ panel shows an ACP conversation the way it shows an API provider's, whatever is 
 * ``agent.permission`` — the agent asks before one of its own tools: a ``permission`` card
   with the agent's own options; it waits like a proposal (the status bar counts it);
 * ``agent.permission_closed`` — the question was answered (here or elsewhere), declined or
-  timed out: its card stops asking;
+  timed out: its card stops asking and says how (ui/tk/agent_permission_model.py);
 * ``agent.commands`` — the agent's slash commands, kept on the conversation for the input's
   ``/`` completion (no block);
 * ``agent.sign_in`` — the agent needs a sign-in: a ``sign_in`` card with its own ways (a
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import shlex
 from typing import Any, Mapping
+
+from ui.tk.agent_permission_model import closed_decision
 
 TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
           "agent.permission", "agent.permission_closed", "agent.commands", "agent.restarted",
@@ -92,20 +94,18 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
         key = f"{PERMISSION}{data.get('request')}"
         changes = conv.add_block("permission", turn, str(data.get("title") or ""), {
             "request": data.get("request"), "call": str(data.get("call")), "kind": "permission",
-            "title": data.get("title"), "tool_kind": data.get("tool_kind"),
+            "title": data.get("title"),
+            "tool_kind": data.get("tool_kind") or data.get("kind"),
             "input": data.get("input") or {}, "decision": None,
             "options": [dict(o) for o in data.get("options") or () if isinstance(o, Mapping)]})
         conv.pending[key] = len(conv.blocks) - 1
         return changes
     if topic == "agent.permission_closed":
-        # Answered (here or elsewhere), declined or timed out: the card stops asking.
-        how = str(data.get("how") or "answered")
-        label = {"answered": f"answered: {data.get('kind')}", "declined": "declined",
-                 "timed_out": "closed: no answer in time"}.get(how, how)
+        # Answered (here or elsewhere), declined or timed out: the card stops asking — also
+        # one this panel answered and still shows "Answering…" (the session's word is final).
         key = f"{PERMISSION}{data.get('request')}"
-        if key in conv.pending:
-            return conv.decided(key, label)
-        return []
+        return conv.decided(key, closed_decision(data.get("how") or "answered",
+                                                 data.get("kind")))
     if topic == "agent.commands":
         conv.commands = [dict(c) for c in data.get("commands") or () if isinstance(c, Mapping)
                          and c.get("name")]

@@ -205,6 +205,8 @@ class Conversation:
         key = str(turn)
         err = {"kind": data.get("kind"), "message": data.get("message"),
                "next": data.get("next")}
+        if isinstance(data.get("details"), Mapping) and data["details"]:
+            err["details"] = dict(data["details"])   # an ACP agent's words (error_lines)
         self.error = err
         if key in self._errored:
             return []
@@ -267,14 +269,24 @@ class Conversation:
                 self.blocks[i].data["decision"] = why
             changes.append(("update", i))
         self.pending.clear()
+        # A permission question answered here whose closing never came (a stopped turn ends
+        # without agent.permission_closed): it must not say "Answering…" for ever.
+        for i, b in enumerate(self.blocks):
+            if b.kind == "permission" and b.data.get("decision") == "answering":
+                b.data["decision"] = why
+                changes.append(("update", i))
         return changes
 
     def decided(self, proposal: str, decision: str, reason: str = "") -> list[Change]:
         """The user answered a proposal (here or elsewhere): it waits no more."""
         i = self.pending.pop(str(proposal), None)
         if i is None:
-            i = next((n for n, b in enumerate(self.blocks) if b.kind == "proposal"
-                      and b.data.get("proposal") == str(proposal)), None)
+            # No longer waiting (answered here, "Answering…"): found by its id — a permission
+            # question's is "perm:<request>" (ui/tk/agent_extras.py).
+            i = next((n for n, b in enumerate(self.blocks) if (b.kind == "proposal"
+                      and b.data.get("proposal") == str(proposal)) or (b.kind == "permission"
+                      and f"{extras.PERMISSION}{b.data.get('request')}" == str(proposal))),
+                     None)
             if i is None:
                 return []
         self.blocks[i].data["decision"] = decision
@@ -290,6 +302,14 @@ class Conversation:
             return []
         end.data["undo"] = "superseded"
         return [("update", self.blocks.index(end))]
+
+
+def error_lines(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the panel shows under an error line, as (label, text): an ACP agent's own words
+    when the message does not hold them whole, and its error's details
+    (:func:`rio.agent.failures.shown_details`, the same as ``rio chat`` prints)."""
+    from rio.agent.failures import shown_details
+    return shown_details(str(data.get("message") or ""), data.get("details"))
 
 
 def blocks_from_history(history: Mapping[str, Any]) -> list[Block]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ui.tk.agent_cards import Card, PermissionCard, ProposalCard, SignInCard, TurnEndCard  # noqa: F401
 from ui.tk.agent_extras import plan_lines
-from ui.tk.agent_model import Block, Conversation
+from ui.tk.agent_model import Block, Conversation, error_lines
 from ui.tk.agent_text import (
     MarkdownStream,
     fold_output,
@@ -26,6 +26,9 @@ from ui.tk.agent_text import (
     short_input,
 )
 
+#: A card's edges across: its embedding's padx (2 + 2), its raised border (2 + 2), its
+#: padding (4 + 4) and 4 px to spare.
+CARD_EDGES_PX = 20
 #: Errors whose next action is a key: their line gets a "Set API key…" button.
 KEY_KINDS = {"agent.not_configured", "agent.auth_rejected"}
 #: Errors whose next action is "send it again": their line gets a Retry button.
@@ -96,6 +99,11 @@ class ConversationView:
         tx.tag_configure("failed", foreground=c["error"])
         tx.tag_configure("error", foreground=c["error"], font=(family, 9, "bold"))
         tx.tag_configure("note", foreground=c["note"], font=(family, 9, "italic"))
+        tx.tag_configure("error_label", foreground=c["error"], font=(family, 8, "bold"),
+                         lmargin1=18, lmargin2=18, spacing1=2)
+        tx.tag_configure("error_detail", background=t.face, font=(mono[0], max(7, mono[1] - 1)),
+                         lmargin1=18, lmargin2=18, rmargin=4, wrap="word", spacing1=0,
+                         spacing3=0)
         tx.tag_configure("thought", foreground=c["note"], font=(family, 9, "italic"),
                          lmargin1=12, lmargin2=12)
 
@@ -213,13 +221,25 @@ class ConversationView:
                                     command=lambda b=block: self.panel.retry(b))
                 self.extras.append(button)
                 tx.window_create("end", window=button, padx=6)
-            if kind in KEY_KINDS and hasattr(self.panel, "set_key"):
+            # Rio's keys are for the API providers: an ACP agent signs in its own way (its
+            # details name it; the next action says how), so no key button for it.
+            acp = isinstance(block.data.get("details"), dict) and \
+                bool(block.data["details"].get("agent"))
+            if kind in KEY_KINDS and not acp and hasattr(self.panel, "set_key"):
                 button = ttk.Button(tx, text="Set API key…", command=self.panel.set_key)
                 self.extras.append(button)
                 tx.window_create("end", window=button, padx=6)
             tx.insert("end", "\n", ("error", tag))
+            self._error_details(i, block)
         else:
             self._note(i, block)
+
+    def _error_details(self, i: int, block: Block) -> None:
+        """An ACP agent's own words and its error's details under the error line, whole:
+        wrapped by the conversation's width, selectable and copyable like any of its text."""
+        for label, text in error_lines(block.data):
+            self.text.insert("end", f"{label}:\n", ("error_label", f"b{i}"))
+            self.text.insert("end", text.rstrip("\n") + "\n", ("error_detail", f"b{i}"))
 
     def _stream(self, delta: str) -> None:
         """Append a delta: finished lines styled once, the unfinished one redrawn plain."""
@@ -304,6 +324,15 @@ class ConversationView:
             width = int(self.text.cget("width")) * 7
         char = tkfont.Font(root=self.text, family=mono[0], size=max(7, mono[1] - 1)).measure("0")
         return max(20, (width - 2 * int(str(self.text.cget("padx"))) - 40) // max(1, char))
+
+    def card_width(self) -> int:
+        """Pixels a card's content may take across the conversation: the text's width less
+        its padding and the card's own edges (its embedding, border and padding), so that
+        nothing in a card is cut off at the panel's right edge."""
+        width = self.text.winfo_width()
+        if width <= 1:
+            width = int(self.text.cget("width")) * 7
+        return max(100, width - 2 * int(str(self.text.cget("padx"))) - CARD_EDGES_PX)
 
     def fit_cards(self) -> None:
         chars = self.card_chars()

@@ -1,0 +1,174 @@
+"""Rio's MCP endpoint on the official ``mcp`` SDK: a Streamable HTTP app for 127.0.0.1.
+
+The app (built here; the endpoint process runs it, actors/agents/mcp_endpoint.py) serves Rio's
+tools (rio/mcp/tools.py) to every ACP agent of the instance, one conversation per bearer
+token (ADR-0034):
+
+* **Stateful, SSE responses** (the SDK's default): its JSON-response mode costs ~44 ms a call.
+* **Host and Origin checks**: the SDK's DNS-rebinding protection for 127.0.0.1 (a web page in
+  the user's browser cannot reach the endpoint through a name that resolves to loopback).
+* **Bearer tokens, checked by the SDK's token verifier** (:class:`ConversationTokens`): a token
+  is the 0600 token file of one conversation (rio/mcp/entry.py), written by its session
+  process before ``session/new`` and removed when the conversation's agent ends, so a revoked
+  token is refused at once. No OAuth metadata is offered: a wrong token is a plain 401.
+* **Each call names its conversation by its own request's token**, never by what the MCP
+  session was opened with, and an MCP session stays with the conversation that opened it
+  (another conversation's token on it is refused).
+* **Every call is forwarded to the conversation's running turn** (``session.mcp_call`` to its
+  session process, which runs it through the gate); a cancelled call (the agent's
+  ``notifications/cancelled``, or its connection gone) sends ``session.mcp_cancel``, so its
+  question to the user closes and nothing is applied.
+
+Importing this module imports the SDK (about 580 modules, ~1 s): only the endpoint process
+does, never the window, the core or an agent session (tests/test_start_path_imports.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import mcp.types as types
+from mcp.server import Server
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+
+from rio.mcp.entry import conversation_of_token
+from rio.mcp.tools import TOOLS
+from rio.protocol.errors import AgentError, AuthError, RioError
+
+log = logging.getLogger("rio.mcp")
+
+PATH = "/mcp"
+INSTRUCTIONS = ("Rio's editor tools: reads see unsaved text; writes are proposals the user "
+                "reviews.")
+#: How long one call may take: a question to the user waits up to 4 minutes.
+CALL_TIMEOUT_S = 240.0 + 120.0
+
+
+class SessionPort(Protocol):
+    """The bus, as the app sees it: a request to a conversation's session process."""
+
+    async def call(self, op: str, args: Mapping[str, Any], timeout: float = 10.0) -> Any: ...
+
+    def tell(self, op: str, args: Mapping[str, Any]) -> None:
+        """Send a request whose answer nobody waits for (a cancellation)."""
+        ...
+
+
+class ConversationTokens:
+    """The SDK's token verifier: a bearer token is valid while it is a conversation's current
+    token; the conversation is the access token's ``client_id``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        conversation = await asyncio.get_running_loop().run_in_executor(
+            None, conversation_of_token, self.root, token)
+        if conversation is None:
+            log.info("a request with an unknown or revoked token was refused")
+            return None
+        return AccessToken(token=token, client_id=conversation, scopes=[])
+
+
+def tool_list() -> list[types.Tool]:
+    """Rio's tools with their MCP annotations (read-only / destructive hints)."""
+    return [types.Tool(name=t.name, title=t.title, description=t.description,
+                       input_schema=dict(t.input_schema),
+                       annotations=types.ToolAnnotations(
+                           title=t.title, read_only_hint=t.read_only,
+                           destructive_hint=t.destructive, idempotent_hint=t.read_only,
+                           open_world_hint=False))
+            for t in TOOLS]
+
+
+def _text_result(out: Mapping[str, Any], error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(out, ensure_ascii=False))],
+        structured_content=None if error else dict(out), is_error=error)
+
+
+def _refusal(err: RioError) -> types.CallToolResult:
+    text = f"Refused ({err.kind}): {err.message} {err.next}".strip()
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                is_error=True)
+
+
+class RioTools:
+    """The handlers: ``tools/list`` and ``tools/call`` (forwarded to the conversation)."""
+
+    def __init__(self, port: SessionPort) -> None:
+        self.port = port
+        self.tools = tool_list()
+        #: MCP session id → the conversation that opened it
+        self.sessions: dict[str, str] = {}
+        self._ids = 0
+
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tools)
+
+    def conversation_of(self, ctx: Any) -> str | None:
+        """The conversation this request's own bearer token names (the SDK's middleware put
+        its access token on the request), held to the MCP session it came on."""
+        request = getattr(ctx, "request", None)
+        user = getattr(request, "user", None) if request is not None else None
+        token = getattr(user, "access_token", None)
+        conversation = getattr(token, "client_id", None)
+        if not isinstance(conversation, str):
+            return None
+        session = request.headers.get("mcp-session-id") if request is not None else None
+        if session:
+            owner = self.sessions.setdefault(session, conversation)
+            while len(self.sessions) > 1024:
+                del self.sessions[next(iter(self.sessions))]
+            if owner != conversation:
+                log.warning("an MCP session of one conversation was used with another's token")
+                return None
+        return conversation
+
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams
+                        ) -> types.CallToolResult:
+        conversation = self.conversation_of(ctx)
+        if conversation is None:
+            return _refusal(AuthError("bad_token", "This request carries no valid token for "
+                                      "its conversation.", "Rio's tools work only for an agent "
+                                      "Rio started."))
+        self._ids += 1
+        call = f"http-{os.getpid()}-{self._ids}"
+        args = {"conversation": conversation, "tool": params.name,
+                "args": dict(params.arguments or {}), "call": call}
+        try:
+            got = await self.port.call("session.mcp_call", args, timeout=CALL_TIMEOUT_S)
+        except asyncio.CancelledError:
+            # notifications/cancelled, or the agent went: close the call's question
+            self.port.tell("session.mcp_cancel", {"conversation": conversation, "call": call})
+            raise
+        except RioError as err:
+            if err.kind == "bus.no_route":
+                err = AgentError("outside_turn", "No turn is running in this "
+                                 "conversation.", "Rio's tools answer only while Rio is "
+                                 "waiting for your reply to the user's message.")
+            return _refusal(err)
+        result = got.get("result") if isinstance(got, Mapping) else got
+        return _text_result(result if isinstance(result, Mapping) else {"result": result})
+
+
+def build_app(root: Path, port: SessionPort, url: str) -> Any:
+    """The Starlette app of the endpoint (``url``: where it listens, for the SDK's settings)."""
+    handlers = RioTools(port)
+    server: Server[Any] = Server("rio", version="1", instructions=INSTRUCTIONS,
+                                 on_list_tools=handlers.list_tools,
+                                 on_call_tool=handlers.call_tool)
+    return server.streamable_http_app(
+        streamable_http_path=PATH, host="127.0.0.1",
+        auth=AuthSettings(issuer_url=url, resource_server_url=None),  # type: ignore[arg-type]
+        token_verifier=ConversationTokens(root))
+
+
+__all__ = ["CALL_TIMEOUT_S", "ConversationTokens", "PATH", "RioTools", "build_app", "tool_list"]
