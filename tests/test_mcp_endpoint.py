@@ -45,6 +45,7 @@ def setup(tmp_path_factory):
     script = base / "script.json"
     env = rio_env(base)
     env["RIO_AGENT_QUESTION_TIMEOUT_S"] = str(QUESTION_TIMEOUT_S)
+    env["RIO_MCP_PROGRESS_S"] = "0.3"     # shipped: 15 s (opencode cuts a call at 60 s)
     config = Path(env["RIO_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(
@@ -341,6 +342,54 @@ def call_on(url: str, session: str, bearer: str) -> str:
     with httpx.Client(timeout=30) as client:
         reply = client.post(url, json=body, headers=headers)
     return reply.text
+
+
+def test_a_call_waiting_for_the_user_sends_progress_so_the_agent_keeps_waiting(setup, chat,
+                                                                               tmp_path):
+    """An agent that cuts a call after a minute (opencode) gets notifications/progress while
+    the proposal waits for the user, then the result once approved."""
+    import httpx
+    server, _ = setup
+    marker = tmp_path / "go-on"
+    c = chat("http", [[{"wait_for": str(marker)}, {"text": "done"}]])
+    turn = c.send("wait")
+    os.environ["RIO_STATE_DIR"] = server.env["RIO_STATE_DIR"]
+    try:
+        assert wait_for(lambda: token_path(server.root, c.cid).exists(), 30)
+        token = read_token(token_path(server.root, c.cid))
+    finally:
+        del os.environ["RIO_STATE_DIR"]
+    url = server.call("mcp.address")["url"]
+    session = open_session(url, token)
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json", "Authorization": f"Bearer {token}",
+               "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "propose_create", "arguments": {"path": "slow.txt", "text": "hi\n"},
+        "_meta": {"progressToken": "p5"}}}
+    seen: list[dict] = []
+    with httpx.stream("POST", url, json=body, headers=headers, timeout=60) as response:
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            message = json.loads(line[5:])
+            seen.append(message)
+            if message.get("method") == "notifications/progress" and \
+                    message["params"]["progress"] == 2:
+                proposed = c.wait("agent.propose", turn=turn)
+                assert c.conn.call("agent.approve", {
+                    "turn": turn, "proposal": proposed["proposal"], "decision": "approve"},
+                    timeout=30) == {"applied": True}
+            if message.get("id") == 5:
+                break
+    progress = [m for m in seen if m.get("method") == "notifications/progress"]
+    assert len(progress) >= 2 and progress[0]["params"]["progressToken"] == "p5"
+    assert seen[-1]["result"]["structuredContent"]["applied"] is True
+    marker.write_text("")
+    c.wait("agent.turn", turn=turn, state="done")
+    for buf in server.call("buffer.list"):
+        if buf.get("path") == "slow.txt":
+            server.call("buffer.close", {"buffer": buf["buffer"], "discard": True})
 
 
 def test_the_endpoint_killed_mid_turn_comes_back_on_the_same_address(setup, chat, tmp_path):

@@ -385,3 +385,23 @@ def test_rio_mcp_imports_neither_the_mcp_sdk_nor_the_other_commands():
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_http_verifier_remembers_a_token_until_its_file_changes(state):
+    """The endpoint's token verifier (rio/mcp/http_app.py): a known token costs a stat, and a
+    token whose file was removed (the conversation ended) or rewritten (a new agent session)
+    is refused at once."""
+    from rio.mcp.entry import fresh_token
+    from rio.mcp.http_app import ConversationTokens
+    verifier = ConversationTokens(state)
+    first = fresh_token(state, "c7")
+
+    def verify(token: str) -> Any:
+        got = asyncio.run(verifier.verify_token(token))
+        return got.client_id if got is not None else None
+    assert verify(first) == "c7" and verify(first) == "c7"
+    assert verify("not-a-token") is None
+    second = fresh_token(state, "c7")          # a new agent session: the old token is dead
+    assert verify(first) is None and verify(second) == "c7"
+    end_conversation("c7", state)              # the conversation's agent ended
+    assert verify(second) is None

@@ -44,33 +44,71 @@ def question_timeout() -> float:
 
 
 def _import_acp() -> None:
-    import actors.agents.acp_process  # noqa: F401 -- the import is the point
-    import rio.acp.client  # noqa: F401
+    import rio.acp.client  # noqa: F401 -- the import is the point
 
 
-def make_acp_client_factory(session: Any, agent: str) -> Callable[[Any], Any]:
-    """How this session builds its ACP client for ``agent`` (a discovery name): found the way
+class AgentLauncher:
+    """How this session starts its ACP agent ``agent`` (a discovery name): found the way
     ``rio agents`` finds it, at the moment the agent is (re)started, so a config.toml edit or
     an install applies to the next start; a missing agent fails that turn with
-    ``agent.agent_not_found``/``agent.not_configured`` and its next action."""
-    def make(port: Any) -> Any:
+    ``agent.agent_not_found``/``agent.not_configured`` and its next action.
+
+    Called with a turn's port it builds the :class:`rio.acp.client.AcpClient`. Before the
+    first one, :meth:`start_ahead` starts the agent's process while the session imports the
+    ACP SDK (~0.5 s of pydantic models): the agent boots meanwhile (node, or opencode's own
+    ~2 s start) instead of after it; the client then takes that process."""
+
+    def __init__(self, session: Any, agent: str) -> None:
+        self.session = session
+        self.agent = agent
+        #: (settings, process) started ahead and not taken by a client yet
+        self.ahead: tuple[Any, Any] | None = None
+
+    def settings(self) -> Any:
         import os
 
-        from actors.agents.acp_process import ProcessControlPort
         from rio.acp import discovery, registry
-        from rio.acp.client import AcpClient, settings_for
-        from rio.acp.protocol_log import ProtocolLog, log_path
+        from rio.acp.settings import settings_for
         from rio.agent.config import config_dir
         config = discovery.load_agents_config(config_dir())
         # the registry's agents as cached on disk: starting an agent never waits on the network
-        spec = discovery.spec_for(agent, config,
+        spec = discovery.spec_for(self.agent, config,
                                   registry.load(os.environ, network=False).agents)
         info = discovery.locate(spec, os.environ, discovery.RealHost())
-        settings = settings_for(info, spec, session.root, os.environ)
-        return AcpClient(settings, port, ProcessControlPort(),
-                         ProtocolLog(log_path(session.root, session.conversation)))
-    return make
+        return settings_for(info, spec, self.session.root, os.environ)
 
+    async def start_ahead(self) -> None:
+        """Start the agent's process now; a failure is left to the client's own start, which
+        reports it classified."""
+        from actors.agents.acp_process import ProcessControlPort
+        try:
+            settings = self.settings()
+            process = await ProcessControlPort().start(settings.argv, cwd=str(settings.root),
+                                                       env=settings.env)
+        except (RioError, OSError, ValueError, TypeError) as exc:
+            log.info("the agent was not started ahead (%s); the turn starts it", exc)
+            return
+        self.ahead = (settings, process)
+
+    def __call__(self, port: Any) -> Any:
+        from actors.agents.acp_process import ProcessControlPort
+        from rio.acp.client import AcpClient
+        from rio.acp.protocol_log import ProtocolLog, log_path
+        ahead, self.ahead = self.ahead, None
+        settings, process = ahead if ahead is not None else (self.settings(), None)
+        return AcpClient(settings, port, ProcessControlPort(),
+                         ProtocolLog(log_path(self.session.root, self.session.conversation)),
+                         process=process)
+
+    async def discard(self) -> None:
+        """A process started ahead that no client took (the session ends first): stopped."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            await ahead[1].stop()
+
+
+def make_acp_client_factory(session: Any, agent: str) -> AgentLauncher:
+    return AgentLauncher(session, agent)
 
 
 class AcpOwner:
@@ -95,16 +133,21 @@ class AcpOwner:
         same time, so its start never adds to the agent's."""
         agent = str(began["agent"])
         if self.brain is not None and self.brain.agent != agent:
-            await self.brain.close()        # the conversation switched agent: the old one ends
-            self.brain = None
+            await self._end_agent()         # the conversation switched agent: the old one ends
         if self.brain is None or not self.brain.alive:
             self._want_endpoint()
         if self.brain is None:
-            # The SDK's import builds ~200 pydantic models (seconds on a loaded machine): off
-            # the loop, which must keep answering the supervisor's liveness pings.
-            await self.loop.run_in_executor(self.port.pool, _import_acp)
-            self.brain = AcpBrain(agent, self.acp_client_factory(self, agent),
-                                  mcp_servers=self._mcp_servers)
+            # The SDK's import builds ~200 pydantic models (0.5 s here, seconds on a loaded
+            # machine): off the loop, which must keep answering the supervisor's liveness
+            # pings — and beside the agent's own start, which needs none of it.
+            launcher = self.acp_client_factory(self, agent)
+            imported = self.loop.run_in_executor(self.port.pool, _import_acp)
+            ahead = getattr(launcher, "start_ahead", None)
+            if ahead is not None:
+                await asyncio.gather(ahead(), imported)
+            else:
+                await imported
+            self.brain = AcpBrain(agent, launcher, mcp_servers=self._mcp_servers)
         turn_id = str(running.turn_id)
         stored = began.get("acp_session")
         spec = AcpTurnSpec(self.conversation, turn_id, agent, running.text,
@@ -198,6 +241,9 @@ class AcpOwner:
         """End the agent (the stop sequence) and its MCP token; the StopResult, if any."""
         brain, self.brain = self.brain, None
         result = await brain.close() if brain is not None else None
+        discard = getattr(brain.make_client, "discard", None) if brain is not None else None
+        if discard is not None:
+            await discard()
         try:
             from rio.mcp.entry import end_conversation
             end_conversation(self.root, self.conversation)

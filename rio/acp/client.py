@@ -30,7 +30,6 @@ import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
@@ -45,6 +44,7 @@ from rio.acp.auth import AUTH_REQUIRED, SignInMethod, sign_in_methods
 from rio.acp.handlers import AgentRequests, Handlers, confine, pick_option
 from rio.acp.port import AcpTurnPort, AgentProcess, ProcessPort, StopResult
 from rio.acp.protocol_log import ProtocolLog, StderrTail
+from rio.acp.settings import AcpSettings, settings_for
 from rio.acp.updates import UpdateTranslator
 from rio.acp.wire import LINE_LIMIT, AgentWire
 from rio.agent.failures import classify_agent_error
@@ -54,48 +54,6 @@ State = Literal["new", "starting", "ready", "sign_in_needed", "prompting", "exit
 #: An agent that died with a prompt pending while its stdout stays open (a helper inherited
 #: the pipe) has this long for its last lines to arrive before the prompt ends as an exit.
 EXIT_GRACE_S = 1.0
-
-
-@dataclass(frozen=True)
-class AcpSettings:
-    argv: tuple[str, ...]
-    root: Path
-    env: Mapping[str, str]
-    name: str = "agent"
-    #: the agent's own program without its ACP arguments, for terminal sign-in commands
-    #: (the method's args go after it); default: the whole argv — right for
-    #: ``node …/claude-agent-acp/dist/index.js``, where argv[0] alone would be ``node``
-    program: tuple[str, ...] = ()
-    #: no update for this long while a prompt is pending → ``agent.silent``
-    silent_after_s: float = 30.0
-    #: …and this long → the prompt is cancelled and the turn ends with ``agent.agent_silent``
-    give_up_after_s: float = 300.0
-    #: initialize, session/new, session/load, set mode … (not prompts, not authenticate)
-    request_timeout_s: float = 60.0
-    authenticate_timeout_s: float = 600.0
-    #: after session/cancel, how long the prompt may take to answer "cancelled"
-    cancel_grace_s: float = 5.0
-    version: str = "0"
-
-
-def settings_for(info: Any, spec: Any, root: Path, user_env: Mapping[str, str],
-                 **kw: Any) -> AcpSettings:
-    """Settings for a discovered agent (:class:`rio.acp.discovery.AgentInfo` and its
-    :class:`~rio.acp.discovery.AgentSpec`): its argv, its program for sign-in commands, and
-    the user's environment minus Rio's variables plus the agent's configured ``env``.
-
-    The program is the argv without the known agent's ACP-mode arguments (``opencode acp`` →
-    ``opencode``) when it ends with them; any other argument stays — a configured
-    ``command = "npx"``, ``args = ["pkg"]`` signs in as ``npx pkg <method args>``, so the
-    command shown runs as it is."""
-    from rio.acp.port import agent_environment
-    argv = tuple(info.argv)            # raises agent.agent_not_found when not installed
-    kw = {**dict(getattr(spec, "timing", None) or {}), **kw}
-    acp_args = tuple(spec.known.args) if getattr(spec, "known", None) is not None else ()
-    program = argv[:-len(acp_args)] if acp_args and len(argv) > len(acp_args) \
-        and argv[-len(acp_args):] == acp_args else argv
-    return AcpSettings(argv, root, agent_environment(user_env, spec.env), name=info.name,
-                       program=program, **kw)
 
 
 @dataclass(frozen=True)
@@ -114,7 +72,8 @@ class AcpClient(AgentRequests, AgentWire):
     """One agent process and its session. All methods run on one asyncio loop."""
 
     def __init__(self, settings: AcpSettings, port: AcpTurnPort, processes: ProcessPort,
-                 log: ProtocolLog | None = None) -> None:
+                 log: ProtocolLog | None = None, *,
+                 process: AgentProcess | None = None) -> None:
         self.settings: AcpSettings = settings
         self.port = port
         self.processes = processes
@@ -122,7 +81,9 @@ class AcpClient(AgentRequests, AgentWire):
         self.stderr = StderrTail()
         self.updates = UpdateTranslator(self._publish)
         self.state: State = "new"
-        self.process: AgentProcess | None = None
+        #: the agent's process; one given here was started ahead (while this module's SDK
+        #: was imported: rio/acp/settings.py) and :meth:`start` takes it instead of spawning
+        self.process: AgentProcess | None = process
         self.conn: Any = None
         self.init: Any = None
         self.session_id: str | None = None
@@ -151,7 +112,8 @@ class AcpClient(AgentRequests, AgentWire):
         self.state = "starting"
         s = self.settings
         try:
-            self.process = await self.processes.start(s.argv, cwd=str(s.root), env=s.env)
+            if self.process is None:
+                self.process = await self.processes.start(s.argv, cwd=str(s.root), env=s.env)
         except (OSError, ValueError, TypeError) as exc:
             self.state = "exited"
             raise AgentError("agent_start_failed", f"Rio could not start the agent "

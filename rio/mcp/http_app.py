@@ -38,7 +38,7 @@ from mcp.server import Server
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 
-from rio.mcp.entry import conversation_of_token
+from rio.mcp.entry import conversation_of_token, read_token, token_path
 from rio.mcp.tools import TOOLS
 from rio.protocol.errors import AgentError, AuthError, RioError
 
@@ -49,6 +49,10 @@ INSTRUCTIONS = ("Rio's editor tools: reads see unsaved text; writes are proposal
                 "reviews.")
 #: How long one call may take: a question to the user waits up to 4 minutes.
 CALL_TIMEOUT_S = 240.0 + 120.0
+#: While a call waits (for the user's answer to a proposal), a progress notification this
+#: often when the agent asked for progress: opencode cuts an MCP call at 60 s unless progress
+#: resets its clock (observed with opencode 1.18.33; a proposal approved after 75 s was lost).
+PROGRESS_EVERY_S = float(os.environ.get("RIO_MCP_PROGRESS_S") or 15.0)
 
 
 class SessionPort(Protocol):
@@ -63,18 +67,63 @@ class SessionPort(Protocol):
 
 class ConversationTokens:
     """The SDK's token verifier: a bearer token is valid while it is a conversation's current
-    token; the conversation is the access token's ``client_id``."""
+    token; the conversation is the access token's ``client_id``.
+
+    Every request is verified (the SDK's middleware runs per HTTP request), so a token found
+    once is remembered with its file's identity, and a later request costs one ``stat`` on the
+    loop — a removed or rewritten file (the conversation ended, a new agent session) is a miss
+    and the folder is read again, off the loop."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._known: dict[str, tuple[str, tuple[int, int]]] = {}
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        conversation = await asyncio.get_running_loop().run_in_executor(
-            None, conversation_of_token, self.root, token)
+        conversation = self._remembered(token)
+        if conversation is None:
+            conversation, identity = await asyncio.get_running_loop().run_in_executor(
+                None, self._look_up, token)
+            if conversation is not None and identity is not None:   # kept on the loop only
+                while len(self._known) >= 256:
+                    del self._known[next(iter(self._known))]
+                self._known[token] = (conversation, identity)
         if conversation is None:
             log.info("a request with an unknown or revoked token was refused")
             return None
         return AccessToken(token=token, client_id=conversation, scopes=[])
+
+    def _remembered(self, token: str) -> str | None:
+        known = self._known.get(token)
+        if known is None:
+            return None
+        conversation, identity = known
+        if _identity(token_path(self.root, conversation)) != identity:
+            del self._known[token]      # revoked or replaced since
+            return None
+        return conversation
+
+    def _look_up(self, token: str) -> tuple[str | None, tuple[int, int] | None]:
+        """Off the loop: the conversation of ``token`` and its file's identity."""
+        import hmac
+        conversation = conversation_of_token(self.root, token)
+        if conversation is None:
+            return None, None
+        path = token_path(self.root, conversation)
+        identity = _identity(path)          # taken before the read: a rewrite in between
+        current = read_token(path)          # shows in the read, and nothing is remembered
+        if current is None or not hmac.compare_digest(current.encode("ascii", "replace"),
+                                                      token.encode("utf-8", "replace")):
+            return conversation, None
+        return conversation, identity
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(inode, mtime_ns) of a token file, None when it is gone: a rewrite changes it."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 def tool_list() -> list[types.Tool]:
@@ -143,10 +192,13 @@ class RioTools:
         call = f"http-{os.getpid()}-{self._ids}"
         args = {"conversation": conversation, "tool": params.name,
                 "args": dict(params.arguments or {}), "call": call}
+        forward = asyncio.ensure_future(self.port.call("session.mcp_call", args,
+                                                       timeout=CALL_TIMEOUT_S))
         try:
-            got = await self.port.call("session.mcp_call", args, timeout=CALL_TIMEOUT_S)
+            got = await _with_progress(forward, ctx)
         except asyncio.CancelledError:
             # notifications/cancelled, or the agent went: close the call's question
+            forward.cancel()
             self.port.tell("session.mcp_cancel", {"conversation": conversation, "call": call})
             raise
         except RioError as err:
@@ -157,6 +209,22 @@ class RioTools:
             return _refusal(err)
         result = got.get("result") if isinstance(got, Mapping) else got
         return _text_result(result if isinstance(result, Mapping) else {"result": result})
+
+
+async def _with_progress(forward: asyncio.Future[Any], ctx: Any) -> Any:
+    """``forward``'s result; while it waits, ``notifications/progress`` every
+    :data:`PROGRESS_EVERY_S` (a no-op when the agent gave no progress token)."""
+    beats = 0
+    while True:
+        done, _ = await asyncio.wait({forward}, timeout=PROGRESS_EVERY_S)
+        if done:
+            return forward.result()
+        beats += 1
+        try:
+            await ctx.session.report_progress(beats, None,
+                                              "waiting for the user's answer in Rio")
+        except Exception:  # noqa: BLE001 -- progress is a courtesy; the call goes on
+            log.debug("progress notification failed", exc_info=True)
 
 
 def build_app(root: Path, port: SessionPort, url: str) -> Any:

@@ -1,5 +1,5 @@
 """Rio's messages: frames and their limits (:mod:`.frames`), the op catalogue with typed
-arguments (:mod:`.ops`), the error tree every failure is a leaf of (:mod:`.errors`) and the
-client roles (:mod:`.roles`), the routing rules the prefix alone does not say (:mod:`.routing`)
-and the op tables that send an op to the method serving it (:mod:`.op_table`).
-docs/protocol.md is the reference."""
+arguments (:mod:`.ops`), the event catalogue with typed fields (:mod:`.events`), the error tree
+every failure is a leaf of (:mod:`.errors`) and the client roles (:mod:`.roles`), the routing
+rules the prefix alone does not say (:mod:`.routing`) and the op tables that send an op to the
+method serving it (:mod:`.op_table`). docs/protocol.md is the reference."""

@@ -433,3 +433,39 @@ def openai_error(status: int, message: str = "fake error", error_type: str = "se
                  headers: Mapping[str, str] | None = None) -> Reply:
     return json_reply(status, {"error": {"message": message, "type": error_type, "code": None}},
                       headers)
+
+
+# --- builders: OpenAI Responses API (codex-acp speaks only this) ------------------------------
+
+def responses_stream(items: Iterable[Mapping[str, Any]], *, model: str = "gpt-5.4-mini") -> Reply:
+    """One Responses API stream (``POST /v1/responses``) whose output is ``items``, each sent as
+    ``response.output_item.added`` then ``.done``, closed by ``response.completed``."""
+    items = [dict(i) for i in items]
+    resp = {"id": "resp_fake", "object": "response", "created_at": 0, "status": "in_progress",
+            "model": model, "output": []}
+    usage = {"input_tokens": 5, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 8}
+    chunks = [sse("response.created", {"type": "response.created", "response": resp})]
+    for index, item in enumerate(items):
+        chunks.append(sse("response.output_item.added", {
+            "type": "response.output_item.added", "output_index": index,
+            "item": {**item, "status": "in_progress"}}))
+        chunks.append(sse("response.output_item.done", {
+            "type": "response.output_item.done", "output_index": index, "item": item}))
+    chunks.append(sse("response.completed", {"type": "response.completed", "response": {
+        **resp, "status": "completed", "output": items, "usage": usage}}))
+    return Reply(chunks=tuple(chunks))
+
+
+def responses_function_call(call_id: str, name: str, arguments: Any, *,
+                            namespace: str | None = None) -> Reply:
+    """A Responses API stream calling one function. An MCP tool reaches codex's model inside a
+    ``namespace`` tool (``mcp__<server>``): the call must name that namespace and the tool's
+    bare name (``namespace="mcp__rio", name="propose_edit"``)."""
+    item: dict[str, Any] = {"id": f"fc_{call_id}", "type": "function_call",
+                            "status": "completed", "call_id": call_id, "name": name,
+                            "arguments": json.dumps(arguments)}
+    if namespace:
+        item["namespace"] = namespace
+    return responses_stream([item])
