@@ -209,3 +209,24 @@ def test_a_crash_the_agent_cannot_be_resumed_from_is_one_error_and_no_retry():
     assert [e["kind"] for e in errors] == ["agent.agent_exited"] and errors[0]["partial"]
     assert [t for t, _ in port.events if t == "agent.restarted"] == []
     assert port.gate == ["begin", "end"]
+
+
+def test_a_turn_the_agent_ends_without_a_word_says_so():
+    """claude-agent-acp 0.23.1 answers the prompt after a Stop at once with an empty end_turn:
+    Rio says the agent ended the turn without a reply, instead of showing nothing."""
+    from rio.agent.acp_turn import EMPTY_REPLY
+    port, tools = Port(), FakeTools()
+
+    async def silent(turn: AcpTurn) -> str:
+        return ""
+    result = asyncio.run(_turn(silent, port, tools).run())
+    assert result.status == "done" and result.messages == ()
+    assert [d["text"] for t, d in port.events if t == "agent.note"] == [EMPTY_REPLY]
+
+    port = Port()
+
+    async def spoke(turn: AcpTurn) -> str:
+        turn.publish("agent.delta", {"text": "hello"})
+        return "hello"
+    asyncio.run(_turn(spoke, port, FakeTools()).run())
+    assert not [d for t, d in port.events if t == "agent.note"]

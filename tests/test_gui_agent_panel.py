@@ -59,7 +59,10 @@ def desktop(tmp_path_factory, model_server, display):
         f'[agents.fake]\ncommand = "{sys.executable}"\n'
         f'args = ["{REPO / "tests" / "fakes" / "acp_agent.py"}", "{base / "acp.json"}"]\n')
     # A loaded machine can miss 3 pings of 1 s; a session killed as "hung" is not the point.
-    (folder / "supervisor.toml").write_text("[defaults]\nping_misses = 30\n")
+    # Every test's conversation keeps its session process (idle ones stop after 5 minutes):
+    # room for all of this module's, not the shipped 16.
+    (folder / "supervisor.toml").write_text("[defaults]\nping_misses = 30\n\n"
+                                            "[process.agent]\nmax_live = 64\n")
     d.start()
     d.wait_state(lambda s: s.get("agent") is not None, 30)
     yield d

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from rio.text import highlight
@@ -154,6 +154,43 @@ def test_far_visible_region_is_lexed_provisionally_then_verified():
     assert h.all_runs() == fresh_runs("a.py", h.text)
 
 
+def test_a_pass_cut_short_leaves_a_seam_that_a_later_convergence_must_not_skip():
+    # Deleting an unterminated """ turns every line below from string into code. The screen
+    # is re-lexed, the background pass has not run yet: lines 0..60 are lexed for the new text,
+    # lines 61.. still hold their string runs from before. A keystroke on line 0 then
+    # re-converges on line 1, which vouches for lines 1..60 only, not for the old lines below.
+    body = "".join(f"x{i} = {i}\n" for i in range(2000))
+    h = Highlighter("a.py", 'x = 1\n"""\n' + body)
+    h.all_runs()
+    h.edit(6, 9, "")
+    h.visible(0, 60)
+    h.edit(5, 5, "2")  # x = 12
+    h.visible(0, 60)
+    assert not h.done  # the rest still needs the background pass
+    changed = []
+    done = False
+    while not done:
+        step_changed, done = h.step(500)
+        changed += [line for line, _ in step_changed]
+    assert 100 in changed  # the correction reaches the view
+    assert tags_of(h, 100) == [("operator", "="), ("number", "98")]
+    assert h.all_runs() == fresh_runs("a.py", h.text)
+
+
+def test_seam_after_a_step_cut_by_its_line_budget():
+    # The falsifying example pinned on the property below, as a plain sequence: the step
+    # re-lexes lines 0-1 (budget 2) and stops before line 2, whose runs predate the edit; an
+    # edit on line 0 then re-converges on the empty line 1.
+    h = Highlighter("a.py", '"""\n"""""""""#', lexer=lexer_by_name("python"))
+    h.visible(0, 3)
+    h.edit(3, 3, '"""\n')  # line 0 closes its own string: line 2 now opens one
+    h.step(budget_lines=2)
+    h.edit(0, 0, "")
+    runs = h.all_runs()
+    assert runs[2] == (2, (("syn.string", 0, 10),))  # was string 0-9, comment 9-10
+    assert runs == fresh_runs("a.py", h.text)
+
+
 def test_closing_a_comment_below_restyles_lines_above_it():
     # The C/JS lexers decide "/*" is a comment only when they see "*/" ahead (look-ahead):
     # an edit on line 2 changes line 0.
@@ -162,6 +199,29 @@ def test_closing_a_comment_below_restyles_lines_above_it():
     h.edit(4, 4, "*/")
     shown = dict(h.visible(0, 2))
     assert shown[0] == (("syn.comment", 0, 2),)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="known hole: look-ahead reaching above the restart line")
+def test_closing_a_comment_below_restyles_lines_above_a_strict_sync_line():
+    # As above, but the line after "/*" is code at column 0, a strict sync line: the re-lex after
+    # typing "*/" restarts there and never sees line 1 again (the JS lexer; C passes).
+    text = "let a = 1\n/*\nlet b = 2\n"
+    h = Highlighter("a.js", text)
+    h.all_runs()
+    h.edit(len(text), len(text), "*/")
+    assert h.all_runs() == fresh_runs("a.js", h.text)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="known hole: lexer state spanning a newline outside strings")
+def test_an_f_string_replacement_field_spanning_lines():
+    # Pygments lexes f'{ ... } across newlines as Python expression tokens (the newline is
+    # whitespace, "#" an error), so the next line looks like a sync line; it is not.
+    h = Highlighter("a.py", "'\n\n#\n")
+    h.visible(0, 3)
+    h.edit(0, 1, "f'{")
+    assert h.all_runs() == fresh_runs("a.py", h.text)
 
 
 def test_step_stops_at_its_time_budget():
@@ -204,7 +264,27 @@ FRAGMENTS = ['"""', "'", '"', "#", "\n", "x = 1", "def f():", "(", ")", " ", "  
              "`", "${"]
 
 
-@settings(max_examples=60, deadline=None)
+def _sound(name: str, lexer, text: str) -> bool:
+    """The sync heuristic holds for this text: lexing from any sync line gives the full lex.
+    Where it does not (ADR-0012's known limits: a lexer state carried across a newline with no
+    string or comment token, a look-ahead above the restart line — the xfail tests below), the
+    incremental result may differ from a fresh lex by design, so the property skips the case."""
+    h = Highlighter(name, text, lexer=lexer)
+    full = h.all_runs()
+    syncs = bytes(h._sync)
+    for i in range(len(full)):
+        if syncs[i]:
+            got = list(highlight._lex_lines(lexer, text, h.line_start(i), i,
+                                            highlight._TokenInfo()))
+            if [(g.line, g.runs) for g in got] != full[i:] or \
+                    [g.sync for g in got[1:]] != list(syncs[i + 1:]):
+                return False
+    return True
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@example(name="a.py", base=['"""', "\n", '"""', '"""', '"""', "#"],  # a seam at the frontier
+         edits=[(0.0, 0, [], "visible"), (0.25, 0, ['"""', "\n"], "step"), (0.0, 0, [], "none")])
 @given(name=st.sampled_from(["a.py", "a.c", "a.js"]),
        base=st.lists(st.sampled_from(FRAGMENTS), max_size=40),
        edits=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 6),
@@ -212,6 +292,13 @@ FRAGMENTS = ['"""', "'", '"', "#", "\n", "x = 1", "def f():", "(", ")", " ", "  
                                 st.sampled_from(["none", "visible", "step"])), max_size=12))
 def test_incremental_equals_a_fresh_lex(name, base, edits):
     text = "".join(base)
+    lexer = lexer_by_name({"a.py": "python", "a.c": "c", "a.js": "javascript"}[name])
+    later, sound = text, _sound(name, lexer, text)
+    for where, length, pieces, _ in edits:
+        start = int(where * len(later))
+        later = later[:start] + "".join(pieces) + later[min(len(later), start + length):]
+        sound = sound and _sound(name, lexer, later)
+    assume(sound)
     h = Highlighter(name, text, lexer=lexer_by_name({"a.py": "python", "a.c": "c",
                                                       "a.js": "javascript"}[name]))
     for where, length, pieces, then in edits:

@@ -55,6 +55,14 @@ from rio.providers.base import Message, ToolCall
 
 log = logging.getLogger("rio.agent.acp")
 
+#: Said when the agent ends the turn without a word or a deed.
+EMPTY_REPLY = ("The agent ended the turn without a reply. Send your message again, or a new "
+               "one; if it keeps happening, start a new conversation.")
+#: Events that show the user something of the turn (an agent.delta only with text).
+_SOMETHING_SHOWN = frozenset({"agent.delta", "agent.thought", "agent.tool", "agent.plan",
+                              "agent.propose", "agent.permission", "agent.changed_files",
+                              "agent.error"})
+
 #: A permission question nobody answers is declined after this long (the agent is told
 #: "cancelled" and carries on).
 PERMISSION_TIMEOUT_S = 240.0
@@ -193,6 +201,8 @@ class AcpTurn(AnswersProposals):
         #: the calls of Rio's MCP tools in this turn (forwarded by the endpoint)
         self.mcp = McpCalls(self, port, question_timeout_s=question_timeout_s)
         self._began = False
+        #: something of the turn reached the user (text, a tool, a plan, a question …)
+        self._shown = False
         self._interrupted = False
         self._outcome: TurnResult | None = None
         self._changed_files: Mapping[str, Any] = {"files": [], "more": 0}
@@ -203,6 +213,8 @@ class AcpTurn(AnswersProposals):
 
     # --- events --------------------------------------------------------------------------
     def publish(self, topic: str, data: Mapping[str, Any]) -> None:
+        if topic in _SOMETHING_SHOWN and (topic != "agent.delta" or data.get("text")):
+            self._shown = True
         self.port.publish(topic, {"conversation": self.spec.conversation,
                                   "turn": self.spec.turn, **data})
 
@@ -233,6 +245,11 @@ class AcpTurn(AnswersProposals):
                 self.brain.died = True
             self._outcome = self._result(outcome.status, outcome.text, outcome.error,
                                          outcome.partial)
+            if outcome.status == "done" and not self._shown and not outcome.text.strip():
+                # claude-agent-acp 0.23.1 answers the prompt after a Stop at once with an
+                # empty end_turn (its own bug, reproduced without Rio): say so, or the user
+                # sees their message and nothing
+                self.publish("agent.note", {"note": "empty_reply", "text": EMPTY_REPLY})
         except asyncio.CancelledError:
             self._close_for_stop()
             await self._finish(snap)

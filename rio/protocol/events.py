@@ -435,7 +435,7 @@ define_event(
     _f("seconds", NUM), _o("give_up_after_s", NUM), _o("resumed", bool))
 define_event(
     "agent.note", "session", "One line for the conversation, shown as is.", CONVERSATION, TURN,
-    _f("note", str, "auto_allowed, signed_out"), _f("text", str), _o("call", str),
+    _f("note", str, "auto_allowed, signed_out, empty_reply"), _f("text", str), _o("call", str),
     _o("title", str), _o("tool", str, "auto_allowed: Rio's MCP tool"))
 define_event(
     "agent.auth_status", "session", "An ACP adapter's _auth/status_update extension.",

@@ -354,7 +354,9 @@ class Highlighter:
         self._runs: list[tuple[Run, ...] | None] = [None] * n
         self._sync = bytearray(n)
         # 1 = lexed from this line's current text (verified above the frontier, a reference
-        # below it); 0 = never lexed, edited since, or lexed provisionally.
+        # below it); 0 = never lexed, edited since, lexed provisionally, or a seam (lexed in an
+        # older pass than the line above it: see edit()). A re-convergence vouches for the
+        # reference lines after it up to the next 0 only.
         self._lexed = bytearray(n)
         self._frontier = 0
         self._pass: _Pass | None = None
@@ -395,6 +397,7 @@ class Highlighter:
             raise ValueError(f"edit range {start}..{end} outside 0..{len(self._text)}")
         old_first = self.line_of(start)
         old_last = self.line_of(end)
+        old_count = len(self._starts)
         self._text = self._text[:start] + new_text + self._text[end:]
         if len(self._text) > MAX_HIGHLIGHT_CHARS:
             self.enabled = False
@@ -411,6 +414,12 @@ class Highlighter:
         self._runs[old_first:old_last + 1] = [None] * count
         self._sync[old_first:old_last + 1] = bytes(count)
         self._lexed[old_first:old_last + 1] = bytes(count)
+        if old_last < self._frontier < old_count:
+            # A seam: the pass that stopped at the frontier lexed the lines above it, but the
+            # frontier line still holds runs lexed after older text. Lowering the frontier makes
+            # the lines in between references, and a re-convergence on one of them vouches only
+            # for the lines lexed in that same pass: the seam line must not be a reference.
+            self._lexed[self._frontier + len(self._starts) - old_count] = 0
         self._frontier = min(self._frontier, old_first)
         self._pass = None  # its snapshot of the text is stale
 
