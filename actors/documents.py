@@ -25,6 +25,7 @@ from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, ser
 from actors.digest_thread import sha256_on_a_thread
 from actors.memory_trim import trim_soon
 from rio.memory import is_large
+from rio.protocol import roles
 from rio.protocol.errors import DocumentError
 from rio.text.buffer_state import BufferFactory, OpenBuffer, RecoveryReport
 
@@ -44,9 +45,10 @@ class Summary(NamedTuple):
 
 class ClaimPath(NamedTuple):
     """To the registry (asked) before a buffer saves under a new path: refused when another
-    open buffer has that file."""
+    open buffer has that file. ``target`` None (after a refused save of an untitled buffer)
+    only drops the buffer's claim."""
     buffer: str
-    target: str
+    target: str | None
 
 
 class Closed(NamedTuple):
@@ -119,10 +121,17 @@ class DocumentActor(pykka.ThreadingActor):
     def buffer_op(self, ctx: RequestContext) -> Any:
         """Every op about this buffer (the logic dispatches: :meth:`OpenBuffer.handle`). The
         reply goes before the events it caused, so a client has its answer when they come."""
-        if ctx.op == "buffer.save" and ctx.args.get("path"):
+        claimed = ctx.op == "buffer.save" and bool(ctx.args.get("path"))
+        if claimed:
             target = self.buffer.factory_resolve(ctx.args["path"])
             self.registry.ask(ClaimPath(self.buffer.id, str(target)))
-        result, events = self.buffer.handle(ctx.op, ctx.args, request_key(ctx))
+        try:
+            result, events = self.buffer.handle(ctx.op, ctx.args, request_key(ctx),
+                                                role=roles.role_of_identity(ctx.client))
+        except Exception:
+            if claimed:   # not saved there (a conflict, a refusal): the claim goes back
+                self._claim_back()
+            raise
         ctx.reply(result, events=events)   # one message to the hub: reply, then the events
         if ctx.op == "buffer.close":
             self.registry.tell(Closed(self.buffer.id))
@@ -130,6 +139,15 @@ class DocumentActor(pykka.ThreadingActor):
             if is_large(len(self.buffer.document.buffer)):
                 trim_soon()       # the document's chunks are freed once this actor is gone
         return ANSWERED
+
+    def _claim_back(self) -> None:
+        """After a save under a new path failed: the registry maps the buffer's own path (or
+        none) again, so ``buffer.open`` of the path it was not saved to opens the file."""
+        path = self.buffer.path
+        try:
+            self.registry.ask(ClaimPath(self.buffer.id, str(path) if path else None))
+        except DocumentError:
+            log.warning("%s: its own path is open in another buffer", self.buffer.id)
 
     def on_stop(self) -> None:
         self.buffer.flush_journal()
@@ -187,15 +205,16 @@ class DocumentsActor(pykka.ThreadingActor):
                 self._claim_path(bid, target)
         return None
 
-    def _claim_path(self, bid: str, target: str) -> None:
-        other = self.by_path.get(target)
+    def _claim_path(self, bid: str, target: str | None) -> None:
+        other = self.by_path.get(target) if target is not None else None
         if other and other != bid and self.routes.get(other) is not None:
             raise DocumentError("path_open", "That file is open in another buffer.",
                                 "Close that buffer first, or save elsewhere.")
         for path, owner in list(self.by_path.items()):
             if owner == bid:
                 del self.by_path[path]
-        self.by_path[target] = bid
+        if target is not None:
+            self.by_path[target] = bid
 
     def _summaries(self, ids: list[str]) -> list[dict[str, Any]]:
         futures = []

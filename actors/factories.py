@@ -36,10 +36,17 @@ def start_documents(host: ActorHost) -> dict[str, Handler]:
 
 @actor_factory("workspace")
 def start_workspace(host: ActorHost) -> dict[str, Handler]:
-    """fs.*: listing, reading and searching the project's files, confined to its root."""
+    """fs.*: listing, reading and searching the project's files, confined to its root; and
+    ``fs.changed`` when files are made or deleted on disk (actors/fs_watcher.py, started once
+    the process is ready: the watcher library loads off the start path)."""
     from actors.workspace_actor import WorkspaceActor
     ws = WorkspaceActor.start(host.root)
     host.refs.append(ws)
+
+    def watch() -> None:
+        from actors import fs_watcher
+        fs_watcher.start(host.root, host.bus.publish, host.stopping)
+    host.after_ready.append(watch)
     return {"fs": ws.tell}
 
 

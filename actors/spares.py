@@ -22,13 +22,15 @@ import json
 import logging
 import subprocess
 import sys
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import psutil
 
 from actors import process_control
+from actors.log_relay import Stream
 from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig
 
 log = logging.getLogger("rio.supervisor.spares")
@@ -59,11 +61,16 @@ class SpareOwner(Protocol):
 
     def _child_env(self) -> dict[str, str]: ...
 
+    def child_stderr(self, label: str, path: Path) -> \
+        AbstractContextManager[tuple[IO[bytes] | int, Stream | None]]: ...
+
 
 @dataclass
 class _Kind:
     budget: RestartBudget = field(default_factory=lambda: RestartBudget("always", 5, 60, 0.5, 10))
     spawned: process_control.Spawned | None = None
+    #: its stderr on the supervisor's (--log-stderr), relabelled when it is assigned
+    stream: Stream | None = None
     next_at: float = 0.0
     gave_up: bool = False
 
@@ -93,27 +100,33 @@ class Spares:
                 if s.spare and "ui" not in s.actors]
 
     # --- assignment -----------------------------------------------------------------------------
-    def assign(self, spec: ProcessSpec, argv: list[str], log_path: Path) -> \
+    def assign(self, spec: ProcessSpec, argv: list[str], log_path: Path | None) -> \
             process_control.Spawned | None:
         """Hand ``argv`` (a host's command line) to the spare of ``spec``'s kind; None when
-        there is none ready to take it (the caller starts the process as before)."""
+        there is none ready to take it (the caller starts the process as before).
+        ``log_path`` None: its stderr stays the relay's (--log-stderr), now under the name of
+        the process it becomes."""
         kind = self.kinds.get(kind_of(spec.name))
         if not spec.spare or kind is None or kind.spawned is None \
                 or tuple(argv[1:1 + len(HOST_MODULE)]) != HOST_MODULE:
             return None
         spare, kind.spawned = kind.spawned, None
+        stream, kind.stream = kind.stream, None
         if spare.popen.poll() is not None or spare.popen.stdin is None or _stopped(spare.pid):
             # A stopped spare (SIGSTOP, a debugger) would read the line only when continued:
             # the process would sit "never answered a ping" for 15 s before its restart.
             process_control.sweep(spare.cookie)
             return None
-        line = json.dumps({"argv": list(argv[1 + len(HOST_MODULE):]), "log": str(log_path)}) + "\n"
+        line = json.dumps({"argv": list(argv[1 + len(HOST_MODULE):]),
+                           "log": None if log_path is None else str(log_path)}) + "\n"
         try:
             spare.popen.stdin.write(line.encode())
             spare.popen.stdin.flush()
         except OSError:   # it died between the poll and the write
             process_control.sweep(spare.cookie)
             return None
+        if stream is not None:
+            stream.label = spec.name
         log.info("process %s assigned to spare pid %d", spec.name, spare.pid)
         return spare
 
@@ -128,7 +141,7 @@ class Spares:
                 if code is None:
                     continue
                 process_control.sweep(kind.spawned.cookie)
-                kind.spawned = None
+                kind.spawned, kind.stream = None, None
                 decision = kind.budget.record_exit(now)
                 if not decision.restart:
                     kind.gave_up = True
@@ -159,11 +172,12 @@ class Spares:
                 "--instance", self.owner.name]     # named in `ps`, like the hosts
         log_path = self.owner.log_dir / f"{self.owner.name}.spare-{name}.log"
         try:
-            with open(log_path, "ab") as log_file:
+            with self.owner.child_stderr(f"spare-{name}", log_path) as (stderr, stream):
                 kind.spawned = process_control.spawn(
                     argv, cwd=str(self.owner.root), env=self.owner._child_env(),
-                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log_file,
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
                     die_with_parent=True)
+                kind.stream = stream
         except OSError as exc:
             log.error("could not start a spare host for %s: %s", name, exc)
             kind.next_at = now + 1.0
@@ -182,6 +196,6 @@ class Spares:
         """Every spare, forgotten here (the supervisor is stopping: they are stopped)."""
         spares = [k.spawned for k in self.kinds.values() if k.spawned is not None]
         for k in self.kinds.values():
-            k.spawned = None
+            k.spawned, k.stream = None, None
             k.gave_up = True
         return spares

@@ -148,7 +148,9 @@ class SpawnWaits:
 
 def _ended(child: Any) -> BusError:
     name = child.spec.name
+    # --log-stderr: no file, its lines are on the supervisor's stderr (actors/log_relay.py)
+    where = child.log_path or f"the lines marked [{name}] on the instance's stderr"
     return BusError("spawn_failed", f"The {name} process ended before it was ready "
                     f"({child.last_exit or 'no exit status'}).",
-                    f"Read its log ({child.log_path}) and `rio status`; then try again.",
+                    f"Read its log ({where}) and `rio status`; then try again.",
                     process=name)

@@ -9,10 +9,17 @@ Threads: the main thread runs :meth:`Supervisor.run` (the monitor loop); the hub
 thread and answers ``system.*`` through :meth:`Supervisor.handle_system` (an OpTable of
 ``@handles`` methods, actors/bus/local_ops.py), which only reads state that the monitor loop
 publishes under a lock.
+
+Under a service manager (``NOTIFY_SOCKET`` set: systemd ``Type=notify``) it speaks sd_notify
+(actors/sd_notify.py): ``READY=1`` once the core has answered ``buffer.list``, ``WATCHDOG=1``
+from the monitor loop, ``STATUS=`` on restarts and give-ups, ``STOPPING=1`` when it stops. With
+``--log-stderr`` every process's log lines reach its own stderr, prefixed with the process's
+name (actors/log_relay.py), instead of one file per process (ADR-0035).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -23,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Iterator
 
 import psutil
 
@@ -31,6 +38,8 @@ from actors import process_control
 from actors.bus.client import Endpoints, connect
 from actors.bus.hub import Hub
 from actors.bus.local_ops import Deferred, LocalRequest, answer
+from actors.log_relay import LogRelay, Stream
+from actors.sd_notify import Notifier
 from actors.spares import HOST_MODULE, SPARE_GRACES, Spares
 from actors.spawn_waits import RESPAWN, SpawnWaits
 from actors.window_first import child_env, window_argv
@@ -40,10 +49,14 @@ from rio.protocol import ops
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
 from rio.protocol.frames import Reply, Request
 from rio.protocol.op_table import OpTable
+from rio.service import health, notify
 
 log = logging.getLogger("rio.supervisor")
 
 STARTING_PING_S = 0.05   # how often a process that has not answered yet is asked again
+READY_PROBE_S = 2.0      # how long the readiness probe (buffer.list) waits for the core
+#: ``RIO_LOG_STDERR=1``: every process's log on the supervisor's stderr (``--log-stderr``)
+LOG_STDERR_ENV = "RIO_LOG_STDERR"
 
 
 #: States in which an on-demand process counts against its kind's max_live.
@@ -113,7 +126,8 @@ class Supervisor:
     def __init__(self, *, root: Path, instance: str | None, desktop: bool,
                  config: SupervisorConfig, listen: str | None = None,
                  fault_injection: bool = False, open_files: list[str] | None = None,
-                 window: process_control.Spawned | None = None):
+                 window: process_control.Spawned | None = None, log_stderr: bool = False,
+                 notifier: Notifier | None = None):
         self.root = root
         self.name = instance or default_name(root)
         self.paths = InstancePaths.for_name(self.name)
@@ -139,11 +153,20 @@ class Supervisor:
         #: system.spawn requests waiting for their process to be ready (actors/spawn_waits.py)
         self.spawn_waits = SpawnWaits(self)
         self.spares = Spares(self)
+        #: the service manager (sd_notify), when one asked (NOTIFY_SOCKET); else it sends nothing
+        self.notifier = notifier or Notifier(None)
+        #: every child's stderr to ours, prefixed with its name (--log-stderr); None: log files
+        self.log_relay: LogRelay | None = LogRelay() if log_stderr else None
+        #: the request id of the readiness probe in flight (buffer.list), and when to send next
+        self._ready_probe: str | None = None
+        self._ready_probe_at = 0.0
 
     # --- start ----------------------------------------------------------------------------------
     def claim_instance(self) -> None:
         existing = self.paths.read_info()
-        if existing is not None and pid_alive(existing.pid):
+        # Our own pid there is a stale file: in a container the supervisor is PID 1 in every
+        # run, and a runtime folder on a volume outlives the container that wrote it.
+        if existing is not None and existing.pid != os.getpid() and pid_alive(existing.pid):
             raise BusError("instance_exists",
                            f"Rio instance {self.name!r} is already running (pid {existing.pid}, "
                            f"root {existing.root}).",
@@ -167,6 +190,8 @@ class Supervisor:
         self.paths.write_info(InstanceInfo(self.name, str(self.root), os.getpid(),
                                            endpoints.requests, endpoints.events, self.started))
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.log_relay is not None:
+            self.log_relay.start()
         # Under the lock: the hub already answers system.status, which iterates the children
         # (found by `rio faults`: a status during start-up killed the hub thread).
         with self.lock:
@@ -203,20 +228,34 @@ class Supervisor:
     def _child_env(self) -> dict[str, str]:
         return child_env(self.name)
 
+    @contextlib.contextmanager
+    def child_stderr(self, label: str, path: Path) -> Iterator[tuple[IO[bytes] | int,
+                                                                      Stream | None]]:
+        """What a child's stderr is while it is spawned: its log file at ``path``, or with
+        --log-stderr a pipe to the relay under ``label`` (the stream is given too, so that a
+        spare's can be relabelled when it is assigned)."""
+        if self.log_relay is None:
+            with open(path, "ab") as log_file:
+                yield log_file, None
+            return
+        stream = self.log_relay.open(label)
+        try:
+            yield stream.write_fd, stream
+        finally:
+            stream.close_writer()
+
     def _spawn(self, child: Child, adopted: process_control.Spawned | None = None) -> None:
         """Start ``child``: the process `rio` started already (``adopted``), else a spare's,
         else a new one."""
-        child.log_path = self.log_dir / f"{self.name}.{child.spec.name}.log"
+        path = self.log_dir / f"{self.name}.{child.spec.name}.log"
+        child.log_path = path if self.log_relay is None or adopted is not None else None
         child.spawned = adopted or self.spares.assign(child.spec, child.argv, child.log_path)
         if child.spawned is None:
-            log_file = open(child.log_path, "ab")
-            try:
+            with self.child_stderr(child.spec.name, path) as (stderr, _stream):
                 child.spawned = process_control.spawn(
                     child.argv, cwd=str(self.root), env=self._child_env(),
-                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log_file,
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
                     die_with_parent=True)
-            finally:
-                log_file.close()
         child.state = "running"
         child.started_at = time.monotonic()
         child.missed_pings = 0
@@ -243,9 +282,39 @@ class Supervisor:
                         self._check(child, now)
                     self.spares.check(now)
                 process_control.reap_zombies(self._tracked_pids())
+                self._check_ready(now)
+                if self.hub is None or self.hub.alive():
+                    # A frozen loop, or a hub that cannot be started again, stops this: the
+                    # service manager then restarts the instance (WatchdogSec).
+                    self.notifier.watchdog(now)
         finally:
             self.shutdown()
         return 0
+
+    def _check_ready(self, now: float) -> None:
+        """``READY=1`` for the service manager, once: when every process started with the
+        instance answered its first ping, the supervisor asks the core ``buffer.list`` and
+        says ready only when that is answered — ready means a client's request is served."""
+        if not self.notifier.enabled or self.notifier.ready_sent or self._ready_probe \
+                or now < self._ready_probe_at:
+            return
+        with self.lock:
+            waiting = [c for c in self.children.values() if c.spec.per == "instance"
+                       and "ui" not in c.spec.actors and not c.ready]
+            running = sum(1 for c in self.children.values() if c.state == "running")
+        if waiting:
+            return
+
+        def answered(reply: Reply) -> None:
+            self._ready_probe = None
+            if reply.ok:
+                log.info("ready: the core answered %s", health.CORE_PROBE)
+                self.notifier.ready(notify.serving_status(str(self.root), running))
+            else:    # restarting again, or slow: ask again shortly
+                self._ready_probe_at = time.monotonic() + 0.1
+
+        self._ready_probe = self.conn.request(health.CORE_PROBE, {}, answered,
+                                              timeout=READY_PROBE_S)
 
     def _check_hub(self) -> None:
         """The hub's thread guards every frame, but should it die anyway, the instance must
@@ -384,6 +453,9 @@ class Supervisor:
         log.info("process %s", data)
         if self.hub is not None:
             self.hub.publish("system.process", data)
+        said = notify.event_status(data)
+        if said is not None:
+            self.notifier.status(said)
         self.spawn_waits.on_event(child, what)   # system.spawn answers after this event
 
     # --- system.* ops (called on the hub thread: actors/bus/local_ops.py) ----------------------
@@ -397,7 +469,11 @@ class Supervisor:
 
     @handles("system.ping")
     def ping_op(self, req: LocalRequest) -> dict[str, Any]:
-        return {"pong": True, "pid": os.getpid(), "instance": self.name}
+        # ``failed``: the processes Rio gave up on — the supervisor answers, but the instance
+        # is not whole (`rio health` exits 1 on it).
+        with self.lock:
+            failed = sorted(n for n, c in self.children.items() if c.state == "failed")
+        return {"pong": True, "pid": os.getpid(), "instance": self.name, "failed": failed}
 
     @handles("system.ops")
     def ops_op(self, req: LocalRequest) -> Any:
@@ -405,7 +481,7 @@ class Supervisor:
 
     @handles("system.status")
     def status_op(self, req: LocalRequest) -> dict[str, Any]:
-        return self.status()
+        return self.status(tree=bool(req.args.get("tree")))
 
     @handles("system.stop")
     def stop_op(self, req: LocalRequest) -> dict[str, Any]:
@@ -438,7 +514,10 @@ class Supervisor:
         from actors.faults.injection import apply_fault
         return apply_fault(self, dict(req.args))
 
-    def status(self) -> dict[str, Any]:
+    def status(self, tree: bool = False) -> dict[str, Any]:
+        """The instance's processes; ``tree``: also what each one started (an agent session's
+        ACP agent and its helpers …) with their memory, what the supervisor adopted, and the
+        instance's total (actors/process_tree.py; ``rio status`` asks for it)."""
         procs = []
         with self.lock:
             for child in self.children.values():
@@ -452,17 +531,36 @@ class Supervisor:
                 procs.append({"name": child.spec.name, "pid": child.pid, "state": child.state,
                               "actors": list(child.spec.actors), "restarts": child.restarts,
                               "last_exit": child.last_exit, "rss": rss,
-                              "ready": child.ready, "log": str(child.log_path),
+                              "ready": child.ready,
+                              "log": None if child.log_path is None else str(child.log_path),
                               # what `rio faults` paces its kills by (docs/faults.md)
                               "budget": None if budget is None else {
                                   "policy": budget.policy, "max_restarts": budget.max_restarts,
                                   "window_s": budget.window_s,
                                   "used": budget.restarts_in_window(time.monotonic())}})
             spares = self.spares.status()
-        return {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
-                "uptime_s": time.time() - self.started, "processes": procs,
-                "hub_restarts": self.hub_restarts, "spares": spares,
-                "rss": psutil.Process().memory_info().rss}
+        status = {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
+                  "uptime_s": time.time() - self.started, "processes": procs,
+                  "hub_restarts": self.hub_restarts, "spares": spares,
+                  "rss": psutil.Process().memory_info().rss}
+        if tree:   # outside the lock: a pass over the system's processes
+            from actors import process_tree
+            for spare in spares:
+                try:
+                    spare["rss"] = psutil.Process(spare["pid"]).memory_info().rss
+                except psutil.Error:
+                    spare["rss"] = None
+            live = [p["pid"] for p in procs
+                    if p["pid"] and p["state"] in ("starting", "running", "stopping")]
+            found = process_tree.for_instance(os.getpid(), live,
+                                              known=[s["pid"] for s in spares]
+                                              + [p["pid"] for p in procs if p["pid"]])
+            for proc in procs:
+                proc["children"] = found.children.get(proc["pid"], []) \
+                    if proc["pid"] in live else []
+            status["adopted"] = found.adopted
+            status["rss_total"] = process_tree.total_rss(status)
+        return status
 
     def spawn_on_demand(self, args: dict[str, Any]) -> dict[str, Any]:
         kind, key = args["kind"], args["key"]
@@ -542,6 +640,7 @@ class Supervisor:
 
     # --- stop -----------------------------------------------------------------------------------
     def shutdown(self) -> None:
+        self.notifier.stopping(f"stopping {self.name}")
         with self.lock:
             children = list(self.children.values())
             spares = self.spares.take_all()
@@ -585,6 +684,9 @@ class Supervisor:
             self.hub.stop()
         self.paths.remove()
         self.wake.close()
+        if self.log_relay is not None:
+            self.log_relay.stop()
+        self.notifier.close()
 
 
 def describe_exit(code: int | None) -> str:
@@ -598,14 +700,25 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
+def log_stderr_wanted(flag: bool) -> bool:
+    """``--log-stderr``, or ``RIO_LOG_STDERR`` set to 1/true/yes (an image or a unit sets it
+    once for every start)."""
+    return flag or os.environ.get(LOG_STDERR_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
 def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
                    listen: str | None = None, placement: str | None = None,
                    fault_injection: bool = False, open_files: list[str] | None = None,
-                   window: process_control.Spawned | None = None) -> int:
+                   window: process_control.Spawned | None = None,
+                   log_stderr: bool = False) -> int:
     """Run an instance until it is stopped. ``window``: the window process `rio` started
     before importing this module (actors/window_first.py), adopted as the ``ui`` child."""
+    log_stderr = log_stderr_wanted(log_stderr)
     logging.basicConfig(level=os.environ.get("RIO_LOG_LEVEL", "WARNING"),
-                        format="%(asctime)s supervisor[%(process)d] %(name)s: %(message)s")
+                        format=("[supervisor] " if log_stderr else "")
+                        + "%(asctime)s supervisor[%(process)d] %(name)s: %(message)s")
+    # Read (and taken out of the environment, so no child inherits it) before anything starts.
+    notifier = Notifier.from_environment()
     if not root.is_dir():
         print(f"rio: {root} is not a folder.\n  Pass --root with a project folder.",
               file=sys.stderr)
@@ -618,15 +731,19 @@ def run_supervisor(*, root: Path, instance: str | None, desktop: bool,
                              actors=known_actors(), on_demand=ON_DEMAND)
         sup = Supervisor(root=root, instance=instance, desktop=desktop, config=config,
                          listen=listen, fault_injection=fault_injection, open_files=open_files,
-                         window=window)
+                         window=window, log_stderr=log_stderr, notifier=notifier)
+        # Before the start: a SIGTERM while it starts ends it cleanly once the loop runs (as
+        # PID 1 of a container a signal without a handler would be ignored).
+        signal.signal(signal.SIGTERM, lambda *_: sup.stop_requested.set())
+        signal.signal(signal.SIGINT, lambda *_: sup.stop_requested.set())
         sup.start()
     except RioError as err:
         if window is not None:   # no instance to show: the early window goes
             process_control.stop(window, stdin_grace=0, term_grace=0.5, kill_grace=1.0)
+        notifier.status(f"cannot start: {err.kind}: {err.message}")
+        notifier.close()
         print(f"rio: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
         return 1
-    signal.signal(signal.SIGTERM, lambda *_: sup.stop_requested.set())
-    signal.signal(signal.SIGINT, lambda *_: sup.stop_requested.set())
     print(f"Rio instance {sup.name} serving {root}", flush=True)
     print(f"  stop it with: rio stop --instance {sup.name}", flush=True)
     return sup.run()

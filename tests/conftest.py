@@ -1,23 +1,23 @@
 """Shared fixtures: an X display for GUI tests and a Tk root on it.
 
 GUI tests ask for ``tk_root`` (or ``display``) and carry ``@pytest.mark.gui`` plus a timeout.
-Without a usable $DISPLAY we start our own Xvfb, and we FAIL (never skip) when Xvfb is missing:
-a skipped GUI suite looks green while testing nothing, and CI installs Xvfb.
+They run on an Xvfb of the session's own — never on the user's $DISPLAY unless
+``RIO_TEST_DISPLAY=1`` asks for it (tests/session_env.py) — and we FAIL (never skip) when
+Xvfb is missing: a skipped GUI suite looks green while testing nothing.
+
+Before any test: tests/session_env.py points Rio's state, config and cache folders into a trap
+folder (a test that writes there fails: everything a test writes goes under its tmp_path),
+takes the user's display out, and gives the children tests start SIGINT's default action.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 
 import pytest
-
-_XVFB_START_TIMEOUT_S = 10.0
 
 # Tests never reach the internet: the public ACP agent registry (rio/acp/registry.py) is off
 # for every test and every process a test starts, unless a test points discovery at a
@@ -29,52 +29,9 @@ os.environ["RIO_AGENT_REGISTRY_URL"] = "off"
 # See _events_checked below.
 os.environ.setdefault("RIO_CHECK_EVENTS", "1")
 
+from tests import session_env  # noqa: E402 -- after the variables above, before Rio's modules
 
-def _display_usable(name: str) -> bool:
-    """True when a client can connect to ``name`` (xdpyinfo if present, else Tk itself)."""
-    if not name:
-        return False
-    env = {**os.environ, "DISPLAY": name}
-    probe = ["xdpyinfo"] if shutil.which("xdpyinfo") else [
-        sys.executable, "-c", "import tkinter; tkinter.Tk().destroy()"]
-    try:
-        done = subprocess.run(probe, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=_XVFB_START_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def _start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        pytest.fail("GUI tests need an X display: $DISPLAY is unset or unusable and Xvfb is not "
-                    "installed. Install it (Debian: apt-get install xvfb) or set DISPLAY.")
-    # -displayfd makes Xvfb pick a free display number and write it to the pipe when ready,
-    # so there is no race over lock files and no sleep-and-hope.
-    # stderr goes to a file, not a pipe: nobody drains a pipe during the session and a full
-    # pipe would freeze the X server mid-test.
-    log = tempfile.TemporaryFile()
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [xvfb, "-displayfd", str(write_fd), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-        pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=log,
-        start_new_session=True)
-    os.close(write_fd)
-    number = b""
-    try:
-        with os.fdopen(read_fd, "rb") as pipe:
-            number = pipe.readline().strip()
-    finally:
-        if not number:
-            proc.kill()
-            proc.wait(timeout=_XVFB_START_TIMEOUT_S)
-            log.seek(0)
-            err = log.read().decode(errors="replace")[-500:]
-            log.close()
-            pytest.fail(f"Xvfb did not start: {err}")
-    log.close()  # the child keeps its own descriptor
-    return proc, f":{number.decode()}"
+session_env.isolate()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -85,14 +42,34 @@ def _remove_runtime_dirs() -> Iterator[None]:
     remove_runtime_dirs()
 
 
+@pytest.fixture(autouse=True)
+def _writes_stay_in_tmp() -> Iterator[None]:
+    """A test that wrote into Rio's own folders without pointing them at its tmp_path (the
+    trap of tests/session_env.py, where they point otherwise) fails, naming what it wrote."""
+    yield
+    left = session_env.trap_leftovers()
+    if left:
+        session_env.clear_trap()
+        pytest.fail("written into Rio's state/config/cache folders instead of under tmp_path "
+                    "(set RIO_STATE_DIR / RIO_CONFIG_DIR / RIO_CACHE_DIR to the test's "
+                    f"tmp_path, or use tests.support.rio_env): {left}", pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_trap() -> Iterator[None]:
+    yield
+    session_env.remove_trap()
+
+
 @pytest.fixture(scope="session")
 def display() -> Iterator[str]:
-    """An X display name usable for the whole session; our own Xvfb when none is usable."""
-    current = os.environ.get("DISPLAY", "")
-    if _display_usable(current):
+    """An X display name usable for the whole session: our own Xvfb, or $DISPLAY when
+    ``RIO_TEST_DISPLAY=1`` asks for it (and it answers)."""
+    current = session_env.given_display(os.environ) or ""
+    if current and session_env.display_usable(current):
         yield current
         return
-    proc, name = _start_xvfb()
+    proc, name = session_env.start_xvfb()
     os.environ["DISPLAY"] = name
     try:
         yield name

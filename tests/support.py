@@ -170,8 +170,9 @@ class RioServer:
                 self.proc.wait(5)
         code = self.proc.returncode
         said = _drain(self.proc.stderr)   # the supervisor's own log (the hub's checks)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        for pipe in (self.proc.stdout, self.proc.stderr):   # None: the test took them itself
+            if pipe is not None:
+                pipe.close()
         survivors = wait_gone(tree + [p for p in map(_proc, self.known_pids) if p], 10)
         for p in survivors:
             try:

@@ -135,3 +135,78 @@ def test_claude_uses_rios_mcp_tool_through_the_gate(claude_rio):
     info = server.call("buffer.open", {"path": "notes.txt"})
     assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == "alpha\ngamma\n"
     assert ended["buffers"] == [info["buffer"]]
+
+
+def test_claude_after_a_stop_the_next_turn_is_never_silent_and_the_conversation_goes_on(
+        tmp_path):
+    """claude-agent-acp 0.23.1 answers the prompt after a Stop at once with an empty
+    end_turn (its own bug), and a model error after a Stop went unseen the same way: Rio says
+    what happened for that turn — the error, or that the agent ended it without a reply — and
+    the next message is answered as usual."""
+    from tests.fakes.model_servers import anthropic_error
+
+    def script(request: Any) -> Any:
+        body = json.dumps(request.json) if request.body else ""
+        if "go slowly" in body and "after the stop" not in body:
+            return anthropic_text("Thinking", " slowly").slow(hold_open=True)
+        if "after the stop" in body and "third" not in body:
+            return anthropic_error(400, "invalid_request_error", "prompt is too long")
+        return anthropic_text("fine")
+    need(CLAUDE, node=True)
+    model = FakeModelServer([script] * 100).start()
+    root = tmp_path / "proj"
+    root.mkdir()
+    (tmp_path / "home").mkdir()
+    env = rio_env(tmp_path)
+    env.pop("IS_SANDBOX", None)
+    env.update({"HOME": str(tmp_path / "home"), "ANTHROPIC_BASE_URL": model.url,
+                "ANTHROPIC_API_KEY": "test"})
+    config = Path(env["RIO_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[agents.claude]\ncommand = "{NODE}"\nargs = [{json.dumps(str(CLAUDE))}]\n')
+    server = RioServer(root, tmp_path, env=env).start()
+    conn = server.connect("real-stop", subscribe=("agent.",))
+    events: list[tuple[str, dict]] = []
+    conn.subscribe("agent.", lambda e: events.append((e.topic, thaw(e.data))))
+
+    def wait(topic: str, timeout: float = 120, **match: Any) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for t, d in events:
+                if t == topic and all(d.get(k) == v for k, v in match.items()):
+                    return d
+            conn.wait(0.05)
+        raise AssertionError(f"no {topic} {match}: {[t for t, _ in events]}")
+
+    def _end_of(turn: str) -> dict:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for t, d in events:
+                if t == "agent.turn" and d.get("turn") == turn and d["state"] != "started":
+                    return d
+            conn.wait(0.05)
+        raise AssertionError(f"turn {turn} did not end: {[t for t, _ in events]}")
+    try:
+        cid = conn.call("agent.new", {"agent": "claude"})["conversation"]
+        first = conn.call("agent.send", {"conversation": cid, "text": "go slowly"},
+                          timeout=60)["turn"]
+        wait("agent.delta", turn=first)
+        conn.call("agent.stop", {"conversation": cid})
+        assert _end_of(first)["state"] == "stopped"
+        second = conn.call("agent.send", {"conversation": cid, "text": "after the stop"},
+                           timeout=60)["turn"]
+        _end_of(second)
+        said = [(t, d) for t, d in events if d.get("turn") == second and (
+            t == "agent.error" or (t == "agent.note" and d.get("note") == "empty_reply")
+            or (t == "agent.delta" and d.get("text")))]
+        assert said, f"the turn after the Stop showed nothing: {events}"
+        third = conn.call("agent.send", {"conversation": cid, "text": "third"},
+                          timeout=60)["turn"]
+        assert _end_of(third)["state"] == "done"
+        assert "fine" in "".join(d.get("text", "") for t, d in events
+                                 if t == "agent.delta" and d.get("turn") == third)
+    finally:
+        conn.close()
+        server.stop()
+        model.close()

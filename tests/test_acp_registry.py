@@ -122,6 +122,8 @@ def test_offline_the_old_copy_or_the_builtin_list_serves_silently(tmp_path, serv
         raise OSError("offline")
     soon = registry.load(env, now=1000.0 + 3 * registry.TTL_S + 60, fetch=fetch)
     assert soon.state == "stale" and calls == [] and "it failed 60 s ago" in soon.note
+    # what is still to come is said as such, with the time left (not "tried again after")
+    assert "it will be tried again in 9 min" in soon.note and "tried again after" not in soon.note
     later = registry.load(env, now=1000.0 + 3 * registry.TTL_S + registry.RETRY_S + 1,
                           fetch=fetch)
     assert later.state == "stale" and calls == [served.url]

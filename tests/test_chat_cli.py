@@ -127,8 +127,10 @@ def test_an_error_turn_exits_1_with_the_classified_message(server, fakes):
     done = run_chat(server, "--conversation", cid, "hello")
     assert done.returncode == 1
     assert "Part" in done.stdout
-    assert done.stderr.count("The provider is rate limiting you.") == 1
-    assert "(agent.rate_limited)" in done.stderr and "Retry in 20 s." in done.stderr
+    # once, on one line: rio: <kind>: <message> — <next>, as every rio error
+    assert done.stderr.count("The provider is rate limiting you") == 1
+    assert "rio: agent.rate_limited: The provider is rate limiting you — Retry in 20 s\n" in \
+        done.stderr
 
 
 def test_interactive_loop_over_a_pipe(server, fakes):
@@ -623,6 +625,7 @@ def test_the_prompt_says_when_no_key_is_set(tmp_path, monkeypatch):
     monkeypatch.setenv("RIO_CONFIG_DIR", str(tmp_path))
     none = key_notice("anthropic", None, True, env={}, store=_Store(False))
     assert none and "No API key is set for anthropic" in none and "rio key set anthropic" in none
+    assert "--provider openai" in none and "--agent NAME" in none      # the key-less ways
     assert key_notice("anthropic", None, False, env={}, store=_Store(True)) is None
     # The variable reaches an instance `rio chat` starts, not one that was running already.
     env = {"ANTHROPIC_API_KEY": "sk-shell-000000"}
@@ -654,6 +657,58 @@ def test_e2e_a_key_only_in_this_shell_is_explained_against_a_running_instance(tm
         assert "sk-only-in-this-shell" not in done.stdout + done.stderr
     finally:
         srv.stop()
+
+
+@pytest.mark.slow
+def test_a_chat_with_no_key_says_so_in_one_line_and_keeps_no_conversation(tmp_path, leftovers):
+    """No API key anywhere, no instance running: `rio chat TEXT` starts one, the turn fails
+    with agent.not_configured — said in the one-line format, naming the key-less choices —
+    and the conversation it made for that message is not kept (no pile of failed chats)."""
+    root = tmp_path / "nokey"
+    root.mkdir()
+    leftovers.append(root)
+    env = rio_env(tmp_path)
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"   # no stored key either
+    for _ in range(2):     # twice: no conversation is left by either
+        done = subprocess.run([sys.executable, "-m", "rio.cli", "chat", "--root", str(root),
+                               "hello"], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=90, cwd=str(root))
+        assert done.returncode == 1, done.stderr
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith("rio: agent.not_configured: No API key is set for "
+                                   "anthropic — "), done.stderr
+        assert "--provider openai" in lines[0] and "--agent NAME" in lines[0]
+    stored = list(Path(env["RIO_STATE_DIR"]).glob("projects/*/conversations/*.json*"))
+    assert stored == [], stored
+
+
+def test_the_store_discards_only_a_conversation_without_an_answer(tmp_path):
+    from rio.agent.conversations import ConversationStore
+    from rio.protocol.errors import AgentError
+    from rio.providers.base import Message
+    store = ConversationStore(tmp_path)
+    failed = store.create(provider="anthropic")
+    _, turn = store.begin_turn(failed.conversation, "hello")
+    store.end_turn(turn.turn, "error", {"kind": "agent.not_configured", "message": "No key.",
+                                        "next": "Set one."})
+    answered = store.create(provider="anthropic")
+    _, turn = store.begin_turn(answered.conversation, "hi")
+    store.add_messages(turn.turn, [Message.assistant("Hello.")])
+    store.end_turn(turn.turn, "done")
+    running = store.create(provider="anthropic")
+    store.begin_turn(running.conversation, "still going")
+    store.discard(failed.conversation)
+    assert not list(tmp_path.glob(f"{failed.conversation}*"))
+    with pytest.raises(AgentError):
+        store.get(failed.conversation)
+    for kept in (answered, running):
+        with pytest.raises(AgentError) as err:
+            store.discard(kept.conversation)
+        assert err.value.kind == "agent.not_discardable"
+        assert (tmp_path / f"{kept.conversation}.json").exists()
+    assert {c.conversation for c in ConversationStore(tmp_path).list()} == {
+        answered.conversation, running.conversation}
 
 
 @pytest.mark.slow
@@ -697,15 +752,40 @@ def test_an_acp_agents_error_prints_its_own_words_and_details_under_the_line():
     result = TurnResult(turn="c1.1")
     client._show("agent.error", data, result)
     lines = err.getvalue().splitlines()
-    assert lines[0].startswith("error: The agent 'codex' failed session/prompt") and \
-        lines[0].endswith("(agent.request_rejected)")
-    assert lines[1] == "  Change codex's model or request settings; sending the message " \
-        "again fails the same way."
-    assert lines[2:] == ["  The agent said:", "    │ " + said.strip(), "  Details:",
+    # the error itself is one line, as every rio error: rio: <kind>: <message> — <next>
+    assert lines[0].startswith("rio: agent.request_rejected: The agent 'codex' failed "
+                               "session/prompt")
+    assert lines[0].endswith(" — Change codex's model or request settings; sending the "
+                             "message again fails the same way")
+    assert lines[1:] == ["  The agent said:", "    │ " + said.strip(), "  Details:",
                          "    │ {", '    │   "param": "reasoning.effort"', "    │ }"]
     assert result.error["details"]["said"] == said.strip()
     # Another error's details (an exit code) are for programs: nothing more is printed.
     err.truncate(0), err.seek(0)
     client._error({"kind": "agent.agent_exited", "message": "It stopped.", "next": "Again.",
                    "details": {"exit_code": 3}})
-    assert err.getvalue() == "error: It stopped. (agent.agent_exited)\n  Again.\n"
+    assert err.getvalue() == "rio: agent.agent_exited: It stopped — Again\n"
+
+
+def test_a_missing_key_is_one_line_that_names_the_ways_without_a_key():
+    """rio chat with no API key: the one-line error format, and the choices that need no key
+    (a local server with --provider openai, a signed-in agent with --agent)."""
+    import io
+    from types import SimpleNamespace
+
+    from rio.agent.failures import not_configured
+    from ui.term.chat import ChatClient
+    err = io.StringIO()
+    client = ChatClient(SimpleNamespace(subscribe=lambda *a: None), "c1", out=io.StringIO(),
+                        err=err)
+    client._error(not_configured("anthropic").to_wire())
+    text = err.getvalue()
+    assert text.count("\n") == 1, text
+    assert text.startswith("rio: agent.not_configured: No API key is set for anthropic — ")
+    assert "rio key set anthropic" in text and "--provider openai" in text
+    assert "--agent NAME" in text and "rio agents" in text
+    # another not_configured (a bad endpoint) is not about keys: no key-less advice
+    err.truncate(0), err.seek(0)
+    client._error({"kind": "agent.not_configured", "message": "The openai endpoint 'x' is "
+                   "not a usable URL.", "next": "Pass a full URL."})
+    assert "--agent" not in err.getvalue()

@@ -68,6 +68,17 @@ def test_one_exit_code_table_holds_every_module():
         assert "docs/deploy.md" in (REPO / "docs" / doc).read_text()
 
 
+def test_a_start_that_fails_is_documented_as_it_exits():
+    """`rio serve` on a running instance exits 1 with two lines (tests/test_serve.py holds the
+    code to it; actors/supervisor.py run_supervisor): the table and the error format say so
+    (issue 18, point 21)."""
+    codes = documented_codes()
+    assert "bus.instance_exists" in codes[1] and "bus.instance_exists" not in codes[2]
+    text = (REPO / "docs" / "deploy.md").read_text()
+    assert "Every error is one line" not in text
+    assert "  (bus.instance_exists) Use it" in text
+
+
 # --- `rio PATH...` ---------------------------------------------------------------------------
 
 @pytest.fixture

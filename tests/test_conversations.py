@@ -177,3 +177,30 @@ def test_log_is_one_json_object_per_line(store):
     assert [json.loads(x)["t"] for x in lines] == ["turn", "message", "end"]
     assert not [p for p in os.listdir(store.folder) if p.endswith(".tmp")]
     assert isinstance(store.get(cid).messages[0].content[0], TextBlock)
+
+
+def test_what_a_turn_showed_is_kept_after_its_end_and_old_logs_still_load(store):
+    """Issue 18: ``shown`` lines (rio/agent/shown.py) are appended after a turn's end and come
+    back with the history; a log written before them (no such line) loads as it did, and a
+    line of a kind the reader does not know is skipped."""
+    conv = store.create()
+    cid = conv.conversation
+    _, first = store.begin_turn(cid, "old turn")
+    store.end_turn(first.turn, "done")
+    _, second = store.begin_turn(cid, "new turn")
+    store.end_turn(second.turn, "done")
+    events = [{"topic": "agent.delta", "data": {"text": "Part one."}},
+              {"topic": "agent.tool", "data": {"call": "c1", "name": "fs_read", "input": {}}},
+              {"topic": "agent.delta", "data": {"text": "Part two."}}]
+    store.record_shown(second.turn, events, cut=True)
+    store.record_shown(second.turn, [{"topic": "agent.delta", "data": {"text": "again"}}])
+    log = store.folder / f"{cid}.jsonl"
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"t": "from_a_later_rio", "turn": second.turn}) + "\n")
+    again = reopen(store).get(cid)
+    turns = again.history()["turns"]
+    assert "shown" not in turns[0]                   # recorded before: its messages draw it
+    assert turns[1]["shown"] == events and turns[1]["shown_cut"] is True
+    assert [t["status"] for t in turns] == ["done", "done"]
+    kinds = [json.loads(line)["t"] for line in log.read_text().splitlines()]
+    assert kinds.count("shown") == 1                 # a turn keeps its first record

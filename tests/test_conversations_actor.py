@@ -163,6 +163,56 @@ def test_text_streamed_before_the_session_died_is_kept_marked_interrupted(server
     assert [m["role"] for m in fakes[-1].turns[0]["messages"]] == ["user", "assistant", "user"]
 
 
+def test_what_a_turn_showed_is_recorded_with_it(server, client, fakes):
+    """Issue 18: the core keeps a running turn's events and, once its end is back on the
+    event stream (after every event the session published before the end), records them
+    with the turn, compacted: a reload draws the text split by the tool call, the tool's
+    result, the plan — not the turn's one glued message. A session that dies keeps what it
+    showed too."""
+    cid = new_conversation(client)
+
+    def answer(fake: FakeSession, turn: FakeTurn) -> None:
+        base = {"conversation": cid, "turn": turn.args["turn"]}
+        pub = fake.bus.publish
+        pub("agent.delta", {**base, "text": "c_to_f"})
+        pub("agent.delta", {**base, "text": "."})
+        pub("agent.tool", {**base, "call": "c1", "name": "fs_read", "input": {"path": "t"}})
+        pub("agent.tool_result", {**base, "call": "c1", "name": "fs_read", "ok": True,
+                                  "summary": "t: 2 lines", "truncated": False})
+        pub("agent.plan", {**base, "entries": [{"content": "a", "priority": "high",
+                                                "status": "pending"}]})
+        pub("agent.usage", {**base, "used": 1, "size": 9})
+        pub("agent.delta", {**base, "text": "Now one for f_to_c."})
+        turn.reply({"status": "done", "messages": [assistant("c_to_f.Now one for f_to_c.")]})
+    fakes.append(FakeSession(server.info(), cid, answer))
+    turn = client.call("agent.send", {"conversation": cid, "text": "two functions"})["turn"]
+    client.wait("agent.turn", turn=turn, state="done")
+    assert wait_for(lambda: "shown" in client.call("agent.history", {
+        "conversation": cid})["turns"][0], 10)
+    shown = client.call("agent.history", {"conversation": cid})["turns"][0]["shown"]
+    assert [(e["topic"], e["data"].get("text")) for e in shown] == [
+        ("agent.turn", "two functions"), ("agent.delta", "c_to_f."), ("agent.tool", None),
+        ("agent.tool_result", None), ("agent.plan", None),
+        ("agent.delta", "Now one for f_to_c."), ("agent.turn", None)]
+    assert shown[0]["data"] == {"state": "started", "text": "two functions"}
+    assert shown[-1]["data"]["state"] == "done"
+
+    def stream_then_die(fake: FakeSession, t: FakeTurn) -> None:
+        fake.bus.publish("agent.delta", {"conversation": cid, "turn": t.args["turn"],
+                                         "text": "Half"})
+    fakes[-1].bus.stop()
+    dying = FakeSession(server.info(), cid, stream_then_die)
+    turn2 = client.call("agent.send", {"conversation": cid, "text": "more"})["turn"]
+    client.wait("agent.delta", turn=turn2, text="Half")
+    dying.died()
+    client.wait("agent.turn", turn=turn2, state="error")
+    assert wait_for(lambda: "shown" in client.call("agent.history", {
+        "conversation": cid})["turns"][1], 10)
+    shown = client.call("agent.history", {"conversation": cid})["turns"][1]["shown"]
+    assert [e["topic"] for e in shown] == ["agent.turn", "agent.delta", "agent.error",
+                                           "agent.turn"]
+
+
 def test_a_session_that_vanishes_silently_ends_the_turn_classified(server, client, fakes):
     cid = new_conversation(client)
     first = FakeSession(server.info(), cid, lambda fake, t: None)

@@ -203,8 +203,12 @@ def test_the_sign_in_card_shows_the_agents_own_ways_and_copies_the_command(view)
     # The agent's own method is a button: the panel asks the agent (agent.authenticate).
     signed: list = []
     view.panel.sign_in = signed.append
-    next(b for b in card.body.winfo_children() if b.winfo_class() == "TButton"
-         and b.cget("text") == "Sign in").invoke()
+    def buttons(w):
+        for child in w.winfo_children():
+            if child.winfo_class() == "TButton":
+                yield child
+            yield from buttons(child)
+    next(b for b in buttons(card.body) if b.cget("text") == "Sign in").invoke()
     assert signed == ["chatgpt"]
     view.apply(conv.apply("agent.sign_in", {"conversation": C, "turn": turn,
                                             "state": "signed_in", "method": "login"}))
@@ -491,3 +495,80 @@ def test_a_key_typed_in_the_dialog_is_stored_and_never_shown(tk_root, tmp_path):
     assert secret not in described and "openai: set (from the private file" in described
     assert secret not in " ".join(messages)
     dialog.close()
+
+
+# --- issue 18: what the panel says ------------------------------------------------------------
+
+def feed(view, conv, *events, turn=f"{C}.1"):
+    for topic, data in events:
+        view.apply(conv.apply(topic, {"conversation": C, "turn": turn, **data}))
+
+
+def tagged(view, tag: str) -> list[str]:
+    ranges = view.text.tag_ranges(tag)
+    return [view.text.get(ranges[i], ranges[i + 1]) for i in range(0, len(ranges), 2)]
+
+
+def test_the_last_line_of_a_finished_turn_is_markdown_and_bold_code_has_no_backticks(view):
+    conv = Conversation(C)
+    view.show(conv)
+    feed(view, conv, ("agent.turn", {"state": "started", "text": "x"}),
+         ("agent.delta", {"text": "First line.\nRun **`make`** then **done**"}))
+    assert "**done**" in view.text.get("1.0", "end")        # still being written
+    feed(view, conv, ("agent.turn", {"state": "done"}))
+    text = view.text.get("1.0", "end")
+    assert "Run make then done" in text and "*" not in text and "`" not in text
+    assert tagged(view, "md_bold") == ["done"] and tagged(view, "md_bold_code") == ["make"]
+
+
+def test_an_mcp_call_is_one_line_and_its_raw_json_is_not_shown(view):
+    conv = Conversation(C)
+    view.show(conv)
+    feed(view, conv, ("agent.turn", {"state": "started", "text": "x"}),
+         ("agent.tool", {"call": "a1", "name": "other", "input": {}, "title": "",
+                         "status": "pending"}),
+         ("agent.tool", {"call": "m1", "name": "propose_edit", "input": {"path": "a.py"},
+                         "source": "mcp"}),
+         ("agent.tool_update", {"call": "a1", "title": "Tool: rio/propose_edit"}),
+         ("agent.tool_result", {"call": "m1", "name": "propose_edit", "ok": True,
+                                "summary": "a.py: edited", "truncated": False}),
+         ("agent.tool_result", {"call": "a1", "name": "other", "ok": True, "summary": "done",
+                                "truncated": False, "output": '{"applied":true}'}))
+    text = view.text.get("1.0", "end")
+    assert text.count("⚙") == 1 and "⚙ propose_edit path=a.py" in text
+    assert "rio/propose_edit" not in text and "applied" not in text
+
+
+def test_text_an_agent_sends_late_is_drawn_before_the_card_it_preceded(view):
+    conv = Conversation(C)
+    view.show(conv)
+    feed(view, conv, ("agent.turn", {"state": "started", "text": "x"}),
+         ("agent.tool", {"call": "a1", "name": "other", "input": {},
+                         "title": "rio_propose_edit"}),
+         ("agent.tool", {"call": "m1", "name": "propose_edit", "input": {"path": "a.py"},
+                         "source": "mcp"}),
+         ("agent.propose", {"proposal": "p1", "call": "m1", "path": "a.py", "kind": "edit",
+                            "diff": DIFF}),
+         ("agent.delta", {"text": "I will rename "}), ("agent.delta", {"text": "beta."}))
+    text = view.text.get("1.0", "end")
+    assert text.index("I will rename beta.") < text.index("⚙ propose_edit")
+    card = next(iter(view.cards.values()))
+    assert card.block.kind == "proposal" and "btn_approve" in card.buttons.children
+
+
+def test_a_rejected_card_says_it_once_and_the_end_card_follows_undo(view):
+    conv = Conversation(C)
+    view.show(conv)
+    feed(view, conv, ("agent.turn", {"state": "started", "text": "x"}),
+         ("agent.propose", {"proposal": "p1", "call": "c1", "path": "a.py", "kind": "edit",
+                            "diff": DIFF}))
+    view.apply(conv.decided("p1", "rejected", "rejected"))    # agent.approve's answer
+    card = view.cards[1]
+    assert [w.cget("text") for w in card.buttons.winfo_children()] == ["Rejected."]
+    feed(view, conv, ("agent.turn", {"state": "done", "buffers": ["b1"]}))
+    end = view.cards[2]
+    conv.blocks[2].data["names"]["b1"] = "notes.txt"
+    view.apply(conv.buffer_changed("b1", "ui:1", "undo", "Agent: x"))
+    assert end.label.cget("text") == "Undone: notes.txt"
+    assert str(end.undo.cget("state")) == "disabled" and str(end.save.cget("state")) == \
+        "disabled"

@@ -57,13 +57,32 @@ def _text_rows(ed) -> dict[str, float]:
     return out
 
 
+def _family_spaced_otherwise(root, font) -> str:
+    """An installed family whose lines are spaced otherwise than ``font``'s at its size. Tk
+    hands a silent substitute for a family that is not installed (Terminus on a machine
+    without fonts-terminus became DejaVu Sans: the same spacing, and the test failed)."""
+    import tkinter.font as tkfont
+
+    from ui.tk.fonts import EDITOR_CANDIDATES, UI_CANDIDATES, resolves
+    size, spacing = int(font.cget("size")), font.metrics("linespace")
+    preferred = [family for family, _ in EDITOR_CANDIDATES + UI_CANDIDATES]
+    for family in preferred + sorted(set(tkfont.families(root)) - set(preferred)):
+        if family in tkfont.families(root) and resolves(root, family, size) and \
+                tkfont.Font(root=root, family=family, size=size).metrics("linespace") != spacing:
+            return family
+    pytest.fail("no installed font family spaces lines otherwise than "
+                f"{font.actual('family')} at size {size}: install fonts-dejavu-extra "
+                "(tools/test-deps.sh does)")
+
+
 def test_line_numbers_follow_a_font_change_at_the_same_size(editor, tk_root):
     ed, _core = editor("".join(f"line {i}\n" for i in range(40)))
     tk_root.geometry("500x400")          # the window's size, not the font's, sets the height
     tk_root.update()
     ed._update_ui()
     before = _gutter_rows(ed)
-    ed.app.editor_font.configure(family="Terminus")   # other line spacing, same size
+    other = _family_spaced_otherwise(tk_root, ed.app.editor_font)
+    ed.app.editor_font.configure(family=other)   # other line spacing, same size
     ed.apply_look(ed.app.theme)
     tk_root.update()
     ed._update_ui()

@@ -280,3 +280,53 @@ def test_a_find_in_files_hit_after_an_emoji_is_highlighted_exactly(app, server):
         assert len(ranges) == 2 and t.get(*ranges) == "zebra"
     finally:
         (server.root / "emoji.txt").unlink()
+
+
+def _column(widget, x: int, top: int, height: int) -> list[str]:
+    """The screen's pixels in one column (``import``, the X server's own picture), top down."""
+    import os
+    import subprocess
+    out = subprocess.run(["import", "-silent", "-window", "root", "-crop",
+                          f"1x{height}+{widget.winfo_rootx() + x}+{widget.winfo_rooty() + top}",
+                          "txt:-"], env={**os.environ}, capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    return [line.split()[2] for line in out.splitlines()[1:]]
+
+
+@pytest.mark.skipif(__import__("shutil").which("import") is None,
+                    reason="ImageMagick's import is not installed")
+def test_a_selected_result_keeps_the_underscores_of_its_row_and_the_row_above(app, server):
+    """Each underscore keeps a line of its own row's background below it: in the selected
+    Find in Files row (white on the selection colour) and in the row above it. With no room
+    below the rows, DejaVu Sans Mono's underscores sat on a row's last pixel line, so the
+    selection bar painted right against the row above's and made its own its bottom edge:
+    both read as gone. DejaVu Sans Mono when installed (the face of a machine without
+    Terminus), else the editor's font."""
+    import tkinter.font as tkfont
+    stub, pane, _ = app
+    if "DejaVu Sans Mono" in tkfont.families(stub.root):
+        stub.app.settings.update(font="DejaVu Sans Mono", size=10)
+        stub.app.apply_settings()
+    (server.root / "snake.txt").write_text("".join(f"a_b_c_{i} = a_b\n" for i in range(4)))
+    try:
+        stub.handler("search.find_in_files")()
+        assert pane.find.start("a_b_c")
+        assert stub.pump(lambda: not pane.find.running)
+        t = pane.find.text
+        assert t.get("1.0", "2.0").startswith("snake.txt:1:1: a_b_c_0")
+        pane.find.select(1)                     # the second row is the selected one
+        t.update()
+        t.winfo_pointerxy()     # a round trip: the X server has drawn what Tk sent before
+        under = t.get("1.0", "1.end").index("a_b_c") + 1    # the first "_" of the text
+        for row in (1, 2):
+            x, _y, w, _h = t.bbox(f"{row}.{under}")
+            _lx, top, _lw, height, _lbase = t.dlineinfo(f"{row}.0")
+            pixels = _column(t, x + w // 2, top, height)
+            background = pixels[0]              # the row's own, above the glyph
+            drawn = [i for i, p in enumerate(pixels) if p != background]
+            assert drawn, f"row {row}: no underscore drawn at all: {pixels}"
+            low = drawn[-1]
+            assert low + 1 < height and pixels[low + 1] == background, \
+                f"row {row}: the underscore is the row's last pixel line: {pixels}"
+    finally:
+        (server.root / "snake.txt").unlink()

@@ -111,3 +111,42 @@ def test_a_file_saved_under_a_new_name_appears(app, project):
     app.conn.call("buffer.save", {"buffer": buf["buffer"], "path": "src/fresh.py"})
     assert app.pump(lambda: tree.tree.exists("src/fresh.py"))
     app.conn.call("buffer.close", {"buffer": buf["buffer"], "discard": True})
+
+
+def test_files_made_and_deleted_on_disk_show_without_refresh(app, project):
+    """The core watches the project (fs.changed): what another program or an agent's shell
+    does on disk shows in the tree with no Refresh — in an open folder, in a new folder,
+    not for an ignored file; a closed folder is listed afresh when opened."""
+    tree = app.app.project_tree
+    assert app.pump(lambda: not tree.busy and "." in tree.loaded)
+    tree.expand("src")
+    assert app.pump(lambda: "src" in tree.loaded)
+    # The watcher arms once the core is ready: the first change may come before it.
+    made = []
+
+    def shows_new_file() -> bool:
+        if not made or not tree.tree.exists(made[-1]):
+            name = f"agent{len(made)}.txt"
+            (project / name).write_text("by an agent\n")
+            made.append(name)
+            return app.pump(lambda: tree.tree.exists(name), 0.5)
+        return True
+    assert app.pump(shows_new_file, 20), "a file made on disk never showed"
+    (project / "src" / "c.py").write_text("")
+    (project / "trace.log").write_text("ignored\n")
+    assert app.pump(lambda: tree.tree.exists("src/c.py"), 10)
+    (project / "src" / "a.py").unlink()
+    assert app.pump(lambda: not tree.tree.exists("src/a.py"), 10)
+    (project / "pkg" / "inner").mkdir(parents=True)
+    assert app.pump(lambda: tree.tree.exists("pkg"), 10)
+    tree.expand("pkg")
+    assert app.pump(lambda: children(tree, "pkg") == ["inner"], 10)
+    (project / "pkg" / "inner" / "late.py").write_text("")
+    tree.expand("pkg/inner")
+    assert app.pump(lambda: children(tree, "pkg/inner") == ["late.py"], 10)
+    (project / "pkg" / "inner" / "later.py").write_text("")
+    assert app.pump(lambda: children(tree, "pkg/inner") == ["late.py", "later.py"], 10)
+    shutil.rmtree(project / "pkg")
+    assert app.pump(lambda: not tree.tree.exists("pkg"), 10)
+    assert not tree.tree.exists("trace.log")
+    assert "src" in children(tree) and tree.tree.item("src", "open")

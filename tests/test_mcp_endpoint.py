@@ -242,13 +242,7 @@ def test_tokens_outside_a_turn_wrong_another_conversations_and_revoked(setup, ch
     c = chat("http", [[mcp("list_buffers"), {"text": "ok"}]])
     turn = c.send("list")
     c.wait("agent.turn", turn=turn, state="done")
-    env_state = server.env["RIO_STATE_DIR"]
-    os.environ["RIO_STATE_DIR"] = env_state
-    try:
-        path = token_path(server.root, c.cid)
-        token = read_token(path)
-    finally:
-        del os.environ["RIO_STATE_DIR"]
+    path, token = token_of(server, c.cid)
     assert token and oct(path.stat().st_mode & 0o777) == "0o600"
     url = server.call("mcp.address")["url"]
     assert url.startswith("http://127.0.0.1:")
@@ -294,12 +288,7 @@ def test_an_mcp_session_stays_with_the_conversation_whose_token_opened_it(setup,
     second = Chat(server, setup[1], {"turns": [[mcp("list_buffers"), {"text": "ok"}]]}, "http")
     try:
         second.wait("agent.turn", turn=second.send("two"), state="done")
-        os.environ["RIO_STATE_DIR"] = server.env["RIO_STATE_DIR"]
-        try:
-            token_a = read_token(token_path(server.root, first.cid))
-            token_b = read_token(token_path(server.root, second.cid))
-        finally:
-            del os.environ["RIO_STATE_DIR"]
+        token_a, token_b = token_of(server, first.cid)[1], token_of(server, second.cid)[1]
         assert token_a and token_b and token_a != token_b
         url = server.call("mcp.address")["url"]
         session = open_session(url, token_a)
@@ -353,12 +342,8 @@ def test_a_call_waiting_for_the_user_sends_progress_so_the_agent_keeps_waiting(s
     marker = tmp_path / "go-on"
     c = chat("http", [[{"wait_for": str(marker)}, {"text": "done"}]])
     turn = c.send("wait")
-    os.environ["RIO_STATE_DIR"] = server.env["RIO_STATE_DIR"]
-    try:
-        assert wait_for(lambda: token_path(server.root, c.cid).exists(), 30)
-        token = read_token(token_path(server.root, c.cid))
-    finally:
-        del os.environ["RIO_STATE_DIR"]
+    assert wait_for(lambda: token_of(server, c.cid)[1] is not None, 30)
+    token = token_of(server, c.cid)[1]
     url = server.call("mcp.address")["url"]
     session = open_session(url, token)
     headers = {"Accept": "application/json, text/event-stream",
@@ -409,6 +394,21 @@ def test_the_endpoint_killed_mid_turn_comes_back_on_the_same_address(setup, chat
     first, second = c.said(turn)
     assert json.loads(first)["text"] == json.loads(second.removesuffix("done"))["text"] == \
         "alpha\nbeta\n"
+
+
+def token_of(server: RioServer, conversation: str) -> tuple[Path, str | None]:
+    """The conversation's token file in the instance's state folder, and its token (the
+    test process's own RIO_STATE_DIR is left as it was)."""
+    before = os.environ.get("RIO_STATE_DIR")
+    os.environ["RIO_STATE_DIR"] = server.env["RIO_STATE_DIR"]
+    try:
+        path = token_path(server.root, conversation)
+        return path, read_token(path)
+    finally:
+        if before is None:
+            del os.environ["RIO_STATE_DIR"]
+        else:
+            os.environ["RIO_STATE_DIR"] = before
 
 
 def http_status(url: str, bearer: str | None, host: str | None = None) -> int:

@@ -450,3 +450,26 @@ def test_a_forked_childs_wait_times_out_and_then_sees_the_exit() -> None:
         spawned.popen.wait(0.05)
     assert spawned.popen.wait(10) == 0 and spawned.popen.returncode == 0
     pc.stop(spawned)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("die_with_parent", [True, False])
+def test_a_child_does_not_inherit_an_ignored_sigint(fleet: Fleet, die_with_parent: bool) -> None:
+    """Started by a runner that ignores SIGINT and SIGQUIT (a background job of a
+    non-interactive shell, as CI runs it), Rio would hand that to every child — an agent's
+    helpers, a Run command — which then cannot be interrupted: a child in a session of its own
+    starts with both at their default action. The parent keeps ignoring them."""
+    probe = ("import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN, "
+             "signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN)")
+    before = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        spawned = fleet.start([PY, "-c", probe], die_with_parent=die_with_parent)
+        words = read_line(spawned.popen)
+        plain = subprocess.run([PY, "-c", probe], capture_output=True, text=True, timeout=10,
+                               preexec_fn=pc.dies_with_this_process())
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    assert words == ["False", "False"]
+    assert plain.stdout.split() == ["False", "False"]      # a test harness's child too

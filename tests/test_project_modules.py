@@ -62,12 +62,15 @@ def test_a_projects_msgpack_py_is_not_imported_by_the_core_or_its_spare(tmp_path
 
 
 @pytest.mark.timeout(60)
-def test_the_mcp_server_an_agent_starts_in_the_project_does_not_import_its_modules(tmp_path):
+def test_the_mcp_server_an_agent_starts_in_the_project_does_not_import_its_modules(
+        tmp_path, monkeypatch):
     """An ACP agent runs ``rio mcp`` (the mcpServers entry) with the project as its working
     directory: that command, too, keeps the project's own modules out."""
     import subprocess
 
     from rio.mcp.entry import mcp_server_entry
+    # The entry writes the conversation's token file into the state folder: this test's.
+    monkeypatch.setenv("RIO_STATE_DIR", str(tmp_path / "state"))
     root = tmp_path / "proj"
     root.mkdir()
     marker = tmp_path / "imported-by"

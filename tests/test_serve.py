@@ -163,6 +163,8 @@ def test_live_instance_is_not_clobbered_and_stale_one_is_cleaned(server, project
                              "--instance", server.name], env=server.env, capture_output=True,
                             text=True, timeout=30)
     assert second.returncode == 1 and "already running" in second.stderr
+    # The two lines docs/deploy.md shows (its exit-code table says 1).
+    assert second.stderr.splitlines()[1].startswith("  (bus.instance_exists) Use it")
     assert server.call("system.ping")["pong"]
     # make a stale instance: a dead pid in instance.json
     server.stop()

@@ -1,6 +1,7 @@
 """The core's start path imports only what answering its first request needs (issue 13): the
 HTTP client, the MCP SDK, syntax highlighting and the plug-in lookup (importlib.metadata) load
-when a conversation, an MCP call or a window needs them, not while `rio serve` comes up."""
+when a conversation, an MCP call or a window needs them, not while `rio serve` comes up; the
+project watcher (watchfiles, ADR-0037) once the core is ready."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.support import REPO
 CORE_MODULES = ("actors.host", "actors.factories", "actors.documents", "actors.workspace_actor",
                 "actors.runner_actor", "actors.agents.conversations", "actors.agents.gate",
                 "actors.agents.discovery")
-LATER = ("httpx", "mcp", "pygments", "importlib.metadata")
+LATER = ("httpx", "mcp", "pygments", "importlib.metadata", "watchfiles")
 
 
 @pytest.mark.timeout(60)
@@ -71,6 +72,7 @@ def test_a_spare_waits_for_its_assignment_without_openssl():
     code = ("from actors.host import spare_main; "
             f"assert spare_main(['--spare', '--preload', {','.join(core.actors)!r}]) == 0")
     assert not _loaded(code, "_hashlib")
+    assert not _loaded(code, "watchfiles")        # the watcher starts after the core's ready
     assert _loaded(code, "actors.documents")      # it did preload the core's actors
 
 

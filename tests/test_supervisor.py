@@ -314,7 +314,7 @@ def test_a_failing_system_op_is_an_error_reply_not_a_dead_hub(tmp_path: Path) ->
 
     sup = Supervisor(root=tmp_path, instance="hub-guard", desktop=False, config=load_config())
 
-    def broken() -> dict:
+    def broken(**_: object) -> dict:
         raise RuntimeError("dictionary changed size during iteration")
 
     sup.status = broken  # type: ignore[method-assign]

@@ -103,3 +103,29 @@ def test_shortcut_list_names_menu_label_and_key():
     rows = default_table().shortcuts()
     assert ("File", "Save", "Ctrl+S") in rows
     assert all(accel for _, _, accel in rows)
+
+
+def test_the_user_guide_names_every_menu_and_every_shortcut():
+    """docs/user-guide.md against the code (issue 18, point 21): its menu bar line names the
+    menus of MENUS in order — the Agent menu too — and its shortcut table has a row for every
+    accelerator: the default table's and those the plug-ins register (the tree, the output
+    pane, the agent panel)."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    text = (repo / "docs" / "user-guide.md").read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines() if ln.startswith("* **Menu bar** —"))
+    listed = [m.strip() for m in line.split("—", 1)[1].split("(")[0].split(",")]
+    assert listed == [name for name, _ in MENUS]
+    rows = {(m.group(1), m.group(3)) for m in re.finditer(
+        r"^\| (\w+) \| ([^|]+) \| ([^|]+?)(?: \(.*\))? \|$", text, re.M)}
+    keys = {k for _, k in rows}
+    missing = [f"{menu} {label} {accel}" for menu, label, accel in default_table().shortcuts()
+               if (menu, accel) not in rows]
+    registered = re.compile(r"""(?:register_command|\breg)\(\s*"([\w.]+)",\s*"([^"]+)",\s*"([^"]+)",""")
+    for path in sorted((repo / "ui" / "tk").glob("*.py")):
+        for name, label, accel in registered.findall(path.read_text(encoding="utf-8")):
+            if accel not in keys:
+                missing.append(f"{name} {label} {accel} ({path.name})")
+    assert missing == [], "not in docs/user-guide.md's shortcut table: " + ", ".join(missing)

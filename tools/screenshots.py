@@ -235,6 +235,14 @@ def main(argv: list[str] | None = None) -> int:
         desk.wait(lambda: any(d["name"] == "conflict" for d in
                               desk.call("ui.state")["dialogs_open"]), 20, "the conflict prompt")
         desk.shot("conflict.png")
+        # Show Difference: the diff alone (closable), then the question again.
+        desk.call("ui.dialog_answer", {"name": "conflict", "button": "Show Difference"})
+        desk.wait(lambda: any(d["name"] == "difference" for d in
+                              desk.call("ui.state")["dialogs_open"]), 20, "the difference")
+        desk.shot("difference.png")
+        desk.call("ui.dialog_answer", {"name": "difference", "button": "Close"})
+        desk.wait(lambda: any(d["name"] == "conflict" for d in
+                              desk.call("ui.state")["dialogs_open"]), 20, "the question again")
         desk.call("ui.dialog_answer", {"name": "conflict", "button": "Keep Mine"})
     finally:
         desk.stop()

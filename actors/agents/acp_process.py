@@ -44,6 +44,9 @@ class SpawnedAgent:
         self.graces = dict(graces)
         self._exit: asyncio.Future[int] | None = None
         self._stopped: StopResult | None = None
+        #: the stop sequence under way: a second stop (the session reaping an agent that died
+        #: while idle, a turn starting it again meanwhile) waits for the same one
+        self._stopping: asyncio.Future[StopResult] | None = None
 
     @property
     def returncode(self) -> int | None:
@@ -64,6 +67,11 @@ class SpawnedAgent:
     async def stop(self) -> StopResult:
         if self._stopped is not None:
             return self._stopped
+        if self._stopping is None:
+            self._stopping = asyncio.ensure_future(self._stop())
+        return await asyncio.shield(self._stopping)
+
+    async def _stop(self) -> StopResult:
         transport = self.stdin.transport
         if not transport.is_closing():   # the stop sequence's first step: end of input
             transport.close()

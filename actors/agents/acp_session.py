@@ -8,6 +8,14 @@ fallback; the endpoint process is asked for beside the agent's own start), serve
 agent's own settings (``session.set_mode``, ``session.set_config``,
 ``session.authenticate``), and ends the agent — stop sequence, MCP token revoked — on
 ``session.close``, on a switch of agent and when the process stops (ADR-0027, ADR-0034).
+
+Between turns it watches the agent: one that exits while idle (a crash, an OOM kill, ``kill
+-9``) is reaped at once with the helpers it left, the conversation is told (``agent.note``
+``agent_exited``) and ``session.status`` says it is not running, until the next message
+starts it again. A sign-in the agent does itself (``session.authenticate``) waits at most
+:func:`sign_in_timeout` and can be cancelled with Stop (``agent.stop``); either way the agent,
+which may still wait for a browser, is ended, so the next message starts it afresh — with
+the configuration as it is then.
 """
 
 from __future__ import annotations
@@ -30,6 +38,35 @@ log = logging.getLogger("rio.agent.session")
 ENDPOINT_PROCESS = "mcp"
 #: Tests shorten the wait for the user's answer with this variable.
 QUESTION_TIMEOUT_ENV = "RIO_AGENT_QUESTION_TIMEOUT_S"
+#: How long a sign-in the agent does itself (a browser login) may take before Rio gives up.
+SIGN_IN_TIMEOUT_S = 300.0
+#: Tests shorten it with this variable.
+SIGN_IN_TIMEOUT_ENV = "RIO_AGENT_SIGN_IN_TIMEOUT_S"
+
+
+def sign_in_timeout() -> float:
+    """How long ``session.authenticate`` waits for the agent: 300 s (a browser login, 2FA
+    included), or ``RIO_AGENT_SIGN_IN_TIMEOUT_S``."""
+    import os
+    try:
+        value = float(os.environ.get(SIGN_IN_TIMEOUT_ENV, ""))
+    except ValueError:
+        return SIGN_IN_TIMEOUT_S
+    return value if value > 0 else SIGN_IN_TIMEOUT_S
+
+
+def exit_words(code: int | None) -> str:
+    """An agent's exit as the user reads it: ``killed by signal 9 (SIGKILL)``, ``exit code 3``."""
+    import signal
+    if code is None:
+        return "its exit code is unknown"
+    if code < 0:
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        return f"killed by signal {-code}{name}"
+    return f"exit code {code}"
 
 
 def question_timeout() -> float:
@@ -123,6 +160,16 @@ class AcpOwner:
     loop: asyncio.AbstractEventLoop
     port: Any
     endpoint: asyncio.Task[Mapping[str, Any] | None] | None
+    #: the conversation's one turn (the session's), None between turns
+    running: Any
+    #: the agent's client whose exit is watched between turns (:meth:`_watch_agent`)
+    watched: Any = None
+    #: how the agent ended while no turn ran, until one starts it again (session.status)
+    agent_ended: str | None = None
+    #: the last turn's id: a note between turns belongs to the conversation's latest turn
+    last_turn: str | None = None
+    #: set by Stop to cancel the sign-in under way (:meth:`authenticate_op`)
+    signing: asyncio.Event | None = None
 
     def _turn_port(self, turn_id: str, provider: str) -> Any:
         raise NotImplementedError
@@ -196,17 +243,108 @@ class AcpOwner:
             log.exception("no MCP entry for %s", self.conversation)
             return []
 
+    # --- the agent between turns ------------------------------------------------------------
+    def _watch_agent(self) -> None:
+        """Watch the agent's exit between turns (called when a turn ends): see the module
+        docstring. A turn running when it exits reports it itself (the prompt ends)."""
+        brain = self.brain
+        client = brain.client if brain is not None else None
+        if client is None or getattr(client, "process", None) is None or client is self.watched:
+            return
+        self.watched = client
+        self.agent_ended = None
+        self.loop.create_task(self._agent_exit(brain, client))
+
+    async def _agent_exit(self, brain: AcpBrain, client: Any) -> None:
+        try:
+            code = await client.process.wait()      # waitid(WNOWAIT): not reaped yet
+        except Exception:  # noqa: BLE001 -- nothing to watch; the next turn finds out
+            log.debug("the agent's exit cannot be watched", exc_info=True)
+            return
+        idle = self.running is None
+        while self.running is not None:             # a turn owns the agent meanwhile
+            await self.running.done.wait()
+        if self.brain is not brain or brain.client is not client or client.state == "stopped":
+            return      # ended on purpose (session.close, a switch), or started again
+        await client.close()            # reaped, with the helpers it left (its cookie)
+        if not idle:
+            return      # it died during a turn, which said so (agent.agent_exited)
+        how = exit_words(code)
+        self.agent_ended = f"it stopped while idle ({how})"
+        log.warning("the agent %r of %s exited while idle (%s); reaped", brain.agent,
+                    self.conversation, how)
+        if self.last_turn is not None:
+            self.port.publish("agent.note", {
+                "conversation": self.conversation, "turn": self.last_turn,
+                "note": "agent_exited",
+                "text": f"The agent {brain.agent!r} stopped while no message was being "
+                        f"answered ({how}). Your next message starts it again."})
+
+    def _agent_state(self) -> dict[str, Any] | None:
+        """The conversation's ACP agent for ``session.status`` (None: no agent started yet)."""
+        brain = self.brain
+        if brain is None:
+            return None
+        client = brain.client
+        process = getattr(client, "process", None)
+        running = bool(client is not None and client.alive)
+        state: dict[str, Any] = {"name": brain.agent, "running": running,
+                                 "pid": process.pid if running and process is not None
+                                 else None}
+        if not running and self.agent_ended:
+            state["ended"] = self.agent_ended
+        return state
+
     @handles("session.authenticate")
     async def authenticate_op(self, ctx: RequestContext) -> Any:
-        """One of the agent's own sign-in methods, on the running agent."""
+        """One of the agent's own sign-in methods, on the running agent. It waits at most
+        :func:`sign_in_timeout`, and Stop (``agent.stop``) cancels it; then the agent — whose
+        login may still wait for a browser that never comes — is ended, and the next message
+        starts it afresh, with the configuration as it is then."""
         brain = self.brain
         # Sign-in needed: the agent runs, with no session yet (or a refused prompt).
         if brain is None or brain.client is None or not brain.client.alive:
             raise AgentError("agent_not_running", "The conversation's agent is not running "
                              "now.", "Send your message again: the sign-in card comes back "
                              "with its button.")
-        await brain.client.authenticate(str(ctx.args["method"]))
-        return {"signed_in": True, "method": ctx.args["method"]}
+        if self.signing is not None:
+            raise AgentError("busy", "A sign-in is under way already.",
+                             "Finish it in the browser, or cancel it (Stop).")
+        method = str(ctx.args["method"])
+        limit = min(sign_in_timeout(), float(getattr(getattr(brain.client, "settings", None),
+                                                     "authenticate_timeout_s", 600.0)))
+        cancelled = self.signing = asyncio.Event()
+        signing = self.loop.create_task(brain.client.authenticate(method))
+        stop = self.loop.create_task(cancelled.wait())
+        try:
+            done, _ = await asyncio.wait({signing, stop}, timeout=limit,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            self.signing = None
+        if signing in done:
+            signing.result()            # the agent's refusal, classified (agent.*)
+            return {"signed_in": True, "method": method}
+        signing.cancel()
+        await asyncio.gather(signing, return_exceptions=True)
+        await self._end_agent()
+        again = ("Send your message again to start the agent afresh (with its configuration "
+                 "as it is now), then sign in from its card — or sign in with the agent's "
+                 "own command in a terminal")
+        if cancelled.is_set():
+            raise AgentError("sign_in_cancelled", "You cancelled the sign-in; Rio ended the "
+                             "agent, which was still waiting for it.", again, method=method)
+        raise AgentError("sign_in_timeout", f"The sign-in did not finish in {limit:.0f} s (the "
+                         "browser page was not completed, or the agent cannot reach its "
+                         "server — offline?), so Rio stopped waiting and ended the agent.",
+                         again, method=method)
+
+    def cancel_sign_in(self) -> bool:
+        """Stop while the agent signs in: the sign-in is cancelled (True when one was)."""
+        if self.signing is None or self.signing.is_set():
+            return False
+        self.signing.set()
+        return True
 
     @handles("session.set_mode")
     async def set_mode_op(self, ctx: RequestContext) -> Any:

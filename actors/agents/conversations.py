@@ -15,6 +15,11 @@ message to its end. The core
 * keeps, for a window that opens late, what a running turn has streamed, so a session that
   dies mid-turn (kill -9, crash: the supervisor's ``system.process``) still leaves its text in
   the history, marked, and the turn ends as ``agent.session_died``;
+* keeps what each running turn shows (its ``agent.*`` events, compacted and bounded:
+  rio/agent/shown.py) and, once the turn's end comes back on the event stream — after every
+  event its session published before asking for the end, since the hub publishes in the order
+  it receives — records it with the turn (``shown``), so a conversation reloaded from history
+  shows what it showed (ADR-0024 "What history keeps");
 * answers a Stop when no session process is there to (the session's hung loop hands its Stop
   here after 1.5 s, actors/agents/stop_watch.py): the running turn is ended ``stopped``;
 * forwards the gate's settings (``agent.mode``, ``agent.limits``) and an ACP agent's own
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import pykka
@@ -47,6 +53,7 @@ from rio.agent.conversations import (
     conversation_of_turn,
     conversations_dir,
 )
+from rio.agent.shown import KEPT, ShownRecorder
 from rio.config.instance import project_state_dir
 from rio.protocol.errors import AgentError, BusError, ProtocolError, RioError
 from rio.protocol.frames import thaw
@@ -64,9 +71,13 @@ SEND_TIMEOUT_S = 30.0
 FORWARD_TIMEOUT_S = 5.0
 #: An agent's own settings (set_mode, set_config) wait for the agent.
 AGENT_SETTING_TIMEOUT_S = 30.0
-#: An agent's own sign-in may wait for the user in a browser (the client allows 600 s).
-AUTHENTICATE_TIMEOUT_S = 620.0
+#: An agent's own sign-in may wait for the user in a browser: the session gives up after
+#: 300 s (actors/agents/acp_session.py SIGN_IN_TIMEOUT_S) and says so; this is its margin.
+AUTHENTICATE_TIMEOUT_S = 330.0
 
+#: Running turns whose shown events are kept at once, at most (one per conversation with a
+#: turn running, in practice).
+MAX_TURNS_SHOWING = 64
 #: Ends the streamed text of a turn whose session process died before it ended.
 INTERRUPTED_MARK = "[interrupted: the agent process stopped here]"
 
@@ -97,7 +108,8 @@ def classify_bus_failure(err: RioError) -> RioError:
 
 
 class AgentEvent(NamedTuple):
-    """An ``agent.delta`` (the streamed text, kept for a turn whose session dies)."""
+    """An ``agent.*`` event: what a running turn shows (its ``agent.delta`` text is also kept
+    for a turn whose session dies)."""
     topic: str
     data: Mapping[str, Any]
 
@@ -145,6 +157,8 @@ class ConversationsActor(pykka.ThreadingActor):
         self.healthy: frozenset[str] = frozenset()
         #: conversation → the text its running turn streamed (for a session that dies)
         self.streamed: dict[str, list[str]] = {}
+        #: turn → what it has shown so far, until its end is recorded (oldest first)
+        self.shown: OrderedDict[str, ShownRecorder] = OrderedDict()
         #: turns the core ended itself (their session died or hung): a late end from the
         #: session, if it comes, is recorded over the core's
         self.closed_by_core: set[str] = set()
@@ -168,8 +182,10 @@ class ConversationsActor(pykka.ThreadingActor):
         match message:
             case RequestContext():
                 self.handles.serve(self, message)
-            case AgentEvent(_, data):
-                self._on_delta(data)
+            case AgentEvent(topic, data):
+                if topic == "agent.delta":
+                    self._on_delta(data)
+                self._on_shown(topic, data)
             case ProcessEvent(data):
                 self._on_process(data)
             case SessionGone(cid):
@@ -225,6 +241,25 @@ class ConversationsActor(pykka.ThreadingActor):
     @handles("agent.history")
     def op_history(self, ctx: RequestContext) -> Any:
         return self.store.get(ctx.args["conversation"]).history()
+
+    @handles("agent.discard")
+    def op_discard(self, ctx: RequestContext) -> Any:
+        """Forget a conversation that never had an answer (``rio chat`` with no API key): the
+        store removes it, and its session process, if one runs, is ended as an idle one is."""
+        cid = check_conversation_id(ctx.args["conversation"])
+        self.store.discard(cid)
+        self.idle.disarm(cid)
+        self.healthy = self.healthy - {cid}
+        self.streamed.pop(cid, None)
+        args = {"process": f"agent:{cid}", "again": False, "reason": "idle"}
+
+        def end_session() -> None:
+            try:
+                self.bus.call("system.restart", args, timeout=FORWARD_TIMEOUT_S)
+            except RioError as err:       # never spawned, or gone already
+                log.info("discarded agent:%s: %s", cid, err.kind)
+        self.forwards.submit(end_session)
+        return {"discarded": True, "conversation": cid}
 
     @handles("agent.send")
     def op_send(self, ctx: RequestContext) -> Any:
@@ -282,6 +317,9 @@ class ConversationsActor(pykka.ThreadingActor):
             self._session_gone(cid)
         conv, record = self.store.begin_turn(cid, text)
         self.streamed[cid] = []
+        self.shown[record.turn] = ShownRecorder()
+        while len(self.shown) > MAX_TURNS_SHOWING:
+            self.shown.popitem(last=False)      # an end that never came back: not kept
         self.bus.publish("agent.turn", {"conversation": cid, "turn": record.turn,
                                         "state": "started", "text": text})
         answer: dict[str, Any] = {"turn": record.turn,
@@ -509,6 +547,22 @@ class ConversationsActor(pykka.ThreadingActor):
         if streamed is not None:
             streamed.append(str(data.get("text", "")))
 
+    def _on_shown(self, topic: str, data: Mapping[str, Any]) -> None:
+        """Keep an event of a running turn; the turn's own end (the ``agent.turn`` this actor
+        published, back from the hub after the session's events) records what it showed."""
+        turn = str(data.get("turn") or "")
+        recorder = self.shown.get(turn)
+        if recorder is None:
+            return
+        recorder.add(topic, data)
+        if topic != "agent.turn" or data.get("state") not in ("done", "stopped", "error"):
+            return
+        del self.shown[turn]
+        try:
+            self.store.record_shown(turn, recorder.events, recorder.cut)
+        except RioError as err:     # the disk: the turn keeps its messages, as before
+            log.warning("what turn %s showed was not recorded: %s", turn, err.message)
+
     def _on_process(self, data: Mapping[str, Any]) -> None:
         """A conversation's session process is gone (crashed, killed, gave up, stopped): a
         turn it was running ends as ``agent.session_died``, keeping what it streamed."""
@@ -593,13 +647,15 @@ def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext],
     ref = ConversationsActor.start(store, host.bus)
     host.refs.append(ref)
 
-    def on_delta(event: Any) -> None:
-        ref.tell(AgentEvent(event.topic, thaw(event.data)))
+    def on_agent(event: Any) -> None:
+        if event.topic in KEPT:
+            ref.tell(AgentEvent(event.topic, thaw(event.data)))
 
     def on_process(event: Any) -> None:
         ref.tell(ProcessEvent(thaw(event.data)))
-    # The streamed text, kept for a turn whose session dies before it ends.
-    host.bus.subscribe("agent.delta", on_delta)
+    # What a running turn shows, kept with it (and its text, for a turn whose session dies
+    # before it ends).
+    host.bus.subscribe("agent.", on_agent)
     host.bus.subscribe("system.process", on_process)
     # "conversation": what a session process records (begin and end of its turns).
     return {"agent": ref.tell, "conversation": ref.tell}

@@ -317,6 +317,10 @@ class AgentSession(AcpOwner):
         self.acp_client_factory = acp_client_factory or make_acp_client_factory
         self.transport: Any = None
         self.endpoint: asyncio.Task[Mapping[str, Any] | None] | None = None
+        self.watched: Any = None
+        self.agent_ended: str | None = None
+        self.last_turn: str | None = None
+        self.signing: asyncio.Event | None = None
         self.thread = threading.Thread(target=self._run_loop, name="rio-agent-loop", daemon=True)
 
     def start(self) -> AgentSession:
@@ -425,7 +429,10 @@ class AgentSession(AcpOwner):
         finally:
             if self.running is running:
                 self.running = None
+            if running.turn_id is not None:
+                self.last_turn = running.turn_id
             running.done.set()
+            self._watch_agent()     # between turns, an agent that exits is reaped and said
 
     async def _run_turn(self, running: _Running, began: Mapping[str, Any]) -> TurnResult:
         """Build the turn for the conversation's brain and run it; Stop cancels it."""
@@ -575,10 +582,14 @@ class AgentSession(AcpOwner):
         running = self.running
         if running is not None:
             running.request_stop()
+        # A sign-in the agent does itself (a browser login) is cancelled too: it is the
+        # card's Cancel, and the Stop of a user who gave up waiting for it.
+        cancelled_sign_in = self.cancel_sign_in()
         if ctx.answered:
             return ANSWERED
         if running is None:
-            return {"stopped": False}
+            return {"stopped": cancelled_sign_in, **({"sign_in": "cancelled"}
+                                                     if cancelled_sign_in else {})}
         return {"stopped": True, "turn": running.turn_id}
 
     @handles("agent.permission_answer")
@@ -644,7 +655,9 @@ class AgentSession(AcpOwner):
         turn = running.turn if running is not None else None
         return {"conversation": self.conversation,
                 "turn": running.turn_id if running else None,
-                "pending": turn.pending_ids() if turn is not None else []}
+                "pending": turn.pending_ids() if turn is not None else [],
+                # an ACP conversation's agent: running or not, and how it ended (rio status)
+                "agent": self._agent_state()}
 
 
 class SessionKeeper(pykka.ThreadingActor):

@@ -174,11 +174,13 @@ class SwitchableFilePort:
         return self.inner.sha256(path)
 
     def write_atomic(self, path: Path, chunks: Iterable[bytes], mode: int | None = None, *,
-                     before_replace: Callable[[], None] | None = None) -> FileStat:
+                     before_replace: Callable[[], None] | None = None,
+                     keep_exec: bool = True) -> FileStat:
         spec = self._take()
         if spec is not None:
             chunks = self._failing(chunks, spec)
-        return self.inner.write_atomic(path, chunks, mode, before_replace=before_replace)
+        return self.inner.write_atomic(path, chunks, mode, before_replace=before_replace,
+                                       keep_exec=keep_exec)
 
     def _take(self) -> SaveFailure | None:
         """Consume one armed failure, if any (one stat per save when none is armed)."""

@@ -118,7 +118,9 @@ def load(env: Mapping[str, str], *, network: bool = True, fetch: Fetch = fetch_u
     why = "not fetched (no network use here)"
     failed_at = _failed_at(path, url)
     if network and failed_at is not None and 0 <= now - failed_at < RETRY_S:
-        why = f"it failed {_age(now - failed_at)} ago; tried again after {RETRY_S:.0f} s"
+        # said of the future: the next `rio agents` after the pause asks the network again
+        why = (f"it failed {_age(now - failed_at)} ago; it will be tried again in "
+               f"{_age(RETRY_S - (now - failed_at))}")
     elif network:
         try:
             document = json.loads(fetch(url, FETCH_TIMEOUT_S).decode("utf-8"))

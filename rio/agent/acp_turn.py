@@ -123,13 +123,17 @@ class AcpBrain:
             self.client.port = port
         if self.alive:
             return None
-        # Up with no session: its session/new wanted a sign-in, done since (the same process
-        # goes on; a new one would not know it). Else it died, or never ran: (re)start it.
-        signing_in = self.client is not None and bool(self.client.alive)
-        restarted = self.client is not None and not signing_in
-        if restarted:
+        # Up with no session: its session/new wanted a sign-in. Signed in since through ACP
+        # (authenticate): the same process goes on — a new one would not know it. Still
+        # wanting one: it is started again, so what was fixed meanwhile applies — a sign-in
+        # in a terminal, its own configuration or config.toml's [agents.NAME] (a process kept
+        # from before never reads them again). Else it died, or never ran: (re)start it.
+        up = self.client is not None and bool(self.client.alive)
+        signed_in = up and getattr(self.client, "state", None) != "sign_in_needed"
+        restarted = self.client is not None and not up
+        if self.client is not None and not signed_in:
             await self.close()
-        if not signing_in:
+        if not signed_in:
             self.client = self.make_client(port)
             await self.client.start()
         wanted = self.session_id or stored_session

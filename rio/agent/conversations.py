@@ -7,7 +7,10 @@ A conversation lives in the project's state folder (``rio.config.instance.projec
   atomically (temp file, fsync, ``os.replace``).
 * ``<id>.jsonl`` -- what happened, one JSON object per line, only ever appended and fsynced
   after each record: ``turn`` (a turn began with the user's text), ``message`` (a Message of
-  that turn, in order) and ``end`` (how the turn ended).
+  that turn, in order), ``end`` (how the turn ended) and ``shown`` (what the turn showed: its
+  events, compacted and bounded by :mod:`rio.agent.shown`; written once it ended, absent for
+  turns recorded before it was kept — a reader draws those from their messages). A reader
+  skips a kind it does not know, so an older Rio reads a newer log and the other way round.
 
 Why a log and not one rewritten file: a crash (kill -9, power) in the middle of a write can
 only tear the *last* line, and a torn line is skipped on load, so nothing already recorded is
@@ -95,6 +98,10 @@ class TurnRecord:
     #: what the turn changed, by any path (ADR-0034): ``{"paths": [project paths of the
     #: buffers it left edited], "files": [{path, change}] written behind Rio's back}``
     changes: Mapping[str, Any] | None = None
+    #: what the turn showed (rio/agent/shown.py): its events as ``{topic, data}``, None for a
+    #: turn recorded before this was kept; ``shown_cut``: the record is not whole
+    shown: tuple[Mapping[str, Any], ...] | None = None
+    shown_cut: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"turn": self.turn, "text": self.text, "status": self.status,
@@ -103,6 +110,10 @@ class TurnRecord:
             wire["error"] = dict(self.error)
         if self.changes:
             wire["changes"] = dict(self.changes)
+        if self.shown is not None:
+            wire["shown"] = [dict(e) for e in self.shown]
+            if self.shown_cut:
+                wire["shown_cut"] = True
         return wire
 
 
@@ -298,6 +309,46 @@ class ConversationStore:
         self._write_meta(loaded.conversation)
         return record
 
+    def discard(self, cid: str) -> None:
+        """Forget a conversation that never had an answer: its files (meta, log, an ACP
+        agent's protocol log) are removed. Refused (``agent.not_discardable``) while a turn
+        runs or once an assistant message is recorded — then it is the user's history."""
+        conv = self.get(cid)
+        if conv.running_turn is not None or any(m.role == "assistant" for m in conv.messages):
+            raise AgentError("not_discardable", f"The conversation {cid!r} has an answer or a "
+                             "turn running, so it is kept.", "Nothing to do: it stays in the "
+                             "list (agent.list).", conversation=cid)
+        for leaf in (f"{cid}.json", f"{cid}.jsonl", f"{cid}.acp.log"):
+            try:
+                (self.folder / leaf).unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise FileError("save_failed", f"The conversation {cid!r} could not be "
+                                f"removed ({exc.strerror or exc}).",
+                                "Check the state folder's permissions.") from None
+        self._cache.pop(cid, None)
+
+    def record_shown(self, turn: str, events: Sequence[Mapping[str, Any]],
+                     cut: bool = False) -> TurnRecord:
+        """Keep what an ended turn showed (:class:`rio.agent.shown.ShownRecorder`'s record):
+        one ``shown`` line, after its ``end``. A turn keeps the first such record."""
+        cid = conversation_of_turn(turn)
+        loaded = self._load(cid)
+        conv = loaded.conversation
+        index = self._find_turn(conv, turn)
+        record = conv.turns[index]
+        if record.shown is not None:
+            return record
+        line: dict[str, Any] = {"t": "shown", "turn": turn, "events": list(events)}
+        if cut:
+            line["cut"] = True
+        self._append(loaded, [line])
+        record = replace(record, shown=tuple(events), shown_cut=cut)
+        loaded.conversation = replace(conv, turns=conv.turns[:index] + (record,)
+                                      + conv.turns[index + 1:])
+        return record
+
     def set_acp_session(self, cid: str, session: str | None) -> Conversation:
         """Remember the ACP agent's session id (written with the conversation's meta)."""
         loaded = self._load(cid)
@@ -381,6 +432,14 @@ class ConversationStore:
                                                ended=rec.get("ended"), error=rec.get("error"),
                                                changes=changes if isinstance(changes, dict)
                                                else None)
+                            break
+                elif kind == "shown":
+                    events = rec.get("events")
+                    for i in range(len(turns) - 1, -1, -1):
+                        if turns[i].turn == rec["turn"] and isinstance(events, list):
+                            turns[i] = replace(turns[i], shown=tuple(
+                                e for e in events if isinstance(e, dict)),
+                                shown_cut=bool(rec.get("cut")))
                             break
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line (a crash mid-append) or a foreign line: skipped

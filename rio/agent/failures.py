@@ -52,9 +52,29 @@ def set_key_hint(provider: str) -> str:
     return f"Set your API key with `rio key set {provider}` or {key_env_var(provider)}."
 
 
+#: Errors of a turn that never reached a model: the provider's configuration stopped it.
+CONFIG_ERRORS = ("agent.not_configured", "agent.insecure_endpoint", "agent.endpoint_refused")
+
+#: What a missing key's message starts with (:func:`not_configured`): ``rio chat`` adds the
+#: choices that need no key to its next action (:func:`keyless_choices`).
+NO_KEY_MESSAGE = "No API key is set for "
+
+
 def not_configured(provider: str) -> AgentError:
-    return AgentError("not_configured", f"No API key is set for {provider}.",
+    return AgentError("not_configured", f"{NO_KEY_MESSAGE}{provider}.",
                       set_key_hint(provider), provider=provider)
+
+
+def missing_key(kind: Any, message: Any) -> bool:
+    """Is this error the one of a provider with no API key (not a bad endpoint)?"""
+    return kind == "agent.not_configured" and str(message or "").startswith(NO_KEY_MESSAGE)
+
+
+def keyless_choices() -> str:
+    """The ways ``rio chat`` works with no API key at all, for a missing key's next action."""
+    return ("or use no key: a local OpenAI-compatible server (Ollama, LM Studio) with "
+            "`rio chat --provider openai`, or a coding agent you are signed in to with "
+            "`rio chat --agent NAME` (`rio agents` lists them)")
 
 
 def unusable_endpoint(provider: str, url: str) -> AgentError:

@@ -244,6 +244,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         _print_error(err)
         return EXIT_UNREACHABLE
     client = None
+    made_here = not args.conversation
     try:
         conn = attached.conn
         try:
@@ -285,7 +286,19 @@ def cmd_chat(args: argparse.Namespace) -> int:
     finally:
         if agent and client is not None and not args.conversation:
             end_agent(attached, client.conversation)
+        if made_here and not agent and client is not None and not client.reached_model:
+            discard(attached, client.conversation)
         attached.close(unsaved=set(client.unsaved.values()) if client is not None else ())
+
+
+def discard(attached: Attached, conversation: str) -> None:
+    """The conversation this `rio chat` made never reached a model (every message failed on
+    the provider's configuration: no API key …, or none was sent): it is not kept — the
+    core forgets it (``agent.discard``), so failed attempts do not pile up in the list."""
+    try:
+        attached.conn.call("agent.discard", {"conversation": conversation}, timeout=10.0)
+    except RioError:
+        pass            # it has an answer after all, or the instance is gone: kept as it is
 
 
 def end_agent(attached: Attached, conversation: str) -> None:
@@ -346,8 +359,9 @@ def key_notice(provider: str | None, endpoint: str | None, started_here: bool,
                 "this shell's environment, and no key is stored. `rio key set "
                 f"{name}` stores it where the running Rio reads it (or `rio stop`, then "
                 "`rio chat` from this shell).")
+    from rio.agent.failures import keyless_choices
     return (f"No API key is set for {name}: messages will fail until `rio key set {name}` "
-            f"stores one (or {var} is set before Rio starts).")
+            f"stores one (or {var} is set before Rio starts); {keyless_choices()}.")
 
 
 def explain_key_mismatch(kind: Any, provider: str | None, attached: Attached) -> None:
@@ -374,7 +388,14 @@ def _code_for(err: RioError) -> int:
 
 
 def _print_error(err: RioError) -> None:
-    print(f"rio: {err.message}\n  ({err.kind}) {err.next}", file=sys.stderr)
+    """One line, as every ``rio`` error (rio/cli/main.py); a missing API key's next action
+    also names the ways that need no key."""
+    from rio.agent.failures import keyless_choices, missing_key
+    from rio.protocol.errors import error_line
+    following = err.next
+    if missing_key(err.kind, err.message):
+        following = f"{following.rstrip('. ')}; {keyless_choices()}"
+    print(error_line(err.kind, err.message, following), file=sys.stderr, flush=True)
 
 
 # --- rio key ------------------------------------------------------------------------------------

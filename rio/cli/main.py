@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from rio import __version__
-from rio.protocol.errors import BusError, RioError
+from rio.protocol.errors import BusError, RioError, error_line
 
 if TYPE_CHECKING:
     from actors.bus.client import BusConnection
@@ -40,6 +40,7 @@ Start here:
   rio call OP [JSON_ARGS]       send one request to a running Rio, print the reply as JSON
   rio events [--topic PREFIX]   print the event stream as JSON lines
   rio status / rio stop         what is running / stop it
+  rio health                    exit 0 healthy, 1 degraded, 2 unreachable (for probes)
 
 Examples:
   rio serve --root ~/project &
@@ -50,14 +51,6 @@ Examples:
 
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def error_line(kind: str, message: str, next_action: str = "") -> str:
-    """The one line every ``rio`` error is printed as: ``rio: <kind>: <message> — <next>``."""
-    def flat(text: str) -> str:
-        return " ".join(str(text).split()).rstrip(".")
-    line = f"rio: {kind}: {flat(message)}"
-    return f"{line} — {flat(next_action)}" if next_action else line
 
 
 def print_error(kind: str, message: str, next_action: str = "") -> None:
@@ -80,14 +73,33 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
+#: Commands that only look: in a folder no instance serves they may take the only instance
+#: running, and say on stderr which one answered. The others (``rio call``, ``rio stop``)
+#: refuse there: they must not act on another project's instance (docs/deploy.md).
+LOOKING_COMMANDS = ("status", "events", "health")
+
+
 def _connect(args: argparse.Namespace, *, subscribe: tuple[str, ...] = ()) -> BusConnection:
     from actors.bus.client import connect, connect_remote
-    from rio.config.instance import find_instance
     if getattr(args, "connect", None):
         return connect_remote(args.connect, args.server_key, name="cli", timeout=args.timeout,
                               subscribe=subscribe)
-    info = find_instance(args.instance)
+    info = _find_instance(args)
     return connect(info, name="cli", timeout=args.timeout, subscribe=subscribe)
+
+
+def _find_instance(args: argparse.Namespace) -> InstanceInfo:
+    """The instance ``--instance`` names, else the one serving this folder; a looking command
+    (:data:`LOOKING_COMMANDS`) in a folder none serves takes the only one running and says
+    so on stderr."""
+    from rio.config.instance import find_instance, serves_folder
+    looking = getattr(args, "command", None) in LOOKING_COMMANDS
+    info = find_instance(args.instance, elsewhere=looking)
+    here = Path.cwd().resolve()
+    if not args.instance and not serves_folder(info, here):
+        print(f"rio: no instance runs on {here}; instance {info.name} (on {info.root}) "
+              "answered", file=sys.stderr, flush=True)
+    return info
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -96,7 +108,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from actors.supervisor import run_supervisor
     return run_supervisor(root=Path(args.root or ".").resolve(), instance=args.instance,
                           desktop=False, listen=args.listen, placement=args.placement,
-                          fault_injection=args.fault_injection)
+                          fault_injection=args.fault_injection, log_stderr=args.log_stderr)
 
 
 def check_desktop_paths(paths: Sequence[str], commands: Sequence[str]) -> int | None:
@@ -296,46 +308,143 @@ def cmd_status(args: argparse.Namespace) -> int:
     except RioError as err:
         return _fail(err)
     try:
-        status = conn.call("system.status", timeout=args.timeout)
+        # tree: what each process started (an agent session's ACP agent, its helpers) and
+        # its memory, and the instance's total
+        status = conn.call("system.status", {"tree": True}, timeout=args.timeout)
+        agents = agent_states(conn, status, min(args.timeout, AGENT_STATE_TIMEOUT_S))
     except RioError as err:
         return _fail(err)
     finally:
         conn.close()
+    for proc in status.get("processes", ()):
+        if proc["name"] in agents:
+            proc["agent"] = agents[proc["name"]]
     if args.json:
         _print_json(status)
-        return EXIT_OK
+        return status_code(status)
     print("\n".join(render_status(status)))
-    return EXIT_OK
+    from rio.service.health import failed_processes
+    for name in failed_processes(status):
+        print_error("failed", f"Rio gave up on {name} (its restart budget is spent)",
+                    f"read its log, fix the cause, then `rio call system.restart "
+                    f"'{{\"process\": \"{name}\"}}'`")
+    return status_code(status)
+
+
+def status_code(status: dict[str, Any]) -> int:
+    """``rio status`` exits 1 when Rio gave up on a process (state ``failed``): the table is
+    printed all the same, but the instance is not whole until someone acts (`rio call
+    system.restart`). A process ``restarting`` is Rio doing its job: 0 (``rio health`` is the
+    stricter probe)."""
+    from rio.service.health import failed_processes
+    return EXIT_ERROR if failed_processes(status) else EXIT_OK
+
+
+#: How long ``rio status`` waits for the agent sessions to say whether their agent runs.
+AGENT_STATE_TIMEOUT_S = 2.0
+
+
+def agent_states(conn: BusConnection, status: dict[str, Any], timeout: float
+                 ) -> dict[str, dict[str, Any]]:
+    """Each running agent session's ACP agent as its session sees it (``session.status``'s
+    ``agent``: running or not, and how it ended), asked of all of them at once; a session that
+    does not answer in ``timeout`` (busy starting, hung: the table says so) is left out."""
+    from actors.bus.client import result_of
+    asked: dict[str, Any] = {}
+
+    def keep(name: str) -> Callable[[Any], None]:
+        return lambda reply: asked.__setitem__(name, reply)
+    sessions = [str(p["name"]) for p in status.get("processes", ())
+                if str(p.get("name") or "").startswith("agent:") and p.get("state") == "running"]
+    for name in sessions:
+        conn.request("session.status", {"conversation": name.split(":", 1)[1]}, keep(name),
+                     timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while len(asked) < len(sessions) and time.monotonic() < deadline:
+        conn.wait(max(0.01, deadline - time.monotonic()))
+    found: dict[str, dict[str, Any]] = {}
+    for name, reply in asked.items():
+        try:
+            result = result_of(reply)
+        except RioError:
+            continue
+        agent = result.get("agent") if isinstance(result, dict) else None
+        if isinstance(agent, dict):
+            found[name] = dict(agent)
+    return found
+
+
+def _mb(rss: Any) -> str:
+    return f"{rss / 1048576:.1f} MB" if rss else "-"
 
 
 def render_status(status: dict[str, Any]) -> list[str]:
     """``rio status`` as text: a header, the process table (columns as wide as their longest
-    cell, so ``agent:<id>`` names keep it aligned) and where the logs are."""
-    rows = [("PROCESS", "PID", "STATE", "RESTARTS", "RSS", "ACTORS", "LAST EXIT")]
+    cell, so ``agent:<id>`` names keep it aligned) with what each process started indented
+    under it (an agent session's ACP agent and its helpers, with their memory), whether a
+    conversation's agent runs, the instance's memory in all, and where the logs are."""
+    rows: list[tuple[str, ...] | str] = [
+        ("PROCESS", "PID", "STATE", "RESTARTS", "RSS", "ACTORS", "LAST EXIT")]
+    started = 0
     for proc in status.get("processes", ()):
-        rss = f"{proc['rss'] / 1048576:.1f} MB" if proc.get("rss") else "-"
         rows.append((str(proc["name"]), str(proc.get("pid") or "-"), str(proc["state"]),
-                     str(proc.get("restarts", 0)), rss, ",".join(proc.get("actors") or ()) or "-",
-                     str(proc.get("last_exit") or "-")))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+                     str(proc.get("restarts", 0)), _mb(proc.get("rss")),
+                     ",".join(proc.get("actors") or ()) or "-", str(proc.get("last_exit") or "-")))
+        for child in proc.get("children") or ():
+            started += 1
+            rows.append(("  " * int(child.get("depth") or 1) + "└ " + str(child.get("name")),
+                         str(child.get("pid") or "-"), str(child.get("state") or "-"), "-",
+                         _mb(child.get("rss")), "-", "-"))
+        agent = proc.get("agent")
+        if isinstance(agent, dict) and agent.get("running") is False:
+            ended = f" — {agent['ended']}" if agent.get("ended") else ""
+            rows.append(f"  agent {agent.get('name') or '?'}: not running{ended}; the next "
+                        "message starts it again")
+    for child in status.get("adopted") or ():
+        started += 1
+        rows.append(("  " * int(child.get("depth") or 0) + "└ " + str(child.get("name")) +
+                     " (adopted)", str(child.get("pid") or "-"), str(child.get("state") or "-"),
+                     "-", _mb(child.get("rss")), "-", "-"))
+    table = [r for r in rows if isinstance(r, tuple)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
     right = {1, 3, 4}
     lines = [f"instance {status['instance']}  root {status['root']}  supervisor pid "
              f"{status['pid']}  up {status['uptime_s']:.0f} s"]
     for row in rows:
+        if isinstance(row, str):
+            lines.append(row)
+            continue
         cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
                  for i, cell in enumerate(row[:-1])]
-        lines.append("  ".join(cells + [row[-1]]))
+        lines.append("  ".join(cells + [row[-1]]).rstrip())
+    if status.get("rss_total"):
+        own = sum(int(p.get("rss") or 0) for p in status.get("processes", ()))
+        spare = sum(int(p.get("rss") or 0) for p in status.get("spares") or ())
+        lines.append(f"memory: {_mb(status['rss_total'])} in all — the supervisor "
+                     f"{_mb(status.get('rss'))}, Rio's processes {_mb(own)}"
+                     + (f", the spare {_mb(spare)}" if spare else "") +
+                     f", and {started} process{'es' if started != 1 else ''} they started "
+                     f"(agents and their helpers) {_mb(_started_rss(status))}")
     logs = sorted({str(Path(p["log"]).parent) for p in status.get("processes", ())
                    if p.get("log")})
     if logs:
         lines.append(f"logs: {', '.join(logs)}  (one file per process: <instance>.<process>.log)")
+    elif status.get("processes"):
+        lines.append("logs: on the instance's stderr, a [process] prefix on each line "
+                     "(rio serve --log-stderr: the journal, `kubectl logs`)")
     return lines
 
 
+def _started_rss(status: dict[str, Any]) -> int:
+    return sum(int(c.get("rss") or 0) for p in status.get("processes", ())
+               for c in p.get("children") or ()) + sum(int(c.get("rss") or 0)
+                                                       for c in status.get("adopted") or ())
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
-    from rio.config.instance import find_instance, pid_alive
+    from rio.config.instance import pid_alive
     try:
-        info = None if args.connect else find_instance(args.instance)
+        info = None if args.connect else _find_instance(args)
         conn = _connect(args)
     except RioError as err:
         return _fail(err)
@@ -387,6 +496,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--placement", help="a placement from supervisor.toml (e.g. isolated)")
     p.add_argument("--fault-injection", action="store_true",
                    help="enable the fault-injection ops used by `rio faults`")
+    p.add_argument("--log-stderr", action="store_true",
+                   help="every process's log lines on this stderr, prefixed [name] (for "
+                        "journald, `kubectl logs`); also RIO_LOG_STDERR=1. Default: a file per "
+                        "process")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("call", help="send one request and print the reply as JSON")
@@ -419,7 +532,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 #: The commands that live in modules of their own, by first word.
 _COMMAND_MODULES = {"chat": "rio.cli.agent", "key": "rio.cli.agent", "agents": "rio.cli.agents",
-                    "faults": "rio.cli.faults", "keys": "rio.cli.keys", "mcp": "rio.cli.mcp"}
+                    "faults": "rio.cli.faults", "keys": "rio.cli.keys", "mcp": "rio.cli.mcp",
+                    "health": "rio.cli.health"}
 
 
 def _extra_commands(command: str | None = None
@@ -428,8 +542,8 @@ def _extra_commands(command: str | None = None
     or only ``command``'s."""
     found = []
     only = _COMMAND_MODULES.get(command or "")
-    for module in ("rio.cli.agent", "rio.cli.agents", "rio.cli.faults", "rio.cli.keys",
-                   "rio.cli.mcp"):
+    for module in ("rio.cli.agent", "rio.cli.agents", "rio.cli.faults", "rio.cli.health",
+                   "rio.cli.keys", "rio.cli.mcp"):
         if only is not None and module != only:
             continue
         try:
@@ -468,8 +582,8 @@ def _choices(action: argparse.Action) -> dict[str, argparse.ArgumentParser]:
 #: Every command's name, without building the parser: the desktop path (`rio FILE`) decides it
 #: is not a command without importing the command modules (~0.3 s; the window comes first,
 #: ADR-0026 b). tests/test_window_first.py keeps it equal to the parser's.
-COMMANDS = ("agents", "call", "chat", "events", "faults", "key", "keys", "mcp", "serve",
-            "status", "stop")
+COMMANDS = ("agents", "call", "chat", "events", "faults", "health", "key", "keys", "mcp",
+            "serve", "status", "stop")
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

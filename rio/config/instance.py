@@ -178,8 +178,14 @@ def running_instances() -> list[InstanceInfo]:
     return found
 
 
-def find_instance(name: str | None, cwd: Path | None = None) -> InstanceInfo:
-    """The instance a client should talk to: named, else the one whose root holds cwd, else the only one."""
+def find_instance(name: str | None, cwd: Path | None = None, *,
+                  elsewhere: bool = False) -> InstanceInfo:
+    """The instance a client should talk to: the one named, else the one whose root holds
+    ``cwd`` (the innermost). A folder no instance serves is refused (``bus.unreachable``,
+    naming the instances that run elsewhere and ``--instance``): a command typed in the
+    wrong folder must not act on another project's instance. ``elsewhere``: a command that
+    only looks (``rio status``, ``rio events``) may then take the only instance running —
+    the caller says which answered (:func:`serves_folder` tells it apart)."""
     if name:
         info = InstancePaths.for_name(name).read_info()
         if info is None or not pid_alive(info.pid):
@@ -191,14 +197,26 @@ def find_instance(name: str | None, cwd: Path | None = None) -> InstanceInfo:
         raise BusError("unreachable", "No Rio instance is running.",
                        "Start one with `rio serve` (headless) or `rio` (desktop).")
     cwd = (cwd or Path.cwd()).resolve()
-    holding = [i for i in live if cwd == Path(i.root) or Path(i.root) in cwd.parents]
+    holding = [i for i in live if serves_folder(i, cwd)]
     if holding:
         return max(holding, key=lambda i: len(i.root))
-    if len(live) == 1:
+    if elsewhere and len(live) == 1:
         return live[0]
-    names = ", ".join(i.name for i in live)
-    raise BusError("ambiguous_instance", f"Several Rio instances are running ({names}).",
-                   "Pick one with --instance NAME.")
+    others = ", ".join(f"{i.name} (on {i.root})" for i in live[:5])
+    more = f" and {len(live) - 5} more" if len(live) > 5 else ""
+    if elsewhere:
+        raise BusError("ambiguous_instance", f"No Rio instance runs on {cwd}, and several run "
+                       f"elsewhere: {others}{more}.", "Pick one with --instance NAME.")
+    raise BusError("unreachable", f"No Rio instance runs on {cwd} (elsewhere: {others}{more}).",
+                   "Run the command in that project's folder, or name the instance with "
+                   "--instance NAME (`rio status --all` lists them); `rio serve` starts one "
+                   "here")
+
+
+def serves_folder(info: InstanceInfo, folder: Path) -> bool:
+    """Does ``info``'s project hold ``folder`` (its root, or a folder inside it)?"""
+    root = Path(info.root)
+    return folder == root or root in folder.parents
 
 
 def journal_dir(root: Path) -> Path:

@@ -318,6 +318,11 @@ def _unencodable(piece: str, out: str, exc: UnicodeEncodeError, line: int,
 # The port to the disk
 
 
+#: Mode bits a save with ``keep_exec=False`` never sets or keeps: anyone's execute,
+#: set-user-ID and set-group-ID (rio/files/owner_only.py).
+EXEC_BITS = 0o111 | stat_module.S_ISUID | stat_module.S_ISGID
+
+
 class FilePort(Protocol):
     """Everything :func:`load_file`, :func:`save_file` and :func:`disk_changed` ask of the disk.
 
@@ -338,12 +343,14 @@ class FilePort(Protocol):
         """Hex SHA-256 of the whole file, streamed."""
 
     def write_atomic(self, path: Path, chunks: Iterable[bytes], mode: int | None = None, *,
-                     before_replace: Callable[[], None] | None = None) -> FileStat:
+                     before_replace: Callable[[], None] | None = None,
+                     keep_exec: bool = True) -> FileStat:
         """Replace ``path`` with ``chunks`` all-or-nothing; returns the new file's stat.
 
         ``mode`` None keeps the old file's permissions (new files get 0o666 less the umask).
         ``before_replace`` runs after the data is durable, just before the rename; if it raises,
-        nothing on disk changes.
+        nothing on disk changes. ``keep_exec`` False: the new file has no execute, set-user-ID
+        or set-group-ID bit, whatever the old one had (a remote editor key's save, ADR-0019).
         """
 
 
@@ -385,7 +392,8 @@ class OsFilePort:
         return digest.hexdigest()
 
     def write_atomic(self, path: Path, chunks: Iterable[bytes], mode: int | None = None, *,
-                     before_replace: Callable[[], None] | None = None) -> FileStat:
+                     before_replace: Callable[[], None] | None = None,
+                     keep_exec: bool = True) -> FileStat:
         # Never through a link (ADR-0004): ``path`` is the real path the workspace confined when
         # the file was opened, so if no part of it is a symbolic link now it still names the
         # same place inside the project. The folder is opened component by component from "/"
@@ -395,13 +403,13 @@ class OsFilePort:
         name = path.name
         dfd = open_dir_nofollow(path.parent)
         try:
-            return self._write_in(dfd, path, name, chunks, mode, before_replace)
+            return self._write_in(dfd, path, name, chunks, mode, before_replace, keep_exec)
         finally:
             os.close(dfd)
 
     @staticmethod
     def _write_in(dfd: int, path: Path, name: str, chunks: Iterable[bytes], mode: int | None,
-                  before_replace: Callable[[], None] | None) -> FileStat:
+                  before_replace: Callable[[], None] | None, keep_exec: bool) -> FileStat:
         old = lstat_at(dfd, name, path)
         # The name is cut so the temp name stays under NAME_MAX (255) even for very long names.
         tmp = f".{name[:200]}.rio-{os.urandom(6).hex()}.tmp"
@@ -423,6 +431,8 @@ class OsFilePort:
                     pass  # only root may give a file away; keeping the mode is what matters
             final_mode = mode if mode is not None else (
                 stat_module.S_IMODE(old.st_mode) if old is not None else None)
+            if final_mode is not None and not keep_exec:
+                final_mode &= ~EXEC_BITS
             if final_mode is not None:
                 os.fchmod(fd, final_mode)
             os.fsync(fd)
@@ -473,9 +483,10 @@ class FaultyFilePort:
         return self.inner.sha256(path)
 
     def write_atomic(self, path: Path, chunks: Iterable[bytes], mode: int | None = None, *,
-                     before_replace: Callable[[], None] | None = None) -> FileStat:
+                     before_replace: Callable[[], None] | None = None,
+                     keep_exec: bool = True) -> FileStat:
         return self.inner.write_atomic(path, self._failing(chunks), mode,
-                                       before_replace=before_replace)
+                                       before_replace=before_replace, keep_exec=keep_exec)
 
     def _failing(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
         budget = self.after_bytes
@@ -586,12 +597,13 @@ def _read_failed(path: Path, exc: OSError) -> FileError | PathError:
 
 def save_file(path: str | os.PathLike[str], text_or_chunks: str | Iterable[str], fmt: FileFormat,
               *, expected: Fingerprint | None, port: FilePort | None = None,
-              force: bool = False) -> Fingerprint:
+              force: bool = False, keep_exec: bool = True) -> Fingerprint:
     """Encode and atomically write ``path``; returns the new fingerprint.
 
     Refuses with ``file.conflict`` when the file on disk is not the one described by ``expected``
     (or exists while ``expected`` is None), unless ``force``. The check runs again just before the
-    rename, so a change made while a big file was being written is caught too.
+    rename, so a change made while a big file was being written is caught too. ``keep_exec``
+    False writes the file without execute/set-ID bits (:meth:`FilePort.write_atomic`).
     """
     port = port or OsFilePort()
     path = Path(path)
@@ -612,7 +624,8 @@ def save_file(path: str | os.PathLike[str], text_or_chunks: str | Iterable[str],
             yield block
 
     try:
-        st = port.write_atomic(path, hashed(), None, before_replace=check_disk)
+        st = port.write_atomic(path, hashed(), None, before_replace=check_disk,
+                               keep_exec=keep_exec)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise link_refused(path) from None

@@ -66,6 +66,17 @@ def _compile(lines: list[str]) -> GitIgnoreSpec:
     return GitIgnoreSpec.from_lines(lines, _Pattern)
 
 
+def compile_patterns(lines: list[str]) -> GitIgnoreSpec:
+    """Compile gitignore-style patterns strictly: ``ValueError`` naming the first line that
+    does not compile (a list that guards something must not drop a line silently)."""
+    for line in lines:
+        try:
+            _compile([line])
+        except (ValueError, re.error, regex.error) as exc:
+            raise ValueError(f"{line!r} is not a gitignore pattern ({exc})") from None
+    return _compile(lines)
+
+
 def parse_gitignore(text: str) -> GitIgnoreSpec:
     """Compile one ignore file; lines git would not understand are skipped, not fatal."""
     lines = text.splitlines()

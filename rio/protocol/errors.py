@@ -28,13 +28,17 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     timeout, unreachable, no_route, actor_dead, closed, instance_exists,
     │     ambiguous_instance, path_too_long, unsafe_runtime_dir, prefix_taken, listen_failed,
     │     bad_listen_address, no_server_key(s), no_client_key, ambiguous_client_key,
-    │     remote_not_allowed, no_window, spawn_limit, no_display
+    │     remote_not_allowed, no_window, spawn_limit, no_display,
+    │     remote keys over their limits (actors/bus/remote.py, ADR-0021): backpressure,
+    │     connection_limit
     ├── ConfigError            config.*     a configuration file or setting is wrong
     │     invalid, unknown_placement, invalid_instance_name, insecure_credentials,
     │     credentials_unreadable, empty_key, keyring_failed, bad_key_file, bad_public_key,
     │     bad_client_name, unknown_client, bad_role
     ├── AuthError              auth.*       a remote key's role does not allow the request
-    │     forbidden, bad_token (Rio's MCP endpoint: no valid token for the conversation)
+    │     forbidden, bad_token (Rio's MCP endpoint: no valid token for the conversation),
+    │     owner_only_path (below owner: saving or editing a file whose contents run as code
+    │     later, or an executable: rio/files/owner_only.py)
     ├── AgentError             agent.*      a model provider or agent failed
     │     not_configured, auth_rejected, rate_limited, server_error, network,
     │     unexpected_response, request_rejected, insecure_endpoint, endpoint_refused,
@@ -43,7 +47,8 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     unknown_turn, too_large,
     │     ACP agents (rio/acp, docs/agent-chat.md): agent_not_found, agent_start_failed,
     │     agent_exited, agent_silent, sign_in_needed, agent_failed, agent_timeout,
-    │     agent_not_running, logout_not_offered,
+    │     agent_not_running, logout_not_offered, sign_in_cancelled, sign_in_timeout,
+    │     not_discardable (agent.discard: the conversation has an answer or a running turn),
     │     Rio's MCP tools (rio/agent/turn_mcp.py): tool_refused, cancelled
     └── InternalError          internal.*   a bug in Rio; the message says where to report it
           unexpected, bad_error, unknown
@@ -142,6 +147,15 @@ FAMILIES: dict[str, type[RioError]] = {
     for cls in (ProtocolError, PathError, FileError, DocumentError, BusError, ConfigError,
                 AuthError, AgentError, InternalError)
 }
+
+
+def error_line(kind: str, message: str, next_action: str = "") -> str:
+    """The one line every error is printed as at a terminal (``rio`` and ``rio chat``):
+    ``rio: <kind>: <message> — <next>``, whitespace folded, no trailing full stops."""
+    def flat(text: str) -> str:
+        return " ".join(str(text).split()).rstrip(".")
+    line = f"rio: {kind}: {flat(message)}"
+    return f"{line} — {flat(next_action)}" if next_action else line
 
 
 def error_from_wire(wire: Any) -> RioError:

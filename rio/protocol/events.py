@@ -316,6 +316,17 @@ define_event("buffer.journal_restored", "core", "The buffer's journal is written
              _f("buffer", str), _f("name", str))
 
 
+# --- fs.*: the project's files on disk (actors/fs_watcher.py, rio/files/watch.py) -------------
+
+define_event(
+    "fs.changed", "core", "Files or folders were made, deleted or renamed on disk in these "
+    "folders (not ignored ones); a storm is one event per 400 ms at most.",
+    _f("folders", list, "project-relative folders whose entries changed (\".\" the root), "
+       "at most 100", check=ListOf(str)),
+    _f("more", bool, "list again every folder you show: more folders changed than are named, "
+       "or the ignore rules changed"))
+
+
 # --- run.*: the project's Run/Build commands (actors/runner_actor.py) ---------------------------
 
 define_event(
@@ -435,7 +446,9 @@ define_event(
     _f("seconds", NUM), _o("give_up_after_s", NUM), _o("resumed", bool))
 define_event(
     "agent.note", "session", "One line for the conversation, shown as is.", CONVERSATION, TURN,
-    _f("note", str, "auto_allowed, signed_out, empty_reply"), _f("text", str), _o("call", str),
+    _f("note", str, "auto_allowed, signed_out, empty_reply, agent_exited (the agent stopped "
+       "between turns: reaped, started again by the next message)"), _f("text", str),
+    _o("call", str),
     _o("title", str), _o("tool", str, "auto_allowed: Rio's MCP tool"))
 define_event(
     "agent.auth_status", "session", "An ACP adapter's _auth/status_update extension.",

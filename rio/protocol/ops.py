@@ -230,7 +230,10 @@ define("host.ping", "Liveness: answered by an actor of the named process (the su
 define("host.stop", "Ask the named process to end cleanly.", Arg("process", str, check=non_empty))
 
 define("system.ping", "Is the instance alive? Replies with its pid.")
-define("system.status", "Processes, their pids, restarts and memory.")
+define("system.status", "Processes, their pids, restarts and memory.",
+       Arg("tree", bool, False, False, doc="also each process's descendants (an agent "
+           "session's ACP agent and its helpers) with their memory, the processes the "
+           "supervisor adopted, and the instance's total rss_total (rio status)"))
 define("system.stop", "Stop the instance.")
 define("system.ops", "This catalogue.")
 define("system.open_folder", "File → Open Folder: start another Rio instance (`rio FOLDER`) on a "
@@ -304,6 +307,9 @@ define("agent.new", "Start a conversation; provider/endpoint/model override the 
            "opencode, gemini … or [agents.NAME] of config.toml) instead of a provider"))
 define("agent.list", "The conversations, most recent first.")
 define("agent.history", "A conversation's messages and turns.", CONVERSATION)
+define("agent.discard", "Forget a conversation that never had an answer (no assistant message, "
+       "no turn running) and end its session process: `rio chat` discards the one it made when "
+       "no message could reach a model (no API key …).", CONVERSATION)
 define("agent.send", "Send a message; replies {turn} at once, the turn streams as agent.* events.",
        CONVERSATION, Arg("text", str, check=non_empty))
 define("agent.approve", "Answer a proposal (agent.propose) of a running turn.",
@@ -470,11 +476,11 @@ define("ui.raise", "Bring the desktop window to the front (a second `rio` on the
        "does this instead of opening a second window).")
 define("ui.agent", "Drive the agent panel as a user would: open, close, minimise, send, type, "
        "approve, reject, always, answer, stop, undo, new, mode, tick, agent_setting, sign_in, "
-       "review, revert.",
+       "review, revert, provider.",
        Arg("action", str, check=non_empty,
            doc="open, close, minimise, send, type, approve, reject, always, answer, stop, "
-               "undo, new, mode, tick, agent_setting, sign_in, review, revert (checked by the "
-               "desktop)"),
+               "undo, new, mode, tick, agent_setting, sign_in, review, revert, provider "
+               "(checked by the desktop)"),
        Arg("text", str, False, None, doc="send: the message; type: typed into the input, "
            "then Enter"),
        Arg("proposal", (str, int), False, None,
@@ -490,7 +496,8 @@ define("ui.agent", "Drive the agent panel as a user would: open, close, minimise
            "the agent changed on disk (default: the first)"),
        Arg("picker", str, False, None, doc="agent_setting: 'mode' (the ACP agent's own mode) "
            "or one of its config options' id (model …)"),
-       Arg("value", str, False, None, doc="agent_setting: the value to pick (an id)"),
+       Arg("value", str, False, None, doc="agent_setting: the value to pick (an id); "
+           "provider: the Provider picker's entry to pick (e.g. 'claude (ACP)')"),
        Arg("option", str, False, None,
            doc="answer: the agent's option for its permission question, by kind or id "
                "(none declines)"))

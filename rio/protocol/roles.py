@@ -40,7 +40,7 @@ _EDITOR = (
 )
 _OWNER = (
     "run.start", "run.stop",
-    "agent.new", "agent.list", "agent.history", "agent.send", "agent.approve", "agent.stop",
+    "agent.new", "agent.list", "agent.history", "agent.discard", "agent.send", "agent.approve", "agent.stop",
     "agent.mode", "agent.permission_answer", "agent.set_mode", "agent.set_config",
     "agent.authenticate", "agent.limits", "gate.limits", "agent.pending", "session.pending",
     "agents.list", "mcp.call", "mcp.cancel", "mcp.address", "agents.logout",

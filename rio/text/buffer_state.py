@@ -26,6 +26,7 @@ from rio.files.files import (
     load_file,
     save_file,
 )
+from rio.files.owner_only import OwnerOnlyPaths
 from rio.files.workspace import Workspace
 from rio.protocol.errors import DocumentError, FileError, RioError
 from rio.protocol.op_table import OpTable
@@ -48,6 +49,8 @@ EPOCH_BITS = 32
 REQUEST_MEMORY = 256
 #: The ops a resent request id must not apply twice.
 DEDUPED_OPS = frozenset({"buffer.replace", "buffer.apply", "buffer.undo", "buffer.redo"})
+#: The ops that change a buffer's text (a key below owner may not, in a file it may not save).
+TEXT_CHANGING_OPS = DEDUPED_OPS
 #: After a journal rewrite failed (a full disk), the flush timer tries again this much later.
 REWRITE_RETRY_S = 2.0
 Events = list[tuple[str, dict[str, Any]]]
@@ -88,7 +91,8 @@ class OpenBuffer:
 
     def __init__(self, buffer_id: str, document: Document, *, path: Path | None,
                  workspace: Workspace, fmt: FileFormat, fingerprint: Fingerprint | None,
-                 journal_store: JournalStore, file_port: Any):
+                 journal_store: JournalStore, file_port: Any,
+                 owner_only: OwnerOnlyPaths | None = None):
         self.id = buffer_id
         self.document = document
         self.path = path
@@ -113,6 +117,10 @@ class OpenBuffer:
         self.notices: Events = []
         self._rewrite_after = 0.0   # clock time before which no rewrite is tried again
         self.clock: Callable[[], float] = time.monotonic
+        #: what a key below owner may not write (ADR-0019); the factory shares one
+        self.owner_only = owner_only or OwnerOnlyPaths(workspace.root)
+        #: the role of the request being served (:meth:`handle`)
+        self._role = "owner"
         #: resolves a save-as path (set by whoever holds the workspace; default: ours)
         self.factory_resolve: Callable[[str], Path] = (
             lambda p: self.workspace.resolve(p, must_exist=False, kind="file"))
@@ -135,11 +143,28 @@ class OpenBuffer:
                 "recovered": self.recovered}
 
     # --- the ops --------------------------------------------------------------------------------
-    def handle(self, op: str, args: dict[str, Any],
-               request: str | None = None) -> tuple[Any, Events]:
+    def handle(self, op: str, args: dict[str, Any], request: str | None = None, *,
+               role: str = "owner") -> tuple[Any, Events]:
         """Serve one op. ``request`` names the request (client and id): a change op whose
         request was already applied — before a restart too — is answered, not applied again;
-        that check comes before the epoch check, so such a resend is never refused."""
+        that check comes before the epoch check, so such a resend is never refused. ``role`` is
+        the sender's (rio/protocol/roles.py): a save by a key below owner is held to
+        rio/files/owner_only.py."""
+        self._role = role
+        try:
+            return self._handle(op, args, request)
+        finally:
+            self._role = "owner"
+
+    def _handle(self, op: str, args: dict[str, Any],
+                request: str | None) -> tuple[Any, Events]:
+        if op in TEXT_CHANGING_OPS and self._role != "owner" and self.path is not None:
+            # The text of a file an editor may not save is not the editor's to change either:
+            # the owner's next save (Save All before a run) would write it (ADR-0019).
+            refused = self.owner_only.refusal(self.path, self._role, self.file_port,
+                                              doing="editing")
+            if refused is not None:
+                raise refused
         method: Callable[[dict[str, Any]], tuple[Any, Events]] | None = self.handles.method(
             self, op)
         if method is None:
@@ -275,8 +300,14 @@ class OpenBuffer:
         expected = self.fingerprint if target == self.path else None
         if target == self.path:
             self.workspace.check_unmoved(target)  # swapped for a link since: refused, kept dirty
+        owner = self._role == "owner"
+        if not owner:   # code that runs later, executables: the owner's (ADR-0019)
+            refused = self.owner_only.refusal(target, self._role, self.file_port)
+            if refused is not None:
+                raise refused
         fingerprint = save_file(target, self.document.buffer.iter_chunks(), fmt,
-                                expected=expected, port=self.file_port, force=args["force"])
+                                expected=expected, port=self.file_port, force=args["force"],
+                                keep_exec=owner)
         self.path, self.format, self.fingerprint = target, fmt, fingerprint
         self.conflict_reported = None
         self.document.mark_saved()
@@ -416,6 +447,7 @@ class BufferFactory:
                  max_file_bytes: int | None = None, journal_store: JournalStore | None = None,
                  undo_text_limit: int | None = None, digest: Digest = sha256_now):
         self.workspace = Workspace(root)
+        self.owner_only = OwnerOnlyPaths(self.workspace.root)
         self.digest = digest   # how an opened file's sha256 is computed (chunked_load.Digest)
         self.journal_store = journal_store or OsJournalStore(journal_dir)
         self.file_port = file_port or OsFilePort()
@@ -440,13 +472,13 @@ class BufferFactory:
                           path=path,
                           workspace=self.workspace, fmt=loaded.format,
                           fingerprint=loaded.fingerprint, journal_store=self.journal_store,
-                          file_port=self.file_port)
+                          file_port=self.file_port, owner_only=self.owner_only)
 
     def new(self, text: str) -> OpenBuffer:
         buf = OpenBuffer(self._new_id(), Document("", undo_text_limit=self.undo_text_limit),
                          path=None, workspace=self.workspace,
                          fmt=FileFormat(), fingerprint=None, journal_store=self.journal_store,
-                         file_port=self.file_port)
+                         file_port=self.file_port, owner_only=self.owner_only)
         if text:
             change = buf.document.replace(0, 0, text, origin="new", label="New")
             buf._journal([change])
@@ -523,7 +555,7 @@ class BufferFactory:
                        undo_text_limit=self.undo_text_limit)
         buf = OpenBuffer(header.get("buffer") or name, doc, path=path, workspace=self.workspace,
                          fmt=fmt, fingerprint=fingerprint, journal_store=self.journal_store,
-                         file_port=self.file_port)
+                         file_port=self.file_port, owner_only=self.owner_only)
         if path is None and base_text == "":
             doc.mark_saved()
         # One undoable step back to the file as it is on disk.

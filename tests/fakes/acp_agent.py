@@ -5,6 +5,8 @@ JSON). Keys, all optional::
 
     {"auth": "none" | "new_session" | "prompt",      # where -32000 comes until authenticate
      "auth_methods": [{"id", "name", "type"?: "terminal"|"env_var", "args"?, "vars"?}],
+     "auth_hang": "/tmp/marker",                     # authenticate never answers (a browser
+                                                     # login offline); writes the marker first
      "load_session": true,                           # offer session/load
      "logout": "/tmp/marker",                        # offer ACP logout; write the marker
      "state": "/tmp/x.json",                         # sessions kept here across processes
@@ -171,6 +173,10 @@ class FakeAgent:
     async def authenticate(self, method_id: str, **kw: Any) -> AuthenticateResponse:
         if method_id not in {m["id"] for m in self.script.get("auth_methods", [])}:
             raise RequestError.invalid_params({"method": method_id})
+        if self.script.get("auth_hang"):
+            with open(self.script["auth_hang"], "w", encoding="utf-8") as fh:
+                fh.write(f"{os.getpid()}\n")
+            await asyncio.Event().wait()        # the browser never comes back
         self.authed = True
         return AuthenticateResponse()
 

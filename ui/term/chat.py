@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, TextIO
 
-from rio.agent.failures import shown_details
-from rio.protocol.errors import RioError, error_from_wire
+from rio.agent.failures import CONFIG_ERRORS, keyless_choices, missing_key, shown_details
+from rio.protocol.errors import RioError, error_from_wire, error_line
 from rio.protocol.frames import Reply, thaw
 
 EXIT_DONE, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_STOPPED, EXIT_REJECTED = range(6)
@@ -148,6 +148,10 @@ class ChatClient:
         #: Save what a turn changed when it ends (``rio chat --save``).
         self.autosave = False
         self.style = Style(color)
+        #: A turn of this client got further than its configuration (an answer, a stop, an
+        #: error of the model or the network): False while every turn failed before any model
+        #: was asked (no API key …), so a conversation `rio chat` made for it can be discarded.
+        self.reached_model = False
         self.inbox = _Inbox()
         conn.subscribe("agent.", self.inbox)
         # A core restart: say so once; buffers come back under their ids (ADR-0020).
@@ -190,6 +194,9 @@ class ChatClient:
                 stop_sent_at = time.monotonic()
                 self.conn.call("agent.stop", {"conversation": self.conversation}, timeout=5.0)
         self._newline()
+        kind = (result.error or {}).get("kind")
+        if result.state != "error" or result.text_seen or kind not in CONFIG_ERRORS:
+            self.reached_model = True
         return result
 
     def _pump(self, timeout_s: float) -> bool:
@@ -433,9 +440,14 @@ class ChatClient:
         self.out.flush()
 
     def _error(self, data: Mapping[str, Any]) -> None:
+        """The error as every ``rio`` error: one line, ``rio: <kind>: <message> — <next>``
+        (a missing API key's next action also names the ways that need no key)."""
         self._newline()
-        self.err.write(self.style("err", f"error: {data.get('message')}") +
-                       f" ({data.get('kind')})\n  {data.get('next')}\n")
+        kind, message = str(data.get("kind") or "internal.unknown"), str(data.get("message"))
+        following = str(data.get("next") or "")
+        if missing_key(kind, message):
+            following = f"{following.rstrip('. ')}; {keyless_choices()}"
+        self.err.write(self.style("err", error_line(kind, message, following)) + "\n")
         # An ACP agent's own words and its error's details, whole: the cause of a model
         # server's 400 is there, not in "Internal error" (rio/agent/failures.py).
         for label, text in shown_details(str(data.get("message") or ""), data.get("details")):
@@ -497,7 +509,7 @@ def interactive(client: ChatClient, *, read: Callable[[str], str] = input,
                     out.write(f"unknown command {word}; /help lists them (start the line with "
                               "a space to send it to the agent as it is)\n")
             except RioError as err:
-                out.write(f"error: {err.message} ({err.kind})\n  {err.next}\n")
+                out.write(error_line(err.kind, err.message, err.next) + "\n")
             continue
         try:
             result = client.send(text)

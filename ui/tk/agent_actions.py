@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from rio.agent.conversations import DEFAULT_TITLE, undo_label
 from rio.protocol.errors import ProtocolError, RioError
 from ui.tk import agent_pickers
-from ui.tk.agent_model import Block, Conversation
+from ui.tk.agent_model import Block, Conversation, turn_end_text
 from ui.tk.agent_permission_model import closed_decision
 
 Respond = Callable[[Any], None]
@@ -20,7 +21,7 @@ Respond = Callable[[Any], None]
 DEFER = None
 ACTIONS = ("open", "close", "minimise", "send", "type", "approve", "reject", "always",
            "answer", "stop", "undo", "new", "mode", "tick", "agent_setting",
-           "sign_in", "review", "revert")
+           "sign_in", "review", "revert", "provider")
 
 
 def turn_end_of(conv: Conversation | None) -> Block | None:
@@ -83,6 +84,72 @@ def undo_turn(panel: Any, block: Block | None, respond: Respond | None = None) -
                           lambda err: (report["skipped"].append(bid), finished()))
         panel.request("buffer.info", {"buffer": bid}, info,
                       lambda err, bid=bid: (report["skipped"].append(bid), finished()))
+
+
+def provider_chosen(panel: Any, respond: Respond | None = None) -> None:
+    """A pick in the Provider picker. A conversation keeps the provider or agent it was
+    started with (its history is that agent's; an ACP agent keeps its own session), so
+    with a conversation shown the pick starts a new one with the picked agent — and says
+    so in it, naming the one left; the earlier conversation stays in the list. With none
+    shown, the pick is what the next message starts with."""
+    picked = panel.provider.get()
+    conv = panel.model.shown
+    if conv is None or not picked or picked == conv.provider:
+        if respond is not None:
+            respond({"conversation": conv.id if conv else None, "provider": picked,
+                     "new": False})
+        return
+
+    def made(new: Conversation) -> None:
+        where = f"“{conv.title}”" if conv.title and conv.title != DEFAULT_TITLE else \
+            "the earlier conversation"
+        note = (f"A new conversation with {picked}: a conversation keeps the agent it "
+                f"started with, so {where} with {conv.provider or 'its provider'} stays as "
+                "it was (Conversation: picks it again).")
+        panel.apply_changes(new, new.add_block("note", None, note, {"provider_pick": True}))
+        if respond is not None:
+            respond({"conversation": new.id, "provider": new.provider, "new": True,
+                     "left": conv.id})
+
+    def failed(err: RioError) -> None:
+        panel._sync_header()          # the picker shows the shown conversation's again
+        if respond is not None:
+            respond(err)
+    panel.new_conversation(made, failed)
+
+
+def check_reloaded_turn_end(panel: Any, conv: Conversation) -> None:
+    """A reloaded conversation's last end-of-turn card (``undo: check``): what stands
+    now — its buffers' names, saved or not, and Undo only while the turn's step is still
+    the latest one in each (``buffer.info``, the check ``rio chat``'s /undo makes)."""
+    block = next((b for b in conv.blocks if b.kind == "turn_end"
+                  and b.data.get("undo") == "check"), None)
+    if block is None:
+        return
+    label = undo_label(next((b.text for b in conv.blocks if b.kind == "user"
+                             and b.turn == block.turn), ""))
+    buffers = list(block.data["buffers"])
+    seen: dict[str, Any] = {}
+
+    def one(bid: str, summary: Any) -> None:
+        seen[bid] = summary
+        if len(seen) < len(buffers):
+            return
+        alive = {b: s for b, s in seen.items() if s is not None}
+        for b, s in alive.items():
+            block.data["names"][b] = str(s.get("path") or s.get("name") or b)
+        latest = bool(alive) and all(s.get("undo_label") == label for s in alive.values()) \
+            and conv.last_turn_end() is block       # not a turn the live ones followed
+        # Still the latest change in each: the card says where it stands (saved or not) and
+        # offers Undo; else it only says what the turn changed.
+        block.data["undo"] = "available" if latest else "superseded"
+        block.data["past"] = not latest
+        block.data["saved"] = latest and not any(s.get("dirty") for s in alive.values())
+        if block in conv.blocks:
+            panel.apply_changes(conv, [("update", conv.blocks.index(block))])
+    for bid in buffers:
+        panel.request("buffer.info", {"buffer": bid}, lambda s, b=bid: one(b, s),
+                     lambda err, b=bid: one(b, None))
 
 
 def answer_proposal(panel: Any, proposal: str | None, decision: str,
@@ -279,7 +346,8 @@ def describe(panel: Any) -> dict[str, Any]:
             "state": conv.state if conv else "idle", "status": panel.model.status_text(),
             "status_tip": panel.status_tip.text,
             "messages": conv.messages() if conv else [],
-            "blocks": [b.kind for b in conv.blocks] if conv else [],
+            "blocks": [b.kind for b in conv.blocks if not b.data.get("hidden")] if conv
+            else [],
             "pending": conv.pending_list() if conv else [],
             "waiting": panel.model.waiting_count(),
             "marked": sorted(panel.marks.marked),
@@ -291,7 +359,84 @@ def describe(panel: Any) -> dict[str, Any]:
             "changed_files": panel.changed_files(),
             "picker_boxes": sorted(getattr(panel, "agent_boxes", {})) if panel.is_open else [],
             "name_active": panel.prefs.name_active,
-            "undo": end.data["undo"] if end else None}
+            "undo": end.data["undo"] if end else None,
+            "turn_end": _turn_end_text(end),
+            "chooser": panel.chooser.get() if panel.is_open else None,
+            "tools": _tool_lines(conv),
+            **_geometry(panel)}
+
+
+def _turn_end_text(end: Block | None) -> str | None:
+    """What the last end-of-turn card says ("Changed, not saved yet: …", "Undone: …")."""
+    if end is None:
+        return None
+    return turn_end_text(end.data)
+
+
+def _tool_lines(conv: Conversation | None) -> list[dict[str, Any]]:
+    """The tool lines as drawn: one per call (an agent's own line for a call of Rio's MCP
+    tools is Rio's line)."""
+    return [{"name": b.data.get("name"), "title": b.data.get("title"),
+             "status": b.data.get("status"), "summary": b.data.get("summary"),
+             "source": b.data.get("source")}
+            for b in (conv.blocks if conv else ()) if b.kind == "tool"
+            and not b.data.get("hidden")]
+
+
+#: The panel's controls ``cut`` checks, by attribute of the panel (None: not built).
+_CONTROLS = ("provider_box", "stop_button", "chooser", "send_button", "input", "caption")
+
+
+def _geometry(panel: Any) -> dict[str, Any]:
+    """Where the panel is in the window (``geometry``: x, y, width, height, from the
+    window's top left), the window's size, and ``cut``: the panel's controls that are not
+    whole inside it — hidden, past its edge, or squeezed narrower than they ask (a Stop that
+    reads "Sto")."""
+    root = panel.app.root
+    window = {"width": root.winfo_width(), "height": root.winfo_height()}
+    frame = panel.frame
+    if frame is None or not frame.winfo_ismapped():
+        return {"geometry": None, "window": window, "cut": []}
+    fx, fy = frame.winfo_rootx(), frame.winfo_rooty()
+    fw, fh = frame.winfo_width(), frame.winfo_height()
+    geometry = {"x": fx - root.winfo_rootx(), "y": fy - root.winfo_rooty(),
+                "width": fw, "height": fh}
+    if panel.prefs.minimised:
+        return {"geometry": geometry, "window": window, "cut": []}
+    widgets = {name: getattr(panel, name, None) for name in _CONTROLS}
+    for name in ("mode", "new", "minimise", "dock", "close", "name_active"):
+        widgets[name] = _child(panel, name)
+    for pid, box in (getattr(panel, "agent_boxes", None) or {}).items():
+        widgets[f"pick_{pid}"] = box
+    cut = []
+    for name, w in widgets.items():
+        if w is None:
+            continue
+        try:
+            x, y = w.winfo_rootx() - fx, w.winfo_rooty() - fy
+            width, height = w.winfo_width(), w.winfo_height()
+            # a picker may give up width (it shows less of its entry); a button or a tick
+            # squeezed narrower than it asks is cut ("Sto")
+            picker = w.winfo_class() == "TCombobox" or name in ("input", "caption")
+            squeezed = width < (48 if picker else w.winfo_reqwidth() - 1)
+            if not w.winfo_ismapped() or x < 0 or y < 0 or x + width > fw or \
+                    y + height > fh or squeezed:
+                cut.append(name)
+        except Exception:  # noqa: BLE001 -- a widget destroyed meanwhile: not shown
+            cut.append(name)
+    return {"geometry": geometry, "window": window, "cut": sorted(cut)}
+
+
+def _child(panel: Any, name: str) -> Any:
+    """A named widget of the panel's body, wherever the layout put it."""
+    todo = [panel.body] if panel.body is not None else []
+    while todo:
+        w = todo.pop()
+        for child in w.winfo_children():
+            if child.winfo_name() == name:
+                return child
+            todo.append(child)
+    return None
 
 
 def _sign_in_card(conv: Conversation | None) -> dict[str, Any] | None:
@@ -415,6 +560,16 @@ def control(panel: Any, args: dict[str, Any], respond: Respond) -> Any:
     elif action == "new":
         panel.open()
         panel.new_conversation(lambda c: respond({"conversation": c.id}), respond)
+    elif action == "provider":
+        # A pick in the Provider picker, as a user makes it (value: the entry, e.g.
+        # "fake (ACP)"): with a conversation shown, a new one with that agent.
+        panel.open()
+        value = str(args.get("value") or "")
+        if value not in panel.providers:
+            raise ProtocolError("bad_args", f"The Provider picker offers no {value!r}.",
+                                f"Pick one of {', '.join(panel.providers)}.")
+        panel.provider.set(value)
+        panel.provider_chosen(respond)
     return DEFER
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ui.tk import agent_permission_model as perm
 from ui.tk.agent_extras import sign_in_lines
-from ui.tk.agent_model import Block
+from ui.tk.agent_model import Block, turn_end_text
 from ui.tk.agent_text import diff_line_tag
 
 #: The most diff lines a card shows before it scrolls.
@@ -122,9 +122,12 @@ class ProposalCard(Card):
         text = {"answering": "Answering…", "applied": "Approved: applied.", "always": "Approved (always allowed now).",
                 "rejected": "Rejected.", "interrupted": "Closed: a new message interrupted it.",
                 "stopped": "Closed: the turn was stopped.",
+                "timed_out": "Declined: nobody answered in time.",
+                "not applied": "Not applied.",
                 "closed": "Closed: the turn ended."}.get(decision, f"{decision}.")
-        if d.get("reason"):
-            text += f" {d['reason']}"
+        reason = str(d.get("reason") or "").strip()
+        if reason and reason.lower().rstrip(".") not in text.lower():
+            text += f" {reason}"        # not "Rejected. rejected"
         ttk.Label(self.buttons, text=text, foreground=self.view.colours["note"]) \
             .pack(side="left")
 
@@ -148,14 +151,11 @@ class TurnEndCard(Card):
         self.refresh()
 
     def refresh(self) -> None:
+        self.label.configure(text=turn_end_text(self.block.data))
         d = self.block.data
-        names = [d["names"].get(b, b) for b in d["buffers"]]
-        if d.get("saved"):
-            self.label.configure(text="Saved: " + ", ".join(names))
-        else:
-            self.label.configure(text="Changed, not saved yet: " + ", ".join(names))
-        self.save.configure(state="disabled" if d.get("saved") else "normal")
         undo = d.get("undo")
+        self.save.configure(state="disabled" if d.get("saved") or undo == "undone"
+                            else "normal")
         self.undo.configure(state="normal" if undo == "available" else "disabled",
                             text={"undone": "Undone"}.get(undo, "Undo"))
 
@@ -178,6 +178,10 @@ class SignInCard(Card):
             ttk.Label(self.body, text=f"Signed in to {d.get('agent') or 'the agent'}.") \
                 .pack(anchor="w")
             return
+        if d.get("state") == "past":      # from the history: asked then, not now
+            ttk.Label(self.body, text=f"{d.get('agent') or 'The agent'} asked for a sign-in "
+                      "here.").pack(anchor="w")
+            return
         ttk.Label(self.body, text=f"Sign-in needed: {d.get('agent') or 'the agent'}",
                   font=(app.ui_font_family(), 9, "bold")).pack(anchor="w")
         signing = d.get("signing")
@@ -189,11 +193,18 @@ class SignInCard(Card):
             if method.get("type") not in ("terminal", "env_var"):
                 # An agent method: the agent signs you in itself (authenticate).
                 mid = str(method.get("id"))
-                ttk.Button(self.body, text="Signing in…" if signing == mid else "Sign in",
+                buttons = ttk.Frame(self.body)
+                buttons.pack(anchor="w", pady=(2, 0))
+                ttk.Button(buttons, text="Signing in…" if signing == mid else "Sign in",
                            state="disabled" if signing else "normal",
                            name=f"btn_sign_in_{len(self.body.winfo_children())}",
-                           command=lambda m=mid: self.view.panel.sign_in(m)).pack(
-                    anchor="w", pady=(2, 0))
+                           command=lambda m=mid: self.view.panel.sign_in(m)).pack(side="left")
+                if signing == mid:
+                    # The agent may wait for a browser that never comes (offline): Cancel is
+                    # Stop, which ends the sign-in and the agent (the session's own bound is
+                    # 300 s); the next message starts the agent afresh.
+                    ttk.Button(buttons, text="Cancel", name="btn_cancel_sign_in",
+                               command=self.view.panel.stop).pack(side="left", padx=(4, 0))
             if command:
                 row = ttk.Frame(self.body)
                 row.pack(anchor="w", fill="x")

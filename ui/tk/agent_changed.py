@@ -113,13 +113,16 @@ def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None
 
     deleted = entry.get("change") == "deleted"
 
+    # The dialog's button says what the row's button said: Restore a deleted file.
+    action = "Restore" if deleted else "Revert"
+
     def answered(button: str, _values: dict[str, str]) -> None:
-        if button == "Revert":
+        if button == action:
             _set(panel, block, path, "reverting")
             (_restore if deleted else _revert)(panel, block, entry)
     from ui.tk.dialogs import Dialog
     title, question, detail = _RESTORE_ASK if deleted else _REVERT_ASK
-    Dialog(panel.app, "agent_revert", title, question.format(path=path), ["Revert", "Cancel"],
+    Dialog(panel.app, "agent_revert", title, question.format(path=path), [action, "Cancel"],
            answered, icon="question", detail=detail)
     if respond is not None:
         respond({"path": path, "asking": True})

@@ -59,18 +59,7 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
             return [("text", len(conv.blocks) - 1, text)]
         return conv.add_block("thought", turn, text)
     if topic == "agent.tool_update":
-        i = conv._tools.get(str(data.get("call")))
-        if i is None:
-            return []
-        d = conv.blocks[i].data
-        for key in ("title", "kind", "input", "status"):
-            if data.get(key) is not None:
-                d[key] = data[key]
-        if d.get("status") in ("completed",):
-            d["status"] = "ok"
-        elif d.get("status") in ("failed",):
-            d["status"] = "failed"
-        return [("update", i)]
+        return conv.tool_update(str(data.get("call")), data)
     if topic == "agent.plan":
         entries = [dict(e) for e in data.get("entries") or () if isinstance(e, Mapping)]
         for i, b in enumerate(conv.blocks):

@@ -14,12 +14,19 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
+from ui.tk.agent_flow import FlowRow, labelled
 from ui.tk.agent_view import ConversationView
 from ui.tk.icons import icon
 
 STRIP_PX = 30
 MODES = ("review", "auto_buffer", "allow_all")
 MIN_PX = 220
+#: What the editor keeps, at least, when the panel takes its width.
+EDITOR_PX = 260
+#: The conversation picker's style: its list is as wide as its longest entry (postoffset).
+CHOOSER_STYLE = "AgentChooser.TCombobox"
+#: The ticks under the input: their text wraps at the panel's width.
+TICK_STYLE = "AgentTick.TCheckbutton"
 #: The state dot's colour on the strip (the VGA palette of the icons).
 DOT = {"idle": "#008000", "thinking": "#e0b000", "waiting": "#ff0000", "error": "#800000"}
 
@@ -27,7 +34,11 @@ DOT = {"idle": "#008000", "thinking": "#e0b000", "waiting": "#ff0000", "error": 
 def build(panel: Any) -> None:
     app = panel.app
     t = app.theme
-    frame = ttk.Frame(app.hpane, style="Raised.TFrame", padding=2, name="agent_panel")
+    frame = ttk.Frame(app.hpane, style="Raised.TFrame", padding=2, name="agent_panel",
+                      width=panel.prefs.width)
+    # The pane's width is the panel's (its preference, the sash): what its rows ask for —
+    # a header laid out on one line before it knows its width — must not widen it.
+    frame.pack_propagate(False)
     panel.frame = frame
     body = ttk.Frame(frame)
     panel.body = body
@@ -43,35 +54,40 @@ def build(panel: Any) -> None:
     panel.caption = caption
     # Drag the caption across the window and let go on the other half: the panel docks there.
     caption.bind("<ButtonRelease-1>", lambda e: _dropped(panel, e.x_root))
-    head = ttk.Frame(body, padding=(2, 3, 2, 1))
-    head.pack(side="top", fill="x")
+    # Provider, Mode and Stop wrap onto a second line when the panel is narrow: every one
+    # stays visible at any width (ui/tk/agent_flow.py).
+    head = FlowRow(body, name="head", padding=(2, 3, 2, 1))
+    head.frame.pack(side="top", fill="x")
+    panel.head = head
     panel.provider = tk.StringVar(frame, panel.default_provider)
-    ttk.Label(head, text="Provider:").pack(side="left")
-    panel.provider_box = ttk.Combobox(head, textvariable=panel.provider, values=panel.providers,
-                                      width=10, state="readonly", name="provider")
-    panel.provider_box.pack(side="left", padx=(3, 4))
+    panel.provider_box = labelled(head, "provider_item", "Provider:", lambda box: ttk.Combobox(
+        box, textvariable=panel.provider, values=panel.providers,
+        width=picker_width(panel.providers), state="readonly", name="provider"))
+    # A pick with a conversation shown starts a new conversation with that provider or agent
+    # (a conversation keeps the one it started with): ui/tk/agent_panel.py provider_chosen.
+    panel.provider_box.bind("<<ComboboxSelected>>", lambda e: panel.provider_chosen())
     # The approval gate's mode (agent.mode): what runs by itself and what asks.
     panel.mode = tk.StringVar(frame, "")
-    ttk.Label(head, text="Mode:").pack(side="left")
-    mode = ttk.Combobox(head, textvariable=panel.mode, values=MODES, width=10,
-                        state="readonly", name="mode")
-    mode.pack(side="left", padx=(3, 4))
+    mode = labelled(head, "mode_item", "Mode:", lambda box: ttk.Combobox(
+        box, textvariable=panel.mode, values=MODES, width=9, state="readonly", name="mode"))
     mode.bind("<<ComboboxSelected>>", lambda e: panel.set_mode(panel.mode.get()))
-    panel.stop_button = ttk.Button(head, text="Stop", width=5, command=panel.stop,
+    panel.stop_button = ttk.Button(head.frame, text="Stop", width=5, command=panel.stop,
                                    name="stop", state="disabled")
-    panel.stop_button.pack(side="right")
-    row = ttk.Frame(body, padding=(2, 1, 2, 3))
+    head.add(panel.stop_button)
+    row = ttk.Frame(body, padding=(2, 1, 2, 3), name="conversation_row")
     row.pack(side="top", fill="x")
     ttk.Button(row, text="New", width=5, command=panel.new_conversation,
                name="new").pack(side="right", padx=(3, 0))
     ttk.Label(row, text="Conversation:").pack(side="left")
-    panel.chooser = ttk.Combobox(row, state="readonly", width=24, name="conversations")
+    panel.chooser = ttk.Combobox(row, state="readonly", width=16, name="conversations",
+                                 style=CHOOSER_STYLE)
     panel.chooser.pack(side="left", fill="x", expand=True, padx=(3, 0))
     panel.chooser.bind("<<ComboboxSelected>>", lambda e: panel.chosen())
     # The ACP agent's own mode and model pickers, shown where it offers them
     # (ui/tk/agent_pickers.py); packed under the conversation row by agent_pickers.sync.
     panel.conv_row = row
-    panel.agent_row = ttk.Frame(body, padding=(2, 0, 2, 3), name="agent_pickers")
+    panel.agent_flow = FlowRow(body, name="agent_pickers", padding=(2, 0, 2, 3))
+    panel.agent_row = panel.agent_flow.frame
     panel._pickers_key = None
     # The input is packed before the conversation so a short panel shrinks the history.
     bottom = ttk.Frame(body, padding=(0, 3, 0, 0))
@@ -79,10 +95,13 @@ def build(panel: Any) -> None:
     ticks = ttk.Frame(body, padding=(2, 2, 0, 0))
     ticks.pack(side="bottom", fill="x")
     panel.name_active = tk.BooleanVar(frame, panel.prefs.name_active)
-    ttk.Checkbutton(ticks, text="Name the active file in the message",
+    ttk.Checkbutton(ticks, text="Name the active file in the message", style=TICK_STYLE,
                     variable=panel.name_active, name="name_active",
                     command=lambda: panel.set_prefs(name_active=panel.name_active.get())
                     ).pack(side="left")
+    # In a narrow panel the tick's text wraps, whole, rather than run past the edge.
+    ticks.bind("<Configure>", lambda e: ttk.Style(ticks).configure(
+        TICK_STYLE, wraplength=max(80, e.width - 30)), add="+")
     # Send first, from the right: the box takes what is left and never hides it.
     panel.send_button = ttk.Button(bottom, text="Send", width=6, command=panel.send_input,
                                    name="send")
@@ -105,6 +124,37 @@ def build(panel: Any) -> None:
         panel.strip.pack(side="top", fill="y", expand=True)
     else:
         body.pack(side="top", fill="both", expand=True)
+
+
+def picker_width(values: Any, least: int = 10, most: int = 22) -> int:
+    """A read-only picker's width in characters (Tk counts "0"s): its longest entry whole
+    ("opencode (ACP)" was cut to "opencode (ACF"), within bounds. Measured in the font when
+    Tk is up, else one character per letter."""
+    import tkinter.font as tkfont
+    try:
+        font = tkfont.nametofont("TkTextFont")
+        zero = max(1, font.measure("0"))
+        need = max((-(-font.measure(str(v)) // zero) for v in values), default=0) + 1
+    except (tk.TclError, RuntimeError):
+        need = max((len(str(v)) for v in values), default=0) + 1
+    return max(least, min(most, need))
+
+
+def fit_chooser_list(panel: Any, values: list[str]) -> None:
+    """The conversation picker's drop-down as wide as its longest entry (the box itself keeps
+    the panel's width), opening toward the window's inside: leftwards when docked right."""
+    import tkinter.font as tkfont
+    box = getattr(panel, "chooser", None)
+    if box is None:
+        return
+    try:
+        font = tkfont.nametofont("TkDefaultFont")
+        need = max((font.measure(v) for v in values), default=0) + 40
+        extra = max(0, min(need, box.winfo_screenwidth() // 2) - max(box.winfo_width(), 1))
+        dx = -extra if panel.prefs.side == "right" else 0
+        ttk.Style(box).configure(CHOOSER_STYLE, postoffset=(dx, 0, extra, 0))
+    except tk.TclError:
+        return
 
 
 def _build_strip(panel: Any) -> None:
@@ -153,7 +203,77 @@ def dock(panel: Any) -> None:
     minimised = panel.prefs.minimised
     pane.add(panel.frame, minsize=STRIP_PX if minimised else MIN_PX, width=width_now(panel),
              stretch="never", **kw)
+    # The editor takes what the window gains or loses, on either side. A pane's default is
+    # "stretch if last": docked right the editor is no longer last, so nothing stretched —
+    # the window's extra width was dead grey space right of the panel, and a window that
+    # started narrow kept the panel squeezed to its minimum.
+    pane.paneconfigure(app.vpane, stretch="always")
+    if not getattr(pane, "_agent_fit_bound", False):
+        pane._agent_fit_bound = True  # type: ignore[attr-defined]
+        pane.bind("<Configure>", lambda e: _refit_later(panel), add="+")
+        pane.bind("<ButtonRelease-1>", lambda e: pane.after_idle(
+            lambda: _remember_width(panel)), add="+")
     place_sashes(panel, tree_w)
+    _refit_later(panel)
+
+
+def _refit_later(panel: Any) -> None:
+    """The window was resized, or the panel was just built: once Tk has laid the panes out,
+    the panel reaches the window's edge at its width (see :func:`refit`)."""
+    if getattr(panel, "_refit_job", None) is None and panel.frame is not None:
+        def run() -> None:
+            panel._refit_job = None
+            refit(panel)
+        panel._refit_job = panel.app.root.after_idle(run)
+
+
+def refit(panel: Any) -> None:
+    """Put the panel's sash where its width says, if it is not there. A paned window lays
+    its panes out again from their requested sizes when one of them changes (a panel being
+    built, the editor's tabs) and gives what is left over, or missing, to the LAST pane: the
+    panel docked right came out squeezed to its minimum, or pushed past the window's edge.
+    Placed sashes hold, so this runs once things settle and whenever the window is resized."""
+    if panel.frame is None or not panel.is_open:
+        return
+    pane = panel.app.hpane
+    try:
+        total = pane.winfo_width()
+        panes = [str(p) for p in pane.panes()]
+        if total <= 1 or len(panes) < 3 or str(panel.frame) not in panes:
+            return
+        tree_w = pane.sash_coord(0)[0]       # the tree's sash, on either side
+        if abs(pane.sash_coord(1)[0] - sash_for(panel, total, tree_w)) > 2:
+            place_sashes(panel, tree_w)
+    except tk.TclError:
+        return
+
+
+def sash_for(panel: Any, total: int, tree_w: int) -> int:
+    """Where the sash between the panel and the editor goes."""
+    sash = int(panel.app.hpane.cget("sashwidth"))
+    width = fitting_width(panel, total, tree_w)
+    return total - width - sash if panel.prefs.side == "right" else tree_w + sash + width
+
+
+def _remember_width(panel: Any) -> None:
+    """The user let go of a sash: the panel's width now is the one it keeps (a preference),
+    so a resized window gives it back this width, not an older one."""
+    if panel.frame is None or not panel.is_open or panel.prefs.minimised:
+        return
+    try:
+        width = panel.frame.winfo_width()
+    except tk.TclError:
+        return
+    if width >= MIN_PX and abs(width - panel.prefs.width) > 2:
+        panel.set_prefs(width=width)
+
+
+def fitting_width(panel: Any, total: int, tree_w: int) -> int:
+    """The panel's width in a window ``total`` pixels wide: its preferred width, less what
+    the editor needs (EDITOR_PX), never under MIN_PX."""
+    if panel.prefs.minimised:
+        return STRIP_PX
+    return min(panel.prefs.width, max(MIN_PX, total - tree_w - EDITOR_PX))
 
 
 def place_sashes(panel: Any, tree_w: int | None) -> None:
@@ -164,15 +284,11 @@ def place_sashes(panel: Any, tree_w: int | None) -> None:
         total = pane.winfo_width()
         if tree_w is None or total <= 1:
             return
-        width = width_now(panel)
-        if not panel.prefs.minimised:
-            width = min(width, max(MIN_PX, total - tree_w - 260))
-        sash = int(pane.cget("sashwidth"))
-        pane.sash_place(0, tree_w, 0)
-        if panel.prefs.side == "right":
-            pane.sash_place(1, total - width - sash, 0)
-        else:
-            pane.sash_place(1, tree_w + sash + width, 0)
+        # Sash 0 only when it moved (placing both at once, the second did not hold).
+        if pane.sash_coord(0)[0] != tree_w:
+            pane.sash_place(0, tree_w, 0)
+            pane.update_idletasks()
+        pane.sash_place(1, sash_for(panel, total, tree_w), 0)
     except tk.TclError:
         return
 
@@ -198,6 +314,7 @@ def fold(panel: Any, minimised: bool) -> None:
         panel.body.pack(side="top", fill="both", expand=True)
         pane.paneconfigure(panel.frame, minsize=MIN_PX, width=panel.prefs.width)
     place_sashes(panel, tree_w)
+    _refit_later(panel)
     refresh_strip(panel)
 
 

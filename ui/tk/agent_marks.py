@@ -40,11 +40,16 @@ class TabMarks:
                     self.mark(bid)
                 return
             for conv in self.panel.model.conversations.values():
-                changes = conv.buffer_changed(bid, origin)
+                changes = conv.buffer_changed(bid, origin, str(data.get("kind") or "edit"),
+                                              str(data.get("label") or ""))
                 if changes:
                     self.panel.apply_changes(conv, changes)
         elif topic == "buffer.saved" and not data.get("dirty"):
             self.unmark(bid)
+            for conv in self.panel.model.conversations.values():
+                changes = conv.buffer_saved(bid)
+                if changes:
+                    self.panel.apply_changes(conv, changes)
         elif topic == "buffer.closed":
             self.marked.pop(bid, None)
 

@@ -11,7 +11,8 @@ can be decided without Tk lives here and is tested without a display
 * :class:`AgentModel` keeps every conversation of the project seen so far and the live state
   the status bar shows (idle, thinking, waiting for you, error);
 * light Markdown for streamed text lives in :mod:`ui.tk.agent_text` (re-exported here);
-* :func:`blocks_from_history` rebuilds the blocks of a conversation from ``agent.history``;
+* :func:`ui.tk.agent_history.blocks_from_history` rebuilds the blocks of a conversation from
+  ``agent.history``;
 * the events only ACP agents send are handled in :mod:`ui.tk.agent_extras`; the panel's
   preferences and picker live in :mod:`ui.tk.agent_settings`.
 
@@ -22,9 +23,11 @@ events are the same.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from rio.agent.conversations import DEFAULT_TITLE, short_title
 from ui.tk import agent_extras as extras
 from ui.tk import agent_pickers as pickers
 from ui.tk.agent_text import (  # noqa: F401
@@ -62,8 +65,45 @@ class Block:
 
 
 #: A change for the view: ("block", index) a new block; ("text", index, delta) text appended
-#: to a block (always the last one); ("update", index) a block's data changed.
+#: to a block (always the last one); ("update", index) a block's data changed; ("finish",
+#: index) the block's text is complete (its last line is drawn as Markdown now); ("reset",)
+#: a block was put before others: the conversation is drawn again.
 Change = tuple
+
+#: How each agent titles its own line for a call of Rio's MCP tools (server ``rio``): claude
+#: ``mcp__rio__<tool>``, codex ``Tool: rio/<tool>``, opencode ``rio_<tool>``. Rio publishes
+#: its own line for the same call (``agent.tool {source: mcp}``): the two are shown as one.
+_MCP_TITLE = re.compile(r"(?:mcp__rio__|Tool: rio/|rio_)([A-Za-z0-9_]+)")
+#: What a proposal's tool result says when it was not applied (rio/agent/turn.py,
+#: acp_turn.py: "<tool or path>: rejected" …) → the card's decision.
+_NOT_APPLIED = {"rejected": "rejected", "interrupted": "interrupted", "stopped": "stopped",
+                "not answered": "timed_out"}
+
+
+def mcp_tool_of(title: Any, kind: Any = None) -> str | None:
+    """The Rio MCP tool an agent's own tool line is about, or None: its title is exactly the
+    agent's name for one of Rio's tools, and its kind the one the adapters give an MCP tool
+    ("other"). A shell command whose text a model made look like that (claude titles a
+    command with the command itself, kind "execute") keeps its own line: it is never hidden
+    behind Rio's (as rio.mcp.entry.rio_tool_of_question reads a permission question)."""
+    if kind not in (None, "", "other"):
+        return None
+    m = _MCP_TITLE.fullmatch(str(title or ""))
+    if m is None:
+        return None
+    from rio.agent.gate import AGENT_TOOLS
+    return m.group(1) if m.group(1) in AGENT_TOOLS else None
+
+
+def result_decision(ok: bool, summary: str) -> tuple[str, str]:
+    """A proposal's decision and reason from its tool's result (answered elsewhere, or a
+    conversation reloaded from history): applied, rejected, interrupted … or not applied."""
+    if ok:
+        return "applied", ""
+    tail = summary.rsplit(":", 1)[-1].strip().rstrip(".")
+    if tail in _NOT_APPLIED:
+        return _NOT_APPLIED[tail], ""
+    return "not applied", summary
 
 
 class Conversation:
@@ -81,6 +121,9 @@ class Conversation:
         self.agent_modes: dict[str, Any] = {}
         self.agent_config: list[dict[str, Any]] = []
         self._tools: dict[str, int] = {}        # call id → block index
+        #: an agent's own calls of Rio's MCP tools shown on Rio's line (their updates and
+        #: results are Rio's to show: the line says what Rio did)
+        self._absorbed: set[str] = set()
         self._errored: set[str] = set()         # turns whose error is already shown
 
     # --- state -------------------------------------------------------------------------------
@@ -99,6 +142,8 @@ class Conversation:
         errors as ``role: error``."""
         out = []
         for b in self.blocks:
+            if b.data.get("hidden"):
+                continue
             if b.kind in ("user", "assistant"):
                 out.append({"role": b.kind, "text": b.text})
             elif b.kind == "error":
@@ -146,24 +191,37 @@ class Conversation:
             if last is not None and last.kind == "assistant" and last.turn == turn:
                 last.text += text
                 return [("text", len(self.blocks) - 1, text)]
+            late = self._late_text(turn, text)
+            if late is not None:
+                return late
             return self._add(Block("assistant", turn, text))
         if topic == "agent.tool":
             self.turn = self.turn or turn
+            merged = self._merge_mcp_line(turn, data)
+            if merged is not None:
+                return merged
             block = Block("tool", turn, str(data.get("name") or ""),
                           {"name": data.get("name"), "input": data.get("input") or {},
                            "status": "running", "title": data.get("title"),
-                           "kind": data.get("kind")})
+                           "kind": data.get("kind"), "call": str(data.get("call"))})
+            if data.get("source") == "mcp":
+                block.data["source"] = "mcp"
+            elif mcp_tool_of(data.get("title"), data.get("kind")):
+                block.data["mcp_tool"] = mcp_tool_of(data.get("title"), data.get("kind"))
             changes = self._add(block)
             self._tools[str(data.get("call"))] = len(self.blocks) - 1
             return changes
         if topic == "agent.tool_result":
             call = str(data.get("call"))
+            if call in self._absorbed:
+                return []       # Rio's own line shows this MCP call and its result
             changes: list[Change] = []
             for pid, at in list(self.pending.items()):
-                # Answered elsewhere (rio chat, rio call): the tool's result says how.
+                # Answered elsewhere (rio chat, rio call), or a turn replayed from history:
+                # the tool's result says how.
                 if self.blocks[at].data.get("call") == call:
-                    changes += self.decided(pid, "applied" if data.get("ok") else "not applied",
-                                            "" if data.get("ok") else str(data.get("summary")))
+                    changes += self.decided(pid, *result_decision(
+                        bool(data.get("ok")), str(data.get("summary") or "")))
             i = self._tools.get(call)
             result = {"status": "ok" if data.get("ok") else "failed",
                       "summary": str(data.get("summary") or ""),
@@ -201,6 +259,101 @@ class Conversation:
             return self._error(turn, data)
         return []
 
+    # --- an agent's own line for a call of Rio's MCP tools, and Rio's line for it -----------
+    def _merge_mcp_line(self, turn: Any, data: Mapping[str, Any]) -> list[Change] | None:
+        """One line per call of Rio's MCP tools: Rio's ``agent.tool {source: mcp}`` and the
+        agent's own tool call titled after it (``mcp__rio__propose_edit``, ``Tool:
+        rio/propose_edit``, ``rio_propose_edit``) are the same call, in either order. The line
+        shows Rio's name, input and result. None: not such a pair, a line of its own."""
+        call = str(data.get("call"))
+        if data.get("source") == "mcp":
+            name = str(data.get("name") or "")
+            i = self._unpaired(turn, lambda b: b.data.get("mcp_tool") == name)
+            if i is None:
+                return None
+            d = self.blocks[i].data
+            self._absorbed.add(str(d.get("call")))
+            d.update({"name": name, "input": data.get("input") or {}, "title": None,
+                      "kind": None, "status": "running", "source": "mcp", "paired": True,
+                      "agent_call": d.get("call"), "call": call})
+            d.pop("output", None)
+            self.blocks[i].text = name
+            self._tools[call] = i
+            return [("update", i)]
+        tool = mcp_tool_of(data.get("title"), data.get("kind"))
+        if tool is None:
+            return None
+        i = self._unpaired(turn, lambda b: b.data.get("source") == "mcp"
+                           and b.data.get("name") == tool)
+        if i is None:
+            return None
+        self.blocks[i].data["paired"] = True
+        self._absorbed.add(call)
+        self._tools[call] = i
+        return []
+
+    def _unpaired(self, turn: Any, match: Any) -> int | None:
+        """The first tool line of ``turn`` not yet paired that ``match`` accepts."""
+        for i, b in enumerate(self.blocks):
+            if b.kind == "tool" and b.turn == turn and not b.data.get("paired") \
+                    and not b.data.get("hidden") and match(b):
+                return i
+        return None
+
+    def tool_update(self, call: str, data: Mapping[str, Any]) -> list[Change]:
+        """An agent's update of its own tool call (agent.tool_update): redrawn in place. One
+        whose title now names one of Rio's MCP tools joins Rio's line for that call."""
+        if call in self._absorbed:
+            return []
+        i = self._tools.get(call)
+        if i is None:
+            return []
+        block = self.blocks[i]
+        tool = mcp_tool_of(data.get("title"), data.get("kind") or block.data.get("kind"))
+        if tool and block.data.get("source") != "mcp" and not block.data.get("paired"):
+            j = self._unpaired(block.turn, lambda b: b.data.get("source") == "mcp"
+                               and b.data.get("name") == tool)
+            if j is not None:
+                self.blocks[j].data["paired"] = True
+                self._absorbed.add(call)
+                self._tools[call] = j
+                block.data["hidden"] = True      # drawn as nothing: Rio's line says it
+                return [("update", i)]
+            block.data["mcp_tool"] = tool
+        d = block.data
+        for key in ("title", "kind", "input", "status"):
+            if data.get(key) is not None:
+                d[key] = data[key]
+        if d.get("status") in ("completed",):
+            d["status"] = "ok"
+        elif d.get("status") in ("failed",):
+            d["status"] = "failed"
+        return [("update", i)]
+
+    # --- text that comes late -----------------------------------------------------------------
+    def _late_text(self, turn: Any, text: str) -> list[Change] | None:
+        """Text of a turn that arrives while one of its cards waits for the user was written
+        before that card's call: an agent waits on the call, so it cannot have written it
+        after (opencode sends a text part's first chunk late, after the tool call it
+        preceded). It goes before the call's line. None: not such text."""
+        waiting = [i for i in self.pending.values() if self.blocks[i].turn == turn]
+        if not waiting:
+            return None
+        card = min(waiting)
+        line = self._tools.get(str(self.blocks[card].data.get("call")))
+        at = line if line is not None and line < card else card
+        while at > 0 and self.blocks[at - 1].turn == turn and self.blocks[at - 1].kind == \
+                "tool" and self.blocks[at - 1].data.get("hidden"):
+            at -= 1
+        before = self.blocks[at - 1] if at else None
+        if before is not None and before.kind == "assistant" and before.turn == turn:
+            before.text += text
+            return [("update", at - 1)]
+        self.blocks.insert(at, Block("assistant", turn, text))
+        self.pending = {pid: i + (i >= at) for pid, i in self.pending.items()}
+        self._tools = {c: i + (i >= at) for c, i in self._tools.items()}
+        return [("reset",)]
+
     def _error(self, turn: Any, data: Mapping[str, Any]) -> list[Change]:
         key = str(turn)
         err = {"kind": data.get("kind"), "message": data.get("message"),
@@ -218,11 +371,12 @@ class Conversation:
             text = "Sign-in needed: use the card above, then send your message again."
         return self._add(Block("error", turn, text, dict(err)))
 
-    def prepend_history(self, history: Mapping[str, Any]) -> None:
-        """Put the conversation's earlier history (``agent.history``) before the blocks the
-        events built; turns the events already showed are not repeated."""
+    def prepend_history(self, history: Mapping[str, Any], blocks: list[Block]) -> None:
+        """Put the conversation's earlier history (``agent.history``, drawn as ``blocks`` by
+        :func:`ui.tk.agent_history.blocks_from_history`) before the blocks the events built;
+        turns the events already showed are not repeated."""
         seen = {b.turn for b in self.blocks if b.turn}
-        earlier = [b for b in blocks_from_history(history) if b.turn not in seen]
+        earlier = [b for b in blocks if b.turn not in seen]
         n = len(earlier)
         self.blocks = earlier + self.blocks
         self.pending = {pid: i + n for pid, i in self.pending.items()}
@@ -245,10 +399,16 @@ class Conversation:
                 changes += self._close_pending("interrupted")
             self.turn = turn
             self.error = None
-            return changes + self._add(Block("user", turn, str(data.get("text") or "")))
+            text = str(data.get("text") or "")
+            if not self.title or self.title == DEFAULT_TITLE:
+                self.title = short_title(text)      # the store names it after this message
+            return changes + self._add(Block("user", turn, text))
         if state not in ("done", "stopped", "error"):
             return []
-        changes = self._close_pending("closed" if state != "stopped" else "stopped")
+        last = len(self.blocks) - 1
+        changes = [("finish", last)] if last >= 0 and self.blocks[last].kind == "assistant" \
+            and self.blocks[last].turn == turn else []
+        changes += self._close_pending("closed" if state != "stopped" else "stopped")
         if self.turn == turn:
             self.turn = None
         if state == "error" and data.get("error"):
@@ -294,14 +454,69 @@ class Conversation:
             self.blocks[i].data["reason"] = reason
         return [("update", i)]
 
-    def buffer_changed(self, buffer: str, origin: str) -> list[Change]:
-        """Another change to a buffer the last turn changed: its undo step is not the latest
-        any more, so the panel's Undo is withdrawn (Edit → Undo still reaches it)."""
+    def buffer_changed(self, buffer: str, origin: str, kind: str = "edit",
+                       label: str = "") -> list[Change]:
+        """Another change to a buffer the last turn changed. The turn's own step taken back
+        (Edit → Undo, ``rio chat``'s /undo: an undo step labelled "Agent: …") marks that
+        buffer undone — all of them: the card says so; put back (redo), it is the latest
+        change again. Any other change: the turn's step is not the latest any more, so the
+        panel's Undo is withdrawn (Edit → Undo still reaches it)."""
         end = self.last_turn_end()
-        if end is None or buffer not in end.data["buffers"] or end.data["undo"] != "available":
+        if end is None or buffer not in end.data["buffers"]:
             return []
-        end.data["undo"] = "superseded"
+        d = end.data
+        undone = d.setdefault("undone", [])
+        agent_step = label.startswith("Agent")
+        if kind == "undo" and agent_step:
+            if buffer not in undone:
+                undone.append(buffer)
+            if set(undone) >= set(d["buffers"]):
+                d["undo"] = "undone"
+        elif kind == "redo" and agent_step:
+            if buffer in undone:
+                undone.remove(buffer)
+            if d["undo"] in ("undone", "undoing"):
+                d["undo"] = "available"
+            d["saved"] = False
+        elif d["undo"] == "available":
+            d["undo"] = "superseded"
+        else:
+            return []
         return [("update", self.blocks.index(end))]
+
+    def buffer_saved(self, buffer: str) -> list[Change]:
+        """A buffer the last turn changed was saved (File → Save, Save all, rio chat's
+        /save): the card says so once every one of them is."""
+        end = self.last_turn_end()
+        if end is None or buffer not in end.data["buffers"]:
+            return []
+        saved = end.data.setdefault("saved_buffers", [])
+        if buffer not in saved:
+            saved.append(buffer)
+        if set(saved) >= set(end.data["buffers"]) and not end.data.get("saved"):
+            end.data["saved"] = True
+            return [("update", self.blocks.index(end))]
+        return []
+
+
+def turn_end_text(d: Mapping[str, Any]) -> str:
+    """The end-of-turn card's line: what the turn changed and where that stands now —
+    undone (the panel's Undo, Edit → Undo), saved, or changed and not saved yet."""
+    buffers = list(d.get("buffers") or ())
+    names = [d.get("names", {}).get(b) for b in buffers]
+    paths = d.get("paths") or []
+    if None in names and len(paths) == len(buffers):
+        names = list(paths)     # a turn from the history: its buffers may be gone
+    shown = [n or b for n, b in zip(names, buffers)]
+    undone = set(d.get("undone") or ())
+    if d.get("undo") == "undone" or (buffers and undone >= set(buffers)):
+        return "Undone: " + ", ".join(shown)
+    if d.get("past"):       # from the history, no longer the latest change: no claim
+        return "Changed in this turn: " + ", ".join(shown)
+    if d.get("saved"):
+        return "Saved: " + ", ".join(shown)
+    return "Changed, not saved yet: " + ", ".join(
+        n + (" (undone)" if b in undone else "") for n, b in zip(shown, buffers))
 
 
 def error_lines(data: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -310,56 +525,6 @@ def error_lines(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     (:func:`rio.agent.failures.shown_details`, the same as ``rio chat`` prints)."""
     from rio.agent.failures import shown_details
     return shown_details(str(data.get("message") or ""), data.get("details"))
-
-
-def blocks_from_history(history: Mapping[str, Any]) -> list[Block]:
-    """``agent.history`` → the blocks the panel shows (finished turns: no pending proposals)."""
-    blocks: list[Block] = []
-    turns = list(history.get("turns") or ())
-    tools: dict[str, Block] = {}
-    n_user = 0
-    for message in history.get("messages") or ():
-        role = message.get("role")
-        content = message.get("content")
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
-        texts = [c.get("text", "") for c in content or () if c.get("type") == "text"]
-        results = [c for c in content or () if c.get("type") == "tool_result"]
-        turn = turns[n_user - 1]["turn"] if 0 < n_user <= len(turns) else None
-        if role == "user" and texts and not results:
-            turn = turns[n_user]["turn"] if n_user < len(turns) else None
-            n_user += 1
-            blocks.append(Block("user", turn, "".join(texts)))
-            continue
-        for r in results:
-            block = tools.get(str(r.get("tool_use_id")))
-            if block is not None:
-                body = r.get("content")
-                if isinstance(body, list):
-                    body = "".join(c.get("text", "") for c in body if isinstance(c, dict))
-                first = str(body or "").strip().splitlines()[:1]
-                block.data.update({"status": "failed" if r.get("is_error") else "ok",
-                                   "summary": first[0][:120] if first else ""})
-        if role == "assistant":
-            for c in content or ():
-                if c.get("type") == "text" and c.get("text"):
-                    blocks.append(Block("assistant", turn, c["text"]))
-                elif c.get("type") == "tool_use":
-                    block = Block("tool", turn, str(c.get("name")), {
-                        "name": c.get("name"), "input": c.get("input") or {},
-                        "status": "ok", "summary": ""})
-                    tools[str(c.get("id"))] = block
-                    blocks.append(block)
-    # Errors of finished turns go after that turn's last block.
-    for t in turns:
-        err = t.get("error")
-        if t.get("status") == "error" and isinstance(err, Mapping):
-            text = f"{err.get('message')} — {err.get('next')}" if err.get("next") \
-                else str(err.get("message"))
-            at = max((i for i, b in enumerate(blocks) if b.turn == t.get("turn")),
-                     default=len(blocks) - 1) + 1
-            blocks.insert(at, Block("error", t.get("turn"), text, dict(err)))
-    return blocks
 
 
 def who(record: Mapping[str, Any]) -> str:

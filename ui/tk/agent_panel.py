@@ -25,6 +25,7 @@ from pathlib import Path
 from tkinter import ttk
 from typing import Any, Callable
 
+from rio.agent.conversations import DEFAULT_TITLE
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 from ui.tk import agent_actions as actions
@@ -34,6 +35,7 @@ from ui.tk.agent_marks import TabMarks
 from ui.tk.agent_model import STATE_LABELS, AgentModel, Block, Conversation, who
 from ui.tk.agent_settings import (
     PanelPrefs,
+    conversation_labels,
     load_last_shown,
     load_panel_prefs,
     new_conversation_args,
@@ -92,7 +94,9 @@ class AgentPanel:
         """The ACP agents found here join the picker (ui/tk/agent_model.picker_entries)."""
         self.providers = picker_entries(self.providers, (result or {}).get("agents") or ())
         if self.is_open and getattr(self, "provider_box", None) is not None:
-            self.provider_box.configure(values=self.providers)
+            self.provider_box.configure(values=self.providers,
+                                        width=layout.picker_width(self.providers))
+            self.head.layout()
 
     # --- the window's seams ----------------------------------------------------------------------
     def _hook_status(self) -> None:
@@ -204,30 +208,36 @@ class AgentPanel:
         thinking = conv is not None and conv.state == "thinking"
         self.send_button.configure(text="Stop" if thinking else "Send",
                                    command=self.stop if thinking else self.send_input)
-        titles = [self._title(c) for c in self.model.listing]
-        if conv is not None and conv.id not in {c.get("conversation") for c in
-                                                self.model.listing}:
-            titles.insert(0, self._title({"conversation": conv.id, "title": conv.title,
-                                          "provider": conv.provider}))
-        self.chooser.configure(values=titles)
+        listing = [dict(c) for c in self.model.listing]
+        for c in listing:       # a title the panel learnt since the list came (its 1st turn)
+            known = self.model.conversations.get(str(c.get("conversation")))
+            if known is not None and known.title and c.get("title") in (None, "",
+                                                                         DEFAULT_TITLE):
+                c["title"] = known.title
+        if conv is not None and conv.id not in {c.get("conversation") for c in listing}:
+            listing.insert(0, {"conversation": conv.id, "title": conv.title,
+                               "provider": conv.provider})
+        labels = conversation_labels(listing)
+        self.chooser_ids = {label: cid for label, cid in labels}
+        titles = [label for label, _ in labels]
+        if list(self.chooser.cget("values")) != titles:
+            self.chooser.configure(values=titles)
+            layout.fit_chooser_list(self, titles)
         if conv is not None:
-            self.chooser.set(next((t for t in titles if t.endswith(f"[{conv.id}]")), ""))
+            self.chooser.set(next((label for label, cid in labels if cid == conv.id), ""))
             if conv.provider:
                 self.provider.set(conv.provider)
         else:
             self.chooser.set("")
         agent_pickers.sync(self)
 
-    @staticmethod
-    def _title(c: dict[str, Any]) -> str:
-        title = str(c.get("title") or "(untitled)")
-        title = title if len(title) <= 40 else title[:39] + "…"
-        return f"{title} · {who(c) or '?'} [{c.get('conversation')}]"
-
     def chosen(self) -> None:
-        value = self.chooser.get()
-        if "[" in value:
-            self.show_conversation(value.rsplit("[", 1)[1].rstrip("]"))
+        cid = getattr(self, "chooser_ids", {}).get(self.chooser.get())
+        if cid:
+            self.show_conversation(cid)
+
+    def provider_chosen(self, respond: Respond | None = None) -> None:
+        actions.provider_chosen(self, respond)
 
     def set_mode(self, mode: str, respond: Respond | None = None) -> None:
         """The approval gate's mode (agent.mode): review, auto_buffer or allow_all."""
@@ -289,10 +299,12 @@ class AgentPanel:
 
         def got(history: Any) -> None:
             if not conv.loaded:
-                conv.prepend_history(history)
+                from ui.tk.agent_history import blocks_from_history
+                conv.prepend_history(history, blocks_from_history(history))
                 if self.model.current == cid and self.view is not None:
                     self.view.show(conv)
                 self._sync_header()
+                actions.check_reloaded_turn_end(self, conv)
             if then is not None:
                 then()
 
@@ -449,8 +461,9 @@ class AgentPanel:
         conv, changes = self.model.apply(topic, data)
         if conv is None:
             return
-        if topic == "agent.turn" and data.get("state") == "started" and not any(
-                c.get("conversation") == conv.id for c in self.model.listing):
+        if topic == "agent.turn":
+            # A new conversation, its title (named after its first message), its place in
+            # the most-recent-first list: the picker follows.
             self._schedule_list()
         if self.model.current is None or (
                 topic == "agent.propose" and conv.id != self.model.current

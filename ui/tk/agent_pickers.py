@@ -47,25 +47,44 @@ def select_choices(option: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+#: The agent's own mode is named so in the row (the gate's is *Mode* in the header).
+AGENT_MODE = "Agent mode"
+
+
+def _is_mode_option(option: Mapping[str, Any], modes: Mapping[str, Any]) -> bool:
+    """A config option that *is* the agent's mode: ACP's ``category: mode`` (claude's
+    *Mode*, codex's *Approval Preset*), or one offering exactly the modes' ids."""
+    if option.get("category") == "mode":
+        return True
+    ids = {m["id"] for m in modes.get("available") or ()}
+    return bool(ids) and {v for v, _ in select_choices(option)} == ids
+
+
 def pickers(conv: Any) -> list[dict[str, Any]]:
     """What the row shows for a conversation: ``[{id, label, current, choices: [(value,
-    name)]}]`` — ``id`` is ``mode`` for the agent's mode, else the config option's id."""
+    name)]}]`` — ``id`` is ``mode`` for the agent's mode, else the config option's id.
+
+    An agent that offers its mode both ways — ``session/set_mode``'s modes and a config
+    option of category ``mode`` (claude-agent-acp, codex-acp) — gets one picker for it, the
+    config option (ACP: a client that reads config options uses them over the modes), named
+    by the agent ("Approval Preset"), or *Agent mode* where the agent calls it just "Mode"."""
     if conv is None:
         return []
     out = []
     modes = getattr(conv, "agent_modes", None) or {}
-    if modes.get("available"):
-        out.append({"id": "mode", "label": "Agent mode", "current": modes.get("current"),
+    options = [o for o in getattr(conv, "agent_config", None) or ()
+               if o.get("type") == "select" and select_choices(o)]
+    mode_option = next((o for o in options if _is_mode_option(o, modes)), None)
+    if modes.get("available") and mode_option is None:
+        out.append({"id": "mode", "label": AGENT_MODE, "current": modes.get("current"),
                     "choices": [(m["id"], m["name"]) for m in modes["available"]]})
-    for option in getattr(conv, "agent_config", None) or ():
-        if option.get("type") != "select":
-            continue
-        choices = select_choices(option)
-        if choices:
-            out.append({"id": str(option["id"]), "label": str(option.get("name") or
-                                                                option["id"]),
-                        "current": option.get("currentValue", option.get("current_value")),
-                        "choices": choices})
+    for option in options:
+        label = str(option.get("name") or option["id"])
+        if option is mode_option and label.strip().lower() in ("mode", "modes", ""):
+            label = AGENT_MODE
+        out.append({"id": str(option["id"]), "label": label, "config": True,
+                    "current": option.get("currentValue", option.get("current_value")),
+                    "choices": select_choices(option)})
     return out
 
 
@@ -91,25 +110,30 @@ def sync(panel: Any) -> None:
         return
     panel._pickers_key = key
     from tkinter import ttk
-    for w in row.winfo_children():
-        w.destroy()
+
+    from ui.tk.agent_flow import labelled
+    flow = panel.agent_flow
+    flow.clear()
     panel.agent_boxes = {}
     if not shown:
         row.pack_forget()
         return
-    for p in shown:
+    for n, p in enumerate(shown):
         names = [name for _, name in p["choices"]]
-        ttk.Label(row, text=f"{p['label']}:").pack(side="left")
-        box = ttk.Combobox(row, values=names, width=max(6, min(14, max(map(len, names)))),
-                           state="readonly", name=f"pick_{p['id']}".lower())
+        # one item per picker, its label with it: the row wraps (ui/tk/agent_flow.py), so
+        # Codex's three pickers stay whole in a narrow panel
+        box = labelled(flow, f"item_{n}", f"{p['label']}:", lambda parent, p=p, names=names:
+                       ttk.Combobox(parent, values=names, state="readonly",
+                                    width=max(6, min(18, max(map(len, names)) + 1)),
+                                    name=f"pick_{p['id']}".lower()))
         current = next((name for value, name in p["choices"] if value == str(p["current"])),
                        "")
         box.set(current)
-        box.pack(side="left", padx=(3, 6))
         box.bind("<<ComboboxSelected>>", lambda e, p=p, box=box: choose(
             panel, p["id"], dict((n, v) for v, n in p["choices"]).get(box.get(), box.get())))
         panel.agent_boxes[p["id"]] = box
     row.pack(side="top", fill="x", after=panel.conv_row)
+    flow.layout()
 
 
 def choose(panel: Any, picker: str, value: Any, respond: Respond | None = None) -> None:
@@ -121,7 +145,8 @@ def choose(panel: Any, picker: str, value: Any, respond: Respond | None = None) 
             respond(ProtocolError("bad_args", "No conversation is shown.",
                                   "Open an ACP agent's conversation first."))
         return
-    if picker == "mode":
+    by_config = any(p["id"] == picker and p.get("config") for p in pickers(conv))
+    if picker == "mode" and not by_config:
         op, args = "agent.set_mode", {"conversation": conv.id, "mode": str(value)}
     else:
         op, args = "agent.set_config", {"conversation": conv.id, "option": picker,

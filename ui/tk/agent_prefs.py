@@ -3,7 +3,9 @@ side the agent panel docks on — the user's preferences (``ui.json``, :class:`P
 project data — and the approval gate's *per-turn limits*, which the gate in the core applies
 to every conversation, the terminal's too: read and set with ``agent.limits`` (kept by the core
 with the gate's mode; config.toml's ``[agent] max_*_per_turn`` are the defaults). A limit must
-be a whole number from 1 to 100,000: anything else keeps the dialog open and says so.
+be a whole number from 1 to 100,000: anything else keeps the dialog open and says so. The
+*Model providers* box (ui/tk/prefs_providers.py) sets each provider's endpoint and model in
+config.toml, checked the same way.
 
 *Show AI features* off hides every AI element — the panel, the AI button, the Agent menu, the
 tab marks, the status bar's agent state ("No agent") — stops every running turn and ends the
@@ -105,6 +107,8 @@ class AIPreferencesDialog:
         ttk.Radiobutton(dock, text="Dock on the left", variable=self.side, value="left",
                         underline=12).pack(anchor="w")
         self._limits_box(body)
+        from ui.tk.prefs_providers import ProvidersBox
+        self.providers = ProvidersBox(body, top, panel.app)
         buttons = ttk.Frame(body)
         buttons.pack(side="top", anchor="e", pady=(10, 0))
         for label, fn in (("OK", self.ok), ("Cancel", self.cancel)):
@@ -116,8 +120,10 @@ class AIPreferencesDialog:
         top.protocol("WM_DELETE_WINDOW", self.cancel)
         bridge(panel.app, "ai_preferences", top,
                {"show_ai": self.show_ai, "show_button": self.show_button, "side": self.side,
-                **self.limit_vars},
-               {"OK": self.ok, "Cancel": self.cancel}, message=self.error.get)
+                **self.limit_vars, **self.providers.fields},
+               {"OK": self.ok, "Cancel": self.cancel},
+               message=lambda: " ".join(m for m in (self.error.get(),
+                                                    self.providers.error.get()) if m))
 
     def _limits_box(self, body: ttk.Frame) -> None:
         """The gate's per-turn limits, filled in when the core answers ``agent.limits``."""
@@ -162,6 +168,9 @@ class AIPreferencesDialog:
         changes = self._limit_changes()
         if changes is None:
             return          # the dialog stays open and says what is wrong
+        providers = self.providers.changes()
+        if providers is None or not self.providers.save(providers):
+            return          # the same: which endpoint or model, and why
         if changes:
             panel = self.panel
             panel.request("agent.limits", changes, lambda r: None,

@@ -130,3 +130,34 @@ def new_conversation_args(choice: str, default_provider: str) -> dict[str, str]:
     if choice.endswith(ACP_SUFFIX):
         return {"agent": choice[:-len(ACP_SUFFIX)]}
     return {"provider": choice} if choice and choice != default_provider else {}
+
+
+#: A conversation's title in the picker is cut here (the store keeps 60 characters).
+TITLE_SHOWN = 60
+
+
+def conversation_labels(listing: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """``[(label, conversation id)]`` for the conversation picker: who answers it first (so
+    a cut label still names the agent), then its title — ``claude (ACP) · Convert the
+    temperatures``. Labels that would be the same are told apart by when each was last
+    used, then by id: every entry of the picker is one conversation."""
+    import time
+
+    from ui.tk.agent_model import who
+    rows = []
+    for c in listing:
+        title = " ".join(str(c.get("title") or "New conversation").split())
+        title = title if len(title) <= TITLE_SHOWN else title[:TITLE_SHOWN - 1] + "…"
+        rows.append((f"{who(c) or '?'} · {title}", str(c.get("conversation")), c.get("updated")))
+    counts: dict[str, int] = {}
+    for label, _, _ in rows:
+        counts[label] = counts.get(label, 0) + 1
+    out: list[tuple[str, str]] = []
+    for label, cid, updated in rows:
+        if counts[label] > 1 and isinstance(updated, (int, float)) and updated > 0:
+            label += " · " + time.strftime("%d %b %H:%M", time.localtime(updated))
+        out.append((label, cid))
+    seen: dict[str, int] = {}
+    for label, _ in out:
+        seen[label] = seen.get(label, 0) + 1
+    return [(f"{label} [{cid[:6]}]" if seen[label] > 1 else label, cid) for label, cid in out]

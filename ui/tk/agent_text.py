@@ -21,14 +21,18 @@ SHOWN_OUTPUT_LINES = 6
 # --- light Markdown ----------------------------------------------------------------------------
 
 Span = tuple[str, tuple[str, ...]]
-_INLINE = re.compile(r"(`[^`\n]+`|\*\*[^*\n]+\*\*)")
+_INLINE = re.compile(r"(\*\*(?:`[^`\n]+`|[^*`\n])+\*\*|`[^`\n]+`|\*\*[^*\n]+\*\*)")
 _HEADING = re.compile(r"^(#{1,3})\s+(.*)$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _NUMBER = re.compile(r"^(\s*)(\d{1,3}[.)])\s+(.*)$")
 
 
+_CODE = re.compile(r"(`[^`\n]+`)")
+
+
 def inline_spans(text: str, base: tuple[str, ...] = ()) -> list[Span]:
-    """``a `b` **c**`` → plain, ``md_code`` and ``md_bold`` spans (markers dropped)."""
+    """``a `b` **c**`` → plain, ``md_code`` and ``md_bold`` spans (markers dropped). Code
+    inside bold (``**`name`**``) is ``md_code`` + ``md_bold_code``: its backticks go too."""
     out: list[Span] = []
     for piece in _INLINE.split(text):
         if not piece:
@@ -36,7 +40,11 @@ def inline_spans(text: str, base: tuple[str, ...] = ()) -> list[Span]:
         if piece.startswith("`") and piece.endswith("`") and len(piece) > 2:
             out.append((piece[1:-1], base + ("md_code",)))
         elif piece.startswith("**") and piece.endswith("**") and len(piece) > 4:
-            out.append((piece[2:-2], base + ("md_bold",)))
+            for inner in _CODE.split(piece[2:-2]):
+                if inner.startswith("`") and inner.endswith("`") and len(inner) > 2:
+                    out.append((inner[1:-1], base + ("md_code", "md_bold_code")))
+                elif inner:
+                    out.append((inner, base + ("md_bold",)))
         else:
             out.append((piece, base))
     return out
@@ -114,9 +122,29 @@ def short_input(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+_FENCE = re.compile(r"^\s*```[\w+.-]*\s*$")
+
+
+def output_rows(output: str) -> list[str]:
+    """A tool's output as lines for its card: Markdown fences an agent wraps it in (claude's
+    ```` ```console ````) left out, and a JSON object (an MCP tool's answer, such as
+    ``{"applied": true, "message": "…"}``) as ``key: value`` lines."""
+    text = output.strip("\n")
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and value:
+            from ui.tk.agent_permission_model import value_text
+            return [f"{k}: {value_text(v)}" for k, v in value.items()]
+    return [row for row in text.splitlines() if not _FENCE.match(row)]
+
+
 def fold_output(output: str, lines: int = SHOWN_OUTPUT_LINES) -> list[str]:
     """A command's output as the model got it: its last ``lines`` lines, the rest folded."""
-    rows = output.rstrip("\n").splitlines()
+    rows = output_rows(output.rstrip("\n"))
     if rows and (rows[0].startswith("exit code") or "(exit code" in rows[0]):
         rows = rows[1:]                     # the summary line says it already
     if not rows:

@@ -89,6 +89,7 @@ class ConversationView:
         tx.tag_configure("md_bold", font=(family, 9, "bold"))
         tx.tag_configure("md_list", lmargin1=6, lmargin2=22)
         tx.tag_configure("md_code", font=mono, background=t.gutter_bg)
+        tx.tag_configure("md_bold_code", font=(mono[0], mono[1], "bold"))
         tx.tag_configure("md_pre", font=mono, background=t.gutter_bg, lmargin1=10, lmargin2=10,
                          wrap="none", spacing1=0, spacing3=0)
         tx.tag_configure("card", background=t.face, lmargin1=4, lmargin2=18, spacing1=2,
@@ -135,10 +136,23 @@ class ConversationView:
     def apply(self, changes: list[tuple]) -> None:
         if self.conv is None:
             return
+        if any(change[0] == "reset" for change in changes):
+            # A block went before others (text an agent sent late): drawn again, as a
+            # conversation is when it is switched to.
+            top = self.text.yview()[0]
+            at_end = self.text.yview()[1] >= 0.98
+            self.show(self.conv)
+            if not at_end:
+                self.text.yview_moveto(top)
+            return
         at_end = self.text.yview()[1] >= 0.98
         for change in changes:
             kind, i = change[0], change[1]
-            if kind == "block":
+            if kind == "finish":
+                # The turn ended: its last line (no newline after it) is Markdown now.
+                if i == self.rendered - 1 and self.stream is not None:
+                    self._finish_stream()
+            elif kind == "block":
                 if i == self.rendered:
                     self._draw(i)
             elif kind == "text":
@@ -185,15 +199,10 @@ class ConversationView:
             tx.insert("end", "You\n", ("who", tag))
             tx.insert("end", block.text + "\n", ("user", tag))
         elif block.kind == "assistant":
-            prev = self.conv.blocks[i - 1] if i else None
-            if prev is None or prev.kind == "user" or prev.turn != block.turn:
-                tx.insert("end", "Agent\n", ("who", tag))
             if whole:
-                for spans in render_markdown(block.text):
-                    for text, tags in spans:
-                        tx.insert("end", text, tags + (tag,))
-                    tx.insert("end", "\n", (tag,))
+                self._assistant(i, block)
             else:
+                self._who(i, block)
                 self.stream = MarkdownStream()
                 tx.mark_set("tail", "end-1c")
                 tx.mark_gravity("tail", "left")
@@ -234,6 +243,24 @@ class ConversationView:
         else:
             self._note(i, block)
 
+    def _who(self, i: int, block: Block, at: str = "end") -> None:
+        """"Agent" over the first of a turn's text blocks (after the user's message, or
+        after a block of another turn)."""
+        assert self.conv is not None
+        prev = next((b for b in reversed(self.conv.blocks[:i]) if not b.data.get("hidden")),
+                    None)
+        if prev is None or prev.kind == "user" or prev.turn != block.turn:
+            self.text.insert(at, "Agent\n", ("who", f"b{i}"))
+
+    def _assistant(self, i: int, block: Block, at: str = "end") -> None:
+        """A finished text block, whole (a history, a redraw)."""
+        tag = f"b{i}"
+        self._who(i, block, at)
+        for spans in render_markdown(block.text):
+            for text, tags in spans:
+                self.text.insert(at, text, tags + (tag,))
+            self.text.insert(at, "\n", (tag,))
+
     def _error_details(self, i: int, block: Block) -> None:
         """An ACP agent's own words and its error's details under the error line, whole:
         wrapped by the conversation's width, selectable and copyable like any of its text."""
@@ -259,6 +286,8 @@ class ConversationView:
     def _tool(self, i: int, block: Block, at: str = "end") -> None:
         d = block.data
         tag = f"b{i}"
+        if d.get("hidden"):
+            return      # an agent's own line for a call Rio's line shows (one per call)
         status = d.get("status")
         mark, mtag = {"ok": ("✓", "ok"), "failed": ("✗", "failed")}.get(status, ("…", "card"))
         shown = d.get("input") or {}
@@ -281,7 +310,10 @@ class ConversationView:
             card.refresh()
             return
         block = self.conv.blocks[i]
-        draw = {"tool": self._tool, "plan": self._plan, "note": self._note}.get(block.kind)
+        draw = {"tool": self._tool, "plan": self._plan, "note": self._note,
+                "assistant": self._assistant}.get(block.kind)
+        if block.kind == "assistant" and i == self.rendered - 1 and self.stream is not None:
+            return      # the block being streamed is drawn as it comes
         ranges = self.text.tag_ranges(f"b{i}")
         if draw is None or not ranges:
             return

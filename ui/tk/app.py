@@ -539,7 +539,7 @@ class App(FileActions):
             out_h = self.vpane.winfo_height() - self.vpane.sash_coord(0)[1]
         except tk.TclError:
             tree_w, out_h = self.session.layout.tree_width, self.session.layout.output_height
-        geometry = self.root.winfo_geometry() if self.root.winfo_ismapped() else \
+        geometry = window_geometry(self.root) if self.root.winfo_ismapped() else \
             self.session.layout.geometry
         layout = session_mod.Layout(geometry, max(80, tree_w), max(40, out_h))
         settings = {k: self.settings[k] for k in DEFAULT_SETTINGS if k in self.settings}
@@ -566,6 +566,15 @@ class App(FileActions):
             session_mod.save(self.state_dir, self.session)
         except (OSError, tk.TclError) as exc:
             log.warning("could not save the session: %s", exc)
+
+
+def window_geometry(root: tk.Tk) -> str:
+    """``WxH+X+Y`` to save and give back to ``root.geometry()`` at the next start: Tk's ``wm
+    geometry``, whose position is the window's outer corner — the window manager's frame
+    when there is one — as ``geometry()`` takes it, and whose height leaves the menu bar out,
+    as ``geometry()`` does. ``winfo_geometry`` is the client area's: its y is below the menu
+    bar (and the frame's title), so the window moved down ~30 px at every restart."""
+    return str(root.wm_geometry())
 
 
 def _saved_preferences() -> dict[str, Any]:

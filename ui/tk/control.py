@@ -109,10 +109,11 @@ class ControlServer:
                  "path": ed.summary.get("path"), "dirty": bool(ed.summary.get("dirty")),
                  "active": ed is active, "ready": ed.ready, "big": ed.window is not None,
                  "loading": round(ed.loading_fraction, 3)} for ed in app.tabs()]
-        cursor = selection = None
+        cursor = selection = view = None
         if active is not None and active.ready:
             line, col = active.cursor()
             cursor = {"line": line, "col": col}
+            view = _view(active)
             sel = active.selection()
             if sel is not None:
                 selection = {"start": sel[0], "end": sel[1], "size": sel[1] - sel[0]}
@@ -126,14 +127,15 @@ class ControlServer:
             widget_text = shown if len(shown) <= WIDGET_TEXT_LIMIT else None
         return {"tabs": tabs, "active": active.buffer_id if active else None,
                 "widget_text": widget_text,
-                "cursor": cursor, "selection": selection, "status": status,
+                "cursor": cursor, "view": view, "selection": selection, "status": status,
                 "dialogs_open": [d.describe() for d in app.dialogs.values()],
                 "theme": app.theme.name, "settings": dict(app.settings),
                 "bookmarks": active.bookmark_lines() if active and active.ready else [],
                 "agent": app.agent_panel.describe() if app.agent_panel is not None else None,
                 "tree_selection": _tree_selection(app),
                 "menu_marks": _menu_marks(app),
-                "window": {"geometry": app.root.winfo_geometry(),
+                # as a restart restores it (ui/tk/app.py window_geometry)
+                "window": {"geometry": str(app.root.wm_geometry()),
                            "title": app.root.title()}}
 
     @handles("ui.type")
@@ -321,6 +323,20 @@ def _wrapper_geometry(title: str) -> tuple[int, int, int, int] | None:
     if len(vals) == 4:
         return vals["x"], vals["y"], vals["w"], vals["h"]
     return None
+
+
+def _view(ed: "EditorTab") -> dict[str, int]:
+    """What the active editor shows: its first line (1-based) and how many columns it is
+    scrolled to the right (0 when the left edge of the text is in view)."""
+    text = ed.text
+    first, last = (float(f) for f in text.xview())
+    left = 0
+    if first > 0 and last > first:
+        inner = text.winfo_width() - 2 * (int(text.cget("padx")) + int(text.cget("bd")) +
+                                          int(text.cget("highlightthickness")))
+        column = max(1, int(ed.app.editor_font.measure("0")))
+        left = round(first * max(inner, 1) / (last - first) / column)
+    return {"top": ed.top_line(), "left": left}
 
 
 def _tree_selection(app: "App") -> str | None:

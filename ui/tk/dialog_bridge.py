@@ -14,7 +14,7 @@ import tkinter as tk
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ui.tk.dialog_focus import give_focus_back_on_close
+from ui.tk.dialog_focus import give_focus_back_on_close, modal_over_grab
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -62,9 +62,12 @@ def bridge(app: Any, name: str, top: tk.Toplevel, fields: Mapping[str, tk.Variab
            buttons: Mapping[str, Callable[[], Any]], message: str | Callable[[], str] = "",
            replaces: tuple[str, ...] = ()) -> BridgedDialog:
     """Register ``top`` as ``app.dialogs[name]`` (when the app keeps such a registry) until it
-    is destroyed. ``replaces`` are other names the same window had before (Find ↔ Replace)."""
+    is destroyed. ``replaces`` are other names the same window had before (Find ↔ Replace).
+    Shown while a modal dialog holds the input grab, the window takes the grab (and hands it
+    back when it goes): it is never shown dead over that dialog."""
     adapter = BridgedDialog(app, name, top, fields, buttons, message)
     give_focus_back_on_close(top)
+    modal_over_grab(top)
     registry = getattr(app, "dialogs", None)
     if isinstance(registry, dict):
         for old in replaces:

@@ -9,14 +9,16 @@ can answer it exactly as a user would.
 
 from __future__ import annotations
 
+import itertools
 import tkinter as tk
 from dataclasses import dataclass
 from tkinter import ttk
 from typing import Any, Callable, Mapping, Sequence
 
-from ui.tk.dialog_focus import destroy_later, give_focus_back_on_close
+from ui.tk.dialog_focus import destroy_later, give_focus_back_on_close, grab_holder, take_grab
 
 Answer = Callable[[str, dict[str, str]], None]
+_SERIAL = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,9 @@ class Dialog:
     """A modal-looking (grabbed, transient) dialog that answers through a callback.
 
     ``buttons`` are labels; the first is the default (Enter), the one named "Cancel" (or the
-    last) answers Escape and the window's close box.
+    last) answers Escape and the window's close box. ``grab=False`` makes it non-modal, unless
+    it opens over a modal dialog: then it takes the grab all the same (a window under someone
+    else's grab gets no click and no key), and gives it back when it closes.
     """
 
     def __init__(self, app: Any, name: str, title: str, message: str,
@@ -44,7 +48,14 @@ class Dialog:
         self.on_answer = on_answer
         self.done = False
         root = app.root
-        self.top = top = tk.Toplevel(root, name=f"dlg_{name}")
+        widget = f"dlg_{name}"
+        if widget in root.children:
+            # The last dialog of that name is still closing (destroy_later): a second
+            # Toplevel of that path makes tkinter destroy it at once, what destroy_later
+            # avoids (the conflict prompt is asked again as soon as the difference closes;
+            # sharing the path, ui.state once met "bad window path name .dlg_conflict").
+            widget += f"_{next(_SERIAL)}"
+        self.top = top = tk.Toplevel(root, name=widget)
         self._focus_back = give_focus_back_on_close(top)
         top.title(title)
         # A raised edge of its own: crisp under any window manager, and still a 3-D box
@@ -112,11 +123,9 @@ class Dialog:
         self._centre()
         first = next(iter(self.widgets.values()), None) or self.button_widgets[self.buttons[0]]
         first.focus_set()
-        if grab:
-            try:
-                top.grab_set()
-            except tk.TclError:  # another grab (a menu) is active: modality is a nicety
-                pass
+        self._release_grab: Callable[[], None] = lambda: None
+        if grab or grab_holder(top) not in ("", str(top)):
+            self._release_grab = take_grab(top)
 
     def _cancel_label(self) -> str:
         return "Cancel" if "Cancel" in self.buttons else self.buttons[-1]
@@ -148,10 +157,7 @@ class Dialog:
         values = self.values()
         if self.app.dialogs.get(self.name) is self:
             del self.app.dialogs[self.name]
-        try:
-            self.top.grab_release()
-        except tk.TclError:
-            pass
+        self._release_grab()        # back to the dialog under this one, if any
         self._focus_back()          # before the window goes, as tk_dialog does
         destroy_later(self.top)
         self.on_answer(button, values)
@@ -159,7 +165,26 @@ class Dialog:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.top.title(),
                 "message": str(self.message.cget("text")), "buttons": list(self.buttons),
-                "fields": self.values()}
+                "fields": self.values(), **_where(self.top, self.button_widgets)}
+
+
+def _where(top: tk.Toplevel, buttons: Mapping[str, tk.Misc]) -> dict[str, Any]:
+    """Where the dialog is on the screen, and the centre of each button and of the drawn
+    close box ("×"), so a script or a test can click them as a user would (xdotool)."""
+    try:
+        if not top.winfo_ismapped():
+            return {"geometry": None, "click": {}}
+        controls = dict(buttons)
+        close = top.children.get("keep_caption")
+        if close is not None and "keep_close" in close.children:
+            controls["×"] = close.children["keep_close"]
+        return {"geometry": {"x": top.winfo_rootx(), "y": top.winfo_rooty(),
+                             "width": top.winfo_width(), "height": top.winfo_height()},
+                "click": {label: [w.winfo_rootx() + w.winfo_width() // 2,
+                                  w.winfo_rooty() + w.winfo_height() // 2]
+                          for label, w in controls.items()}}
+    except tk.TclError:
+        return {"geometry": None, "click": {}}
 
 
 _WM: list[bool] = []
@@ -199,8 +224,10 @@ def _caption(top: tk.Toplevel, title: str, app: Any, close: Callable[[], None]) 
 
 
 def text_window(app: Any, name: str, title: str, content: str,
-                tags: Callable[[tk.Text], None] | None = None) -> Dialog:
-    """A read-only text in a dialog (the difference view, the shortcut list)."""
+                tags: Callable[[tk.Text], None] | None = None, *,
+                on_close: Callable[[], None] | None = None, grab: bool = False) -> Dialog:
+    """A read-only text in a dialog (the difference view); ``on_close()`` runs when it is
+    closed (Close, Esc, ×)."""
     holder: dict[str, tk.Text] = {}
 
     def body(frame: ttk.Frame) -> None:
@@ -217,4 +244,6 @@ def text_window(app: Any, name: str, title: str, content: str,
         t.configure(state="disabled")
         holder["t"] = t
 
-    return Dialog(app, name, title, "", ["Close"], lambda b, v: None, body=body, grab=False)
+    return Dialog(app, name, title, "", ["Close"],
+                  lambda b, v: on_close() if on_close is not None else None, body=body,
+                  grab=grab)

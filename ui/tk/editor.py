@@ -78,6 +78,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self._ui_job: str | None = None
         self._info_job: str | None = None
         self._pending_cursor: tuple[int, int, int] | None = None
+        self._see_when_shown = False             # see_insert: the text has no size yet
         self._maybe_astral = False               # any non-ASCII text since loading (ADR-0022)
         self._recovering = False                 # offline: finding the core again (resync)
         self._bm_seq = 0
@@ -107,6 +108,8 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self.text.tag_lower("current_line")
         # Our keys before the Text class bindings, so a "break" stops them.
         self.text.bindtags(("RioKeys", "RioEditor") + self.text.bindtags())
+        for shown in ("<Map>", "<Configure>"):
+            self.text.bind(shown, self._sized, add="+")
         self._install_redirect()
         self.apply_look(app.theme)
         self.text.configure(state="disabled")
@@ -532,8 +535,24 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self.orig("mark", "set", "insert", idx)
         if top is not None:
             self._scroll_to_line(top)
-        self.orig("see", "insert")
+        self.see_insert()
         self.schedule_ui()
+
+    def see_insert(self) -> None:
+        """Scroll the cursor into view — once the text has a size. Tk's ``see`` in a text that
+        was never shown (a tab restored at start, before the window is laid out or behind
+        another tab) takes its 1-pixel width at its word and scrolls the cursor's column to
+        the left edge: a session restored with the cursor in column 1 came back scrolled one
+        column right. So the view stays put until the text is shown, and ``see`` runs then."""
+        if self.text.winfo_ismapped() and self.text.winfo_width() > 1:
+            self._see_when_shown = False
+            self.orig("see", "insert")
+        else:
+            self._see_when_shown = True
+
+    def _sized(self, _event: tk.Event) -> None:
+        if self._see_when_shown and self.ready:
+            self.see_insert()
 
     def destroy(self) -> None:
         for job in (self._hl_job, self._idle_job, self._ui_job, self._info_job):

@@ -45,7 +45,7 @@ class EditorWindowing:
         if idx is not None:
             self.orig("mark", "set", "insert", idx)
         self._scroll_to_line(top)
-        self.orig("see", "insert")
+        self.see_insert()
 
     def _scroll_to_line(self, line: int) -> None:
         if self.window is None:

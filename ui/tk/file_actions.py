@@ -302,8 +302,10 @@ class FileActions:
                 elif then:
                     then(False)
             elif button == "Show Difference":
-                self.show_difference(ed)
-                self.conflict_prompt(ed, on_save=on_save, then=then)
+                # The question comes back once the difference is closed: opened together,
+                # one window covered the other and the grab of one left the other dead.
+                self.show_difference(ed, then=lambda: self.conflict_prompt(
+                    ed, on_save=on_save, then=then))
         self.notebook.select(ed)
         Dialog(self, "conflict", "File Changed",
                f"{name} was changed on disk by another program.",
@@ -312,9 +314,16 @@ class FileActions:
                       "(it overwrites the file on save), or compare them first.",
                icon="warning")
 
-    def show_difference(self, ed: SavableEditor) -> None:
+    def show_difference(self, ed: SavableEditor, then: Callable[[], None] | None = None) -> None:
+        """The file on disk against the editor's text, as a coloured unified diff in a modal
+        window; ``then()`` once it is closed (or could not be shown)."""
         path = ed.summary.get("path")
         mine = ed.replica.text if ed.replica is not None else ""
+
+        def failed(err: RioError) -> None:
+            self.set_message(f"Could not show the difference: {err.message} {err.next}")
+            if then:
+                then()      # the question again, not an error box under it
 
         def got(res: dict[str, Any]) -> None:
             disk = res["text"]
@@ -333,6 +342,8 @@ class FileActions:
                     if tag:
                         t.tag_add(tag, f"{i}.0", f"{i}.end")
             text_window(self, "difference", f"Difference — {ed.summary.get('name')}", content,
-                        colour)
+                        colour, on_close=then, grab=True)
         if path:
-            self._request("fs.read", {"path": path, "max_chars": 5_000_000}, got)
+            self._request("fs.read", {"path": path, "max_chars": 5_000_000}, got, failed)
+        elif then:
+            then()

@@ -61,6 +61,23 @@ def _fixed_font(app: Any) -> Any:
     return "TkFixedFont"
 
 
+def row_spacing(text: tk.Text) -> int:
+    """Pixels of room below each row of ``text`` (its ``spacing3``), for the font it shows.
+
+    Tk's row is the font's ascent + descent, and the underscore of a face like DejaVu Sans
+    Mono fills the descent's last pixel row: with no room below, a highlighted row (the
+    selected Find in Files result, a visited reference) painted its background right against
+    the underscores of the row above, which then read as the bar's edge, and its own
+    underscores were its bottom edge — both looked gone. The room is drawn in the row's own
+    background, so each underscore keeps a line of it below."""
+    linespace = int(text.tk.call("font", "metrics", text.cget("font"), "-linespace"))
+    return max(1, round(linespace / 12))
+
+
+def _space_rows(text: tk.Text) -> None:
+    text.configure(spacing3=row_spacing(text))
+
+
 class FindInFilesTab:
     def __init__(self, pane: "OutputPane", parent: ttk.Frame):
         self.pane = pane
@@ -108,6 +125,7 @@ class FindInFilesTab:
                             fg=colours["field_fg"], borderwidth=2, relief="sunken",
                             selectbackground=colours["sel_bg"],
                             selectforeground=colours["sel_fg"], insertwidth=0)
+        _space_rows(self.text)
         scroll = ttk.Scrollbar(body, orient="vertical", command=self.text.yview)
         self.text.configure(yscrollcommand=scroll.set)
         scroll.pack(side="right", fill="y")
@@ -232,6 +250,7 @@ class OutputTab:
                             insertbackground=colours["fg"], borderwidth=2, relief="sunken",
                             selectbackground=colours["sel_bg"],
                             selectforeground=colours["sel_fg"], insertwidth=0)
+        _space_rows(self.text)
         scroll = ttk.Scrollbar(parent, orient="vertical", command=self.text.yview)
         self._scroll = scroll
         self.text.configure(yscrollcommand=self._on_yscroll)
@@ -470,6 +489,8 @@ class OutputPane:
         self.find.text.tag_configure("path", foreground=c["link"])
         self.find.text.tag_configure("hit", background=c["hit"])
         self.find.text.tag_configure("current", background=c["sel_bg"], foreground=c["sel_fg"])
+        _space_rows(self.find.text)
+        _space_rows(self.output.text)
 
     @property
     def root_path(self) -> Path:

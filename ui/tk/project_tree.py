@@ -5,6 +5,10 @@ confinement, so the tree shows exactly what the project serves. A folder is list
 first opened (a placeholder child gives it its expand arrow); Refresh lists every open folder
 again and keeps what was open and selected. Double-click or Enter on a file opens it through
 ``app.open_path``. Item ids are the project-relative paths ``fs.list`` returns.
+
+The core watches the project (actors/fs_watcher.py): ``fs.changed`` names the folders whose
+entries changed on disk, and the tree lists those it shows again — a file an agent's shell
+made appears without Refresh; ``more`` (a storm, new ignore rules) lists every open folder.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class ProjectTree:
         self.kinds: dict[str, str] = {}
         self.loaded: set[str] = set()
         self.pending: dict[str, int] = {}
+        #: folders that changed on disk while their listing was on its way: listed again then
+        self.stale: set[str] = set()
         self.error = ""
         self.tree.bind("<<TreeviewOpen>>", self._on_open)
         self.tree.bind("<Double-Button-1>", self._on_double)
@@ -65,6 +71,7 @@ class ProjectTree:
         # A file saved under a new name (Save As, an agent's new file) appears without a
         # manual refresh when its folder is showing.
         app.conn.subscribe("buffer.saved", self._on_saved)
+        app.conn.subscribe("fs.changed", self._on_disk_changed)
         self.list_folder(".")
 
     # --- listing -------------------------------------------------------------------------------
@@ -76,6 +83,9 @@ class ProjectTree:
             self.pending[path] -= 1
             if not self.pending[path]:
                 del self.pending[path]
+                if path in self.stale:       # changed on disk after this listing was made
+                    self.stale.discard(path)
+                    self.list_folder(path)
             if rep.ok:
                 self._fill(path, thaw(rep.result))
             else:
@@ -212,6 +222,25 @@ class ProjectTree:
         folder = path.rsplit("/", 1)[0] if "/" in path else "."
         if folder in self.loaded and folder not in self.pending:
             self.list_folder(folder)
+
+    def _on_disk_changed(self, event: Any) -> None:
+        """``fs.changed``: list again the named folders the tree has listed (a folder not
+        listed yet is listed when opened, as it is then)."""
+        data = thaw(event.data)
+        if data.get("more"):
+            self.refresh()
+            return
+        for folder in data.get("folders") or ():
+            if not isinstance(folder, str):
+                continue
+            if folder in self.pending:      # its listing may predate the change
+                self.stale.add(folder)
+            elif folder not in self.loaded:
+                continue
+            elif folder == "." or (self.tree.exists(folder) and self.tree.item(folder, "open")):
+                self.list_folder(folder)
+            else:
+                self.loaded.discard(folder)   # closed: listed again when it is opened
 
     def select(self, path: str) -> None:
         if self.tree.exists(path):
