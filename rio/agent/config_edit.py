@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -234,23 +233,5 @@ def _check_result(path: Path, before: AgentConfig, after: AgentConfig, name: str
 
 def _write_atomic(path: Path, text: str) -> None:
     """A 0600 temp file beside ``path`` (its mode copied when it exists), fsync, replace."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        mode: int | None = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:     # mkstemp: mode 0600
-            fh.write(text)
-            fh.flush()
-            if mode is not None:
-                os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from rio.files.atomic import write_text
+    write_text(path, text, keep_mode=True)
