@@ -13,6 +13,7 @@ import pytest
 
 from rio.protocol.errors import BusError, RioError
 from rio.protocol.frames import thaw
+from tests.agent_events import AgentEvents
 from tests.fakes.model_servers import (
     FakeModelServer,
     Reply,
@@ -80,15 +81,12 @@ class TurnBox(dict):
                           "messages": self.session.turn_messages(self.text)}
 
 
-class Session:
+class Session(AgentEvents):
     """One conversation's session process, driven with session.* from the test (the core
     only records: conversation.begin_turn / end_turn)."""
 
     def __init__(self, server: RioServer, **new: Any):
-        self.server = server
-        self.conn = server.connect("agent-test", subscribe=("agent.",))
-        self.events: list[tuple[str, dict]] = []
-        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        super().__init__(server, "agent-test")
         self.conversation = self.conn.call("agent.new", {"title": "session", **new})[
             "conversation"]
         server.call("system.spawn", {"kind": "agent", "key": self.conversation})
@@ -102,6 +100,7 @@ class Session:
             return False
 
     def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
+        """``op`` with the conversation filled in."""
         return self.conn.call(op, {"conversation": self.conversation, **(args or {})},
                               timeout=timeout)
 
@@ -129,21 +128,7 @@ class Session:
         self.conn.wait(0.02)
 
     def wait(self, topic: str, timeout: float = 20.0, **match: Any) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == topic and all(v(data.get(k)) if callable(v) else data.get(k) == v
-                                      for k, v in match.items()):
-                    return data
-            self.pump()
-        raise AssertionError(f"no {topic} {match}; saw {self.events}")
-
-    def of(self, topic: str) -> list[dict]:
-        self.pump()
-        return [d for t, d in self.events if t == topic]
-
-    def close(self) -> None:
-        self.conn.close()
+        return super().wait(topic, timeout, **match)
 
 
 @pytest.fixture
@@ -338,12 +323,9 @@ def test_session_refuses_another_conversations_requests(session: Session) -> Non
 
 # --- end to end through the core's agent.* ops ------------------------------------------------
 
-class Chat:
+class Chat(AgentEvents):
     def __init__(self, server: RioServer):
-        self.server = server
-        self.conn = server.connect("agent-e2e", subscribe=("agent.",))
-        self.events: list[tuple[str, dict]] = []
-        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
+        super().__init__(server, "agent-e2e")
         self.conversation = self.call("agent.new", {"title": "e2e"})["conversation"]
         # Start the session process up front: on a loaded machine its start-up can take
         # longer than the core's wait for a fresh session, and that is not what these test.
@@ -357,23 +339,11 @@ class Chat:
                 return False
         assert wait_for(up, 30), "the session process did not register"
 
-    def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
-        return self.conn.call(op, args or {}, timeout=timeout)
-
     def wait(self, topic: str, timeout: float = 30.0, **match: Any) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == topic and all(data.get(k) == v for k, v in match.items()):
-                    return data
-            self.conn.wait(0.02)
-        raise AssertionError(f"no {topic} {match}; saw {self.events}")
+        return super().wait(topic, timeout, **match)
 
     def send(self, text: str) -> str:
         return self.call("agent.send", {"conversation": self.conversation, "text": text})["turn"]
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import pytest
 
 from rio.mcp.entry import read_token, token_path
 from rio.protocol.errors import RioError
-from rio.protocol.frames import thaw
+from tests.agent_events import AgentEvents
 from tests.support import REPO, RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
@@ -55,43 +54,26 @@ def setup(tmp_path_factory):
     srv.stop()
 
 
-class Chat:
+class Chat(AgentEvents):
     """A conversation with the fake agent, whose script this test writes."""
 
     def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any],
                  transport: str):
-        self.server = server
         script_file.write_text(json.dumps({**script, "mcp_http": transport == "http"}))
-        self.conn = server.connect("mcp-endpoint", subscribe=("agent.",))
-        self.events: list[tuple[str, dict]] = []
-        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
-        self.cid = self.conn.call("agent.new", {"agent": "fake"}, timeout=15)["conversation"]
+        super().__init__(server, "mcp-endpoint")
+        self.cid = self.call("agent.new", {"agent": "fake"})["conversation"]
 
     def send(self, text: str) -> str:
-        return self.conn.call("agent.send", {"conversation": self.cid, "text": text},
-                              timeout=30)["turn"]
+        return self.call("agent.send", {"conversation": self.cid, "text": text},
+                         timeout=30)["turn"]
 
-    def wait(self, topic: str, timeout: float = 60.0, **match: Any) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == topic and all(data.get(k) == v for k, v in match.items()):
-                    return data
-            self.conn.wait(0.02)
-        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
-
-    def said(self, turn: str) -> list[str]:
-        self.conn.drain()
-        return "".join(d.get("text", "") for t, d in self.events
-                       if t == "agent.delta" and d.get("turn") == turn).split("mcp: ")[1:]
+    def said(self, turn: str) -> list[str]:     # type: ignore[override]
+        """What each of the fake agent's MCP calls answered, in order."""
+        return super().said(turn).split("mcp: ")[1:]
 
     def close(self) -> None:
-        try:
-            self.server.call("system.restart", {"process": f"agent:{self.cid}",
-                                                "again": False}, timeout=20)
-        except RioError:
-            pass
-        self.conn.close()
+        self.end_session(self.cid)
+        super().close()
 
 
 @pytest.fixture

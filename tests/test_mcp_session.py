@@ -17,7 +17,7 @@ import pytest
 
 from rio.mcp.entry import token_path
 from rio.protocol.errors import RioError
-from rio.protocol.frames import thaw
+from tests.agent_events import AgentEvents
 from tests.support import REPO, RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
@@ -42,42 +42,21 @@ def setup(tmp_path_factory):
     srv.stop()
 
 
-class Conversation:
+class Conversation(AgentEvents):
     def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any]):
-        self.server = server
         script_file.write_text(json.dumps(script))
-        self.conn = server.connect("mcp-e2e", subscribe=("agent.",))
-        self.events: list[tuple[str, dict]] = []
-        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
-        self.cid = self.conn.call("agent.new", {"title": "mcp", "agent": "fake"},
-                                  timeout=15)["conversation"]
+        super().__init__(server, "mcp-e2e")
+        self.cid = self.call("agent.new", {"title": "mcp", "agent": "fake"})["conversation"]
 
     def wait(self, topic: str, timeout: float = 90.0, **match: Any) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == topic and all(data.get(k) == v for k, v in match.items()):
-                    return data
-            self.conn.wait(0.02)
-        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
-
-    def said(self, turn: str) -> str:
-        self.conn.drain()
-        return "".join(d.get("text", "") for t, d in self.events
-                       if t == "agent.delta" and d.get("turn") == turn)
-
-    def close(self) -> None:
-        self.conn.close()
+        return super().wait(topic, timeout, **match)
 
 
 def end_conversation(server, chat) -> None:
     """Stop the conversation's agent process (it may be gone already) and close the client."""
-    try:
-        server.call("system.restart", {"process": f"agent:{chat.cid}", "again": False},
-                    timeout=20)
-    except RioError:
-        pass
+    chat.end_session(chat.cid)
     chat.close()
+
 
 def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
     server, script = setup
