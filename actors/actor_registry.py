@@ -13,13 +13,21 @@ import importlib
 import os
 import threading
 from pathlib import Path
-from typing import Callable, NamedTuple, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 import pykka
 
 from actors.bus.service import BusThread, RequestContext
 
 Handler = Callable[[RequestContext], None]
+
+
+class LivenessPort(Protocol):
+    """The host's liveness (actors/liveness.py): what its ping answer depends on."""
+
+    def stamp(self, name: str) -> Any: ...
+
+    def watch_actor(self, name: str, ref: pykka.ActorRef[Any]) -> None: ...
 
 
 class ActorHost(Protocol):
@@ -33,6 +41,9 @@ class ActorHost(Protocol):
     refs: list[pykka.ActorRef]
     ping_targets: list[pykka.ActorRef]
     fault_injection: bool
+    #: the threads and actors the process's ping answer watches (actors/liveness.py): a
+    #: factory stamps its serving threads and names the actors the process cannot do without
+    liveness: LivenessPort
     #: run on a thread of their own once the process is ready (registered on the bus): what
     #: can load after the start, out of the way of "ready" (imports a first request needs)
     after_ready: list[Callable[[], object]]

@@ -6,16 +6,22 @@ the op prefixes it serves. Importing this module registers them.
 
 from __future__ import annotations
 
-import threading
-
 from actors.actor_registry import ActorHost, Handler, actor_factory
 from rio.config.instance import journal_dir
 
 
 @actor_factory("documents")
 def start_documents(host: ActorHost) -> dict[str, Handler]:
-    """buffer.*: the open documents, their journals and the journal flush ticker."""
-    from actors.documents import BufferRoutes, DocumentsActor, buffer_handler, flush_ticker
+    """buffer.*: the open documents (strands on a few workers), their journals and the one
+    ticker that fsyncs them (actors/documents.py)."""
+    from actors.documents import (
+        BUFFER_WORKERS,
+        BufferRoutes,
+        DocumentsActor,
+        Ticker,
+        buffer_handler,
+    )
+    from actors.strands import StrandPool
 
     file_port = journal_store = None
     if host.fault_injection:
@@ -23,14 +29,20 @@ def start_documents(host: ActorHost) -> dict[str, Handler]:
         file_port = SwitchableFilePort.install(host)
         journal_store = SwitchableJournalStore.install(host, journal_dir(host.root))
     routes = BufferRoutes()
+    pool = StrandPool("buffers", BUFFER_WORKERS, liveness=host.liveness,
+                      on_thread_start=host.bus.join_shared_link)
+    ticker = Ticker(routes).start()
     ref = DocumentsActor.start(host.root, journal_dir(host.root), host.bus, routes,
                                file_port=file_port, journal_store=journal_store,
-                               process=host.name)
+                               process=host.name, pool=pool, ticker=ticker,
+                               stamp=host.liveness.stamp("documents registry"))
     host.refs.append(ref)
-    host.ping_targets.append(ref)
-    stop = threading.Event()
-    threading.Thread(target=flush_ticker, args=(ref, 0.25, stop), daemon=True,
-                     name="journal-flush").start()
+    host.liveness.watch_actor("documents", ref)
+
+    def sweep() -> None:      # save temp files a killed save left in the project
+        from rio.files.temp_sweep import sweep_project
+        sweep_project(host.root, stopping=host.stopping)
+    host.after_ready.append(sweep)
     return {"buffer": buffer_handler(ref, routes)}
 
 

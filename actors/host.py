@@ -32,6 +32,8 @@ import pykka
 from actors.actor_registry import Ping, factory_for
 from actors.bus.client import Endpoints
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext
+from actors.liveness import Liveness, LivenessActor, on_process_failure
+from rio.protocol.errors import BusError
 
 log = logging.getLogger("rio.host")
 
@@ -49,6 +51,9 @@ class Host:
         self.bus = BusThread(self.endpoints, name=self.name)
         self.fault_injection = bool(args.fault_injection)
         self.after_ready: list[Callable[[], object]] = []
+        self.liveness = Liveness()
+        #: the process's exit status: 0, or EX_SOFTWARE once an actor it needs died
+        self.exit_code = 0
 
     def run(self) -> int:
         handlers: dict[str, Callable[[RequestContext], None]] = {}
@@ -58,6 +63,13 @@ class Host:
                 log.warning("no actor named %r in this build; skipped", actor)
                 continue
             handlers.update(factory(self))
+        if self.liveness.watching:
+            # the ping is answered by a thread of its own, which load cannot starve, after
+            # looking at what the serving threads do (actors/liveness.py)
+            keeper = LivenessActor.start(self.liveness, self.name)
+            self.refs.insert(0, keeper)       # stopped last
+            self.ping_targets.insert(0, keeper)
+        on_process_failure(self.fail)
         handlers["host"] = lambda ctx: self.handles.serve(self, ctx)   # on the bus thread
         self.bus.handlers.update(handlers)
         self.bus.start()
@@ -66,7 +78,14 @@ class Host:
             threading.Thread(target=self._after_ready, name="after-ready", daemon=True).start()
         self.stopping.wait()
         self.shutdown()
-        return 0
+        return self.exit_code
+
+    def fail(self, why: str) -> None:
+        """An actor the process needs died (actors/liveness.py ``process_failed``): end with a
+        failure status, so the supervisor restarts the process (``on-failure`` included)."""
+        self.exit_code = 70     # EX_SOFTWARE
+        self.stopping.set()
+        _arm_exit_deadline()
 
     def _after_ready(self) -> None:
         for step in self.after_ready:
@@ -78,10 +97,14 @@ class Host:
     @handles("host.ping")
     def host_ping(self, ctx: RequestContext) -> Any:
         # Answered by an actor, not the bus thread: a hung actor must miss the ping.
-        target = self.ping_targets[0] if self.ping_targets else None
-        if target is None or not target.is_alive():
+        if not self.ping_targets:
             return {"process": self.name, "pid": os.getpid()}
-        target.tell(Ping(ctx))
+        try:
+            self.ping_targets[0].tell(Ping(ctx))
+        except pykka.ActorDeadError:
+            # not an answer: the supervisor counts it as a missed ping, and restarts us
+            raise BusError("actor_dead", f"{self.name}: the actor answering pings has stopped.",
+                           "The supervisor restarts the process.") from None
         return ANSWERED
 
     @handles("host.stop")
@@ -219,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--spare" in argv:
         return spare_main(argv)
+    if "--zygote" in argv:    # the agent sessions' zygote (actors/zygote.py, ADR-0039)
+        from actors.zygote import zygote_main
+        return zygote_main(argv, main, STARTED_MODULES)
     parser = argparse.ArgumentParser(prog="python -m actors.host")
     parser.add_argument("--process", required=True)
     parser.add_argument("--actors", required=True)

@@ -146,3 +146,28 @@ def total_rss(status: Mapping[str, Any]) -> int:
     total += sum(int(c.get("rss") or 0) for c in status.get("adopted") or ())
     total += sum(int(s.get("rss") or 0) for s in status.get("spares") or ())
     return total
+
+
+def uss(pid: int | None) -> int | None:
+    """``pid``'s unique set size: the pages only it maps, what ending it gives back. Unlike
+    RSS it does not count the pages a session forked from the zygote shares with it and the
+    other sessions (docs/adr/0039). None when it cannot be read."""
+    if not pid:
+        return None
+    try:
+        return int(psutil.Process(pid).memory_full_info().uss)
+    except (psutil.Error, AttributeError):
+        return None
+
+
+def add_uss(status: dict[str, Any]) -> None:
+    """Each of Rio's own processes' USS into a ``system.status {tree: true}`` answer — the
+    supervisor's, its running processes' and its spares' and zygote's — and their sum
+    (``uss_own``): what Rio itself keeps, apart from what it started."""
+    total = 0
+    status["uss"] = uss(int(status.get("pid") or 0))
+    total += status["uss"] or 0
+    for entry in [*(status.get("processes") or ()), *(status.get("spares") or ())]:
+        entry["uss"] = uss(entry.get("pid")) if entry.get("rss") is not None else None
+        total += entry["uss"] or 0
+    status["uss_own"] = total

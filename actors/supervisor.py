@@ -38,12 +38,21 @@ from actors import process_control
 from actors.bus.client import Endpoints, connect
 from actors.bus.hub import Hub
 from actors.bus.local_ops import Deferred, LocalRequest, answer
+from actors.bus.peer_guard import PeerGuard
 from actors.log_relay import LogRelay, Stream
 from actors.sd_notify import Notifier
 from actors.spares import HOST_MODULE, SPARE_GRACES, Spares
 from actors.spawn_waits import RESPAWN, SpawnWaits
 from actors.window_first import child_env, window_argv
-from rio.config.instance import InstanceInfo, InstancePaths, default_name, pid_alive, state_base
+from actors.zygotes import Zygotes, stop_zygote
+from rio.config.instance import (
+    InstanceInfo,
+    InstancePaths,
+    default_name,
+    pid_alive,
+    running_instances,
+    state_base,
+)
 from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig, load_config
 from rio.protocol import ops
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
@@ -153,6 +162,10 @@ class Supervisor:
         #: system.spawn requests waiting for their process to be ready (actors/spawn_waits.py)
         self.spawn_waits = SpawnWaits(self)
         self.spares = Spares(self)
+        #: the agent sessions' zygote: sessions forked, not started (actors/zygotes.py)
+        self.zygotes = Zygotes(self)
+        #: processes started as independent instances (system.open_folder): never swept
+        self.released: set[int] = set()
         #: the service manager (sd_notify), when one asked (NOTIFY_SOCKET); else it sends nothing
         self.notifier = notifier or Notifier(None)
         #: every child's stderr to ours, prefixed with its name (--log-stderr); None: log files
@@ -184,7 +197,8 @@ class Supervisor:
         process_control.become_subreaper()
         endpoints = Endpoints(self.paths.requests_endpoint, self.paths.events_endpoint)
         self.hub = Hub(endpoints.requests, endpoints.events,
-                       local_handler=self.handle_system, on_registered=self.on_registered).start()
+                       local_handler=self.handle_system, on_registered=self.on_registered,
+                       peer_guard=PeerGuard(self._peer_names, nudge=self.wake.set)).start()
         if self.listen:
             self._start_remote_listener()
         self.paths.write_info(InstanceInfo(self.name, str(self.root), os.getpid(),
@@ -246,16 +260,26 @@ class Supervisor:
 
     def _spawn(self, child: Child, adopted: process_control.Spawned | None = None) -> None:
         """Start ``child``: the process `rio` started already (``adopted``), else a spare's,
-        else a new one."""
+        else a fork of its kind's zygote (adopted later, :meth:`forked`), else a new one."""
         path = self.log_dir / f"{self.name}.{child.spec.name}.log"
         child.log_path = path if self.log_relay is None or adopted is not None else None
         child.spawned = adopted or self.spares.assign(child.spec, child.argv, child.log_path)
+        if child.spawned is None and self.zygotes.fork(child, child.log_path, time.monotonic()):
+            child.state = "starting"      # the zygote forks it; check() hands it over
+            return
         if child.spawned is None:
-            with self.child_stderr(child.spec.name, path) as (stderr, _stream):
-                child.spawned = process_control.spawn(
-                    child.argv, cwd=str(self.root), env=self._child_env(),
-                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
-                    die_with_parent=True)
+            self._spawn_new(child)
+        self._running(child)
+
+    def _spawn_new(self, child: Child) -> None:
+        path = self.log_dir / f"{self.name}.{child.spec.name}.log"
+        with self.child_stderr(child.spec.name, path) as (stderr, _stream):
+            child.spawned = process_control.spawn(
+                child.argv, cwd=str(self.root), env=self._child_env(),
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
+                die_with_parent=True)
+
+    def _running(self, child: Child) -> None:
         child.state = "running"
         child.started_at = time.monotonic()
         child.missed_pings = 0
@@ -263,6 +287,18 @@ class Supervisor:
         child.ready = False
         child.restart_at = None
         self._event(child, "started")
+
+    def forked(self, child: Child, spawned: process_control.Spawned) -> None:
+        """The zygote forked ``child`` (actors/zygotes.py; under the lock)."""
+        child.spawned = spawned
+        self._running(child)
+
+    def start_fresh(self, child: Child) -> None:
+        """The zygote could not fork ``child``: a new interpreter, as without one."""
+        if child.state != "starting" or child.spawned is not None:
+            return
+        self._spawn_new(child)
+        self._running(child)
 
     # --- the monitor loop -----------------------------------------------------------------------
     def run(self) -> int:
@@ -281,6 +317,7 @@ class Supervisor:
                     for child in list(self.children.values()):
                         self._check(child, now)
                     self.spares.check(now)
+                    self.zygotes.check(now)
                 process_control.reap_zombies(self._tracked_pids())
                 self._check_ready(now)
                 if self.hub is None or self.hub.alive():
@@ -335,8 +372,23 @@ class Supervisor:
         self.hub.publish("system.process", {"name": "hub", "event": "restarted",
                                             "restarts": self.hub_restarts})
 
+    def _peer_names(self) -> dict[int, str]:
+        """Every process this supervisor started or adopted, by pid — its children by name
+        (``agent:<conversation>`` …) — for the bus's peer check (actors/bus/peer_guard.py).
+        Asked from the check's own thread: the lock is waited for a moment at most."""
+        locked = self.lock.acquire(timeout=1.0)
+        try:
+            names = {s.pid: "spawned" for s in process_control.live_spawned()}
+            names.update({pid: "tracked" for pid in self._tracked_pids()})
+            names.update({c.pid: name for name, c in list(self.children.items()) if c.pid})
+            return names
+        finally:
+            if locked:
+                self.lock.release()
+
     def _tracked_pids(self) -> set[int]:
-        return {c.pid for c in self.children.values() if c.pid} | self.spares.pids()
+        return {c.pid for c in self.children.values() if c.pid} | self.spares.pids() \
+            | self.zygotes.pids()
 
     def _check(self, child: Child, now: float) -> None:
         if child.state == "starting" and child.spawned is None:
@@ -497,7 +549,10 @@ class Supervisor:
     def open_folder_op(self, req: LocalRequest) -> Any:
         from actors.open_folder import open_folder
         from rio.protocol.roles import REMOTE_PREFIX
-        return open_folder(req.args, remote=req.sender.startswith(REMOTE_PREFIX))
+        started = open_folder(req.args, remote=req.sender.startswith(REMOTE_PREFIX))
+        # another instance, nobody's child in Rio's sense: never ended as an escaped helper
+        self.released.add(int(started["pid"]))
+        return started
 
     @handles("system.restart")
     def restart_op(self, req: LocalRequest) -> dict[str, Any]:
@@ -532,13 +587,17 @@ class Supervisor:
                               "actors": list(child.spec.actors), "restarts": child.restarts,
                               "last_exit": child.last_exit, "rss": rss,
                               "ready": child.ready,
+                              # its spawn cookie: what it starts carries it (`rio faults`
+                              # judges orphans by it); a forked process's /proc/PID/environ
+                              # shows its zygote's, fixed at exec
+                              "cookie": child.spawned.cookie if child.spawned else None,
                               "log": None if child.log_path is None else str(child.log_path),
                               # what `rio faults` paces its kills by (docs/faults.md)
                               "budget": None if budget is None else {
                                   "policy": budget.policy, "max_restarts": budget.max_restarts,
                                   "window_s": budget.window_s,
                                   "used": budget.restarts_in_window(time.monotonic())}})
-            spares = self.spares.status()
+            spares = self.spares.status() + self.zygotes.status()
         status = {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
                   "uptime_s": time.time() - self.started, "processes": procs,
                   "hub_restarts": self.hub_restarts, "spares": spares,
@@ -560,6 +619,7 @@ class Supervisor:
                     if proc["pid"] in live else []
             status["adopted"] = found.adopted
             status["rss_total"] = process_tree.total_rss(status)
+            process_tree.add_uss(status)    # Rio's own pages: forked sessions share theirs
         return status
 
     def spawn_on_demand(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -644,9 +704,12 @@ class Supervisor:
         with self.lock:
             children = list(self.children.values())
             spares = self.spares.take_all()
+            zygotes = self.zygotes.take_all()
         stopping = [threading.Thread(target=process_control.stop, args=(spare,),
                                      kwargs=SPARE_GRACES, daemon=True, name="stop-spare")
                     for spare in spares]
+        stopping += [threading.Thread(target=stop_zygote, args=zygote, daemon=True,
+                                      name="stop-zygote") for zygote in zygotes]
         for t in stopping:
             t.start()
         # UI first, agents next, core last: the core flushes journals while clients are gone.
@@ -676,6 +739,10 @@ class Supervisor:
             if child.spawned is not None:
                 process_control.sweep(child.spawned.cookie)
         process_control.reap_zombies(set())
+        # ...and what escaped to us without them (a helper that cleared its environment,
+        # setsid, double-forked: issue 22 point 6) — but not another instance File → Open
+        # Folder started (its `rio`, and the supervisor it became, adopted by us)
+        process_control.end_adopted(self.released | {i.pid for i in running_instances()})
         if self.conn is not None:
             self.conn.close()
         if getattr(self, "remote", None) is not None:

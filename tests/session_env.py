@@ -11,6 +11,10 @@ of the user's is used or touched (issue 18, points 18–20; docs/testing.md).
   test would never see the Ctrl+C the test sends. The session catches them with a handler that
   does nothing instead (:func:`children_get_default_signals`): the runner still does not
   react, and the children the tests start begin with the default action.
+* **Agents' sandbox:** ``RIO_AGENT_SANDBOX=off`` unless the run sets it: a test of agent
+  sessions sees the agent's own processes and pids, and tests/test_agent_sandbox.py (and the
+  real agents' tests) ask for the box themselves. ``RIO_AGENT_SANDBOX=auto python -m pytest``
+  runs every agent test boxed where the machine allows (ADR-0038).
 * **The display:** GUI tests run on a private Xvfb the session starts, never on the user's
   ``$DISPLAY`` (windows opening on a desktop user's screen), unless ``RIO_TEST_DISPLAY=1``
   asks for it (:func:`given_display`; :func:`start_xvfb` starts one). ``DISPLAY`` is removed
@@ -53,6 +57,7 @@ def isolate(environ: MutableMapping[str, str] = os.environ) -> None:
     global USER_DISPLAY
     for name, sub in TRAPPED.items():
         environ[name] = str(TRAP / sub)
+    environ.setdefault("RIO_AGENT_SANDBOX", "off")
     USER_DISPLAY = environ.get("DISPLAY") or None
     if given_display(environ) is None:
         environ.pop("DISPLAY", None)

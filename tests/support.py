@@ -48,6 +48,8 @@ def rio_env(base: Path) -> dict[str, str]:
     RUNTIME_DIRS.append(runtime)
     env.update({"RIO_RUNTIME_DIR": str(runtime), "RIO_STATE_DIR": str(base / "state"),
                 "RIO_CONFIG_DIR": str(base / "config"), "PYTHONPATH": str(REPO),
+                # Rio's cache folder too: an agent's box hides (and so makes) it (ADR-0038)
+                "RIO_CACHE_DIR": str(base / "cache"),
                 "RIO_LOG_LEVEL": env.get("RIO_LOG_LEVEL", "WARNING")})
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
         env.pop(key, None)

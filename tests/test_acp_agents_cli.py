@@ -61,7 +61,10 @@ def test_rio_agents_table_and_a_configured_agent(machine, capsys):
     assert lines[0].split() == ["NAME", "AGENT", "VERSION", "SIGNED", "IN", "KEYS", "WHERE"]
     mine = next(line for line in lines if line.startswith("mine"))
     assert "Mine (config)" in mine and "0.16.0" in mine and "--acp" in mine
-    assert "2 of 11 found" in lines[-1]
+    assert "2 of 11 found" in lines[-2]
+    # whether agents run in a box here (ADR-0038): the test session turns the box off
+    assert lines[-1] == ("Sandbox: off (RIO_AGENT_SANDBOX) — agents run with your own access "
+                         "to everything.")
 
 
 def test_rio_agents_reports_a_config_mistake_in_one_line(machine, capsys):

@@ -440,6 +440,34 @@ def test_an_agent_that_dies_before_initialize(tmp_path):
     assert "exit code 4" in err.value.message and "no config" in err.value.message
 
 
+def test_a_garbage_initialize_answer_is_classified_and_the_agent_stopped(tmp_path):
+    """Issue 22: an ``initialize`` answer that is not one was reported "stopped during
+    initialize (exit code None)" while the agent still ran. It is the agent's own failure
+    (an answer Rio cannot read), said as such, and the agent is ended."""
+    owner = Owner()
+    s = settings(tmp_path, {"init": "garbage"})
+    seen: dict[str, Any] = {}
+
+    async def main():
+        client = AcpClient(s, owner, ProcessControlPort(), ProtocolLog())
+        try:
+            await client.start()
+        except Exception as exc:   # noqa: BLE001 -- examined below
+            seen["error"] = exc
+            seen["pid"] = client.process.pid if client.process else None
+            seen["alive"] = client.process is not None and client.process.returncode is None
+        finally:
+            await client.close()
+
+    run(main())
+    err = seen["error"]
+    assert err.kind == "agent.unexpected_response", (err.kind, err.message)
+    assert "initialize" in err.message and "exit code" not in err.message
+    assert seen["alive"] is False          # ended by Rio, before start() raised
+    assert not psutil.pid_exists(seen["pid"]) or \
+        psutil.Process(seen["pid"]).status() == psutil.STATUS_ZOMBIE
+
+
 def test_a_command_that_does_not_exist(tmp_path):
     s = AcpSettings((str(tmp_path / "nope"),), tmp_path, {}, name="nope")
 

@@ -51,6 +51,18 @@ def need(path: Path, node: bool = False) -> None:
         pytest.skip("node is not on PATH")
 
 
+def real_agent_sandbox() -> str:
+    """``RIO_AGENT_SANDBOX`` for a ``rio serve`` driving a real agent: boxed ("required") where
+    this machine can make the box (ADR-0038) — the real agents must keep working inside it —
+    else "auto" (unboxed, said once). ``RIO_REAL_AGENTS_SANDBOX`` overrides it."""
+    wanted = os.environ.get("RIO_REAL_AGENTS_SANDBOX")
+    if wanted:
+        return wanted
+    from actors.landlock import abi
+    from rio.acp import sandbox
+    return "required" if sandbox.probe(landlock_abi=abi).usable else "auto"
+
+
 def base_env(home: Path, **extra: str) -> dict[str, str]:
     return {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": "C.UTF-8", **extra}

@@ -13,6 +13,8 @@ prompt, the same turn on the bus (``agent.turn`` ``buffers``, ``agent.history``)
 proposal a user reads for more than a minute (opencode gives up on an MCP call after 60 s
 unless the server reports progress: that test fails while Rio's endpoint sends none).
 
+Each agent runs in its sandbox (bubblewrap, ADR-0038) where this machine can make one: the
+project read-write, Rio's folders hidden, its own PID namespace; the protocol log says so.
 Each test skips, with the reason, when its agent is absent (tests/test_acp_real_agents.py says
 how to install them; ``ACP_AGENTS_PREFIX``, default /tmp/acp-agents). Every instance gets a fresh
 empty ``HOME`` and a fake key (``test``): nobody's account is used. How each agent is pointed at
@@ -56,7 +58,15 @@ from tests.fakes.model_servers import (
     responses_function_call,
 )
 from tests.support import RioServer, rio_env
-from tests.test_acp_real_agents import CLAUDE, CODEX, NODE, OPENCODE, need, responses_text
+from tests.test_acp_real_agents import (
+    CLAUDE,
+    CODEX,
+    NODE,
+    OPENCODE,
+    need,
+    real_agent_sandbox,
+    responses_text,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -233,7 +243,9 @@ def rio_with(agent: str, tmp_path: Path, opencode_ask: bool = False) -> Iterator
     # This test machine sets IS_SANDBOX, with which claude-agent-acp 0.23.1 fails session/new
     # ("Query closed before response received"); a user's shell does not have it.
     env.pop("IS_SANDBOX", None)
-    env.update({"HOME": str(home), **extra})
+    env.update({"HOME": str(home), "RIO_AGENT_SANDBOX": real_agent_sandbox(),
+                # the box hides (and so makes) Rio's cache folder: the test's own
+                "RIO_CACHE_DIR": str(tmp_path / "cache"), **extra})
     config = Path(env["RIO_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(
@@ -296,6 +308,8 @@ def _check_chat(rig: Rig, done: subprocess.CompletedProcess, asks_itself: bool) 
     # the agent's own question about Rio's tool was answered by Rio, never put to the user
     assert not rig.of("agent.permission"), why
     assert "asks permission" not in done.stdout, why
+    if real_agent_sandbox() == "required":
+        assert ", in a box (bubblewrap" in rig.protocol_log(), why
     notes = rig.of("agent.note", note="auto_allowed")
     if asks_itself:
         assert [n.get("tool") for n in notes] == ["propose_edit"], why

@@ -16,7 +16,7 @@ from rio.protocol.errors import RioError
 from rio.protocol.frames import thaw
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
 from tests.support import RioServer, rio_env
-from tests.test_acp_real_agents import CLAUDE, NODE, need
+from tests.test_acp_real_agents import CLAUDE, NODE, need, real_agent_sandbox
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -34,7 +34,8 @@ def claude_rio(tmp_path):
     # ("Query closed before response received"); a user's shell does not have it.
     env.pop("IS_SANDBOX", None)
     env.update({"HOME": str(tmp_path / "home"), "ANTHROPIC_BASE_URL": model.url,
-                "ANTHROPIC_API_KEY": "test"})
+                "ANTHROPIC_API_KEY": "test", "RIO_AGENT_SANDBOX": real_agent_sandbox(),
+                "RIO_CACHE_DIR": str(tmp_path / "cache")})
     config = Path(env["RIO_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(
@@ -160,7 +161,8 @@ def test_claude_after_a_stop_the_next_turn_is_never_silent_and_the_conversation_
     env = rio_env(tmp_path)
     env.pop("IS_SANDBOX", None)
     env.update({"HOME": str(tmp_path / "home"), "ANTHROPIC_BASE_URL": model.url,
-                "ANTHROPIC_API_KEY": "test"})
+                "ANTHROPIC_API_KEY": "test", "RIO_AGENT_SANDBOX": real_agent_sandbox(),
+                "RIO_CACHE_DIR": str(tmp_path / "cache")})
     config = Path(env["RIO_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(

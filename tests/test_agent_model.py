@@ -404,6 +404,23 @@ def test_an_agent_restarted_and_files_changed_behind_rios_back_are_shown():
     assert conv.apply("agent.changed_files", {"conversation": C, "turn": "t1", "files": []}) == []
 
 
+def test_what_changed_files_could_not_compare_is_said_with_the_list_or_alone():
+    """A project past the comparison's cap (ADR-0042): its note goes with the card, and is
+    said alone when nothing it compared changed."""
+    conv = Conversation(C)
+    conv.apply("agent.turn", {"conversation": C, "turn": "t1", "state": "started", "text": "go"})
+    note = "Files after d019/f0999.txt (in path order) were not compared: the project has more."
+    conv.apply("agent.changed_files", {"conversation": C, "turn": "t1", "more": 0,
+                                       "files": [{"path": "a.py", "change": "modified"}],
+                                       "unchecked": {"after": "d019/f0999.txt", "note": note}})
+    conv.apply("agent.changed_files", {"conversation": C, "turn": "t1", "files": [], "more": 0,
+                                       "unchecked": {"after": "d019/f0999.txt", "note": note}})
+    card, alone = [b for b in conv.blocks if b.kind == "note"]
+    assert card.text.startswith("The agent changed 1 file on disk itself: a.py (modified)")
+    assert card.text.endswith(note) and card.data["unchecked"] == note
+    assert alone.text == note and "changed_files" not in alone.data
+
+
 def test_a_note_event_is_shown_as_a_note_block():
     conv = Conversation(C)
     conv.apply("agent.turn", {"conversation": C, "turn": "t1", "state": "started", "text": "go"})

@@ -83,6 +83,23 @@ DANGEROUS = [
     ("sh -c 'git clean -fdx'", "git_clean"),
     ("env -i rm -rf ~/x", "rm_rf_outside"),
     ("env bash -lc 'find . -delete'", "find_delete"),
+    # Issue 22: cd and relative paths followed out of the project.
+    ("cd .. && rm -r ../outside/x", "rm_rf_outside"),
+    ("cd .. && rm -r outside/x", "rm_rf_outside"),
+    ("rm -r ../outside/x", "rm_rf_outside"),
+    ("rm -r build/../../outside", "rm_rf_outside"),
+    ("cd sub; cd ../..; rm -r x", "rm_rf_outside"),
+    ("cd sub && rm -r ../../x", "rm_rf_outside"),
+    ("cd /srv/data && rm -r old", "rm_rf_outside"),
+    ("cd ~ && rm -r projects", "rm_rf_outside"),
+    ("cd; rm -r notes", "rm_rf_outside"),
+    ("cd \"$TMPDIR\" && rm -r cache", "rm_rf_outside"),
+    ("pushd .. && rm -r x", "rm_rf_outside"),
+    ("bash -c 'cd .. && rm -r sibling'", "rm_rf_outside"),
+    ("cd .. && find old -name '*.log' -delete", "find_delete"),
+    ("find ../outside -name '*.log' -delete", "find_delete"),
+    ("cd .. && find . -name '*.log' -delete", "find_delete"),
+    ("cd .. && chmod -R 777 shared", "chmod_system"),
 ]
 
 SAFE = [
@@ -114,6 +131,11 @@ SAFE = [
     "bash scripts/build.sh",
     "dd if=/dev/zero of=/dev/null count=1",
     "kill 1234",
+    "cd sub && rm -r build",
+    "cd sub; cd ..; rm -r build",
+    "cd src/pkg && rm -r ../cache",
+    "rm -r build/../dist",
+    "cd docs && find . -name '*.tmp' -delete",
     "",
 ]
 
@@ -138,6 +160,12 @@ def test_argv_form_is_classified_like_the_string() -> None:
 
 def test_unbalanced_quotes_are_still_examined() -> None:
     assert classify("rm -rf 'build").rule == "rm_rf"  # type: ignore[union-attr]
+
+
+def test_the_folder_a_command_runs_in_counts() -> None:
+    assert classify("rm -r ../x", cwd="sub") is None              # sub/../x is x: inside
+    assert classify("rm -r ../../x", cwd="sub").rule == "rm_rf_outside"
+    assert classify("rm -r x", cwd="..").rule == "rm_rf_outside"  # refused as a cwd anyway
 
 
 def test_to_dict_carries_rule_and_reason() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from rio.agent import disk_changes
 
 
@@ -106,3 +108,74 @@ def test_a_deleted_files_diff_is_never_cut_so_it_can_be_restored(tmp_path):
     got = {f["path"]: f for f in disk_changes.changes(before)["files"]}
     assert text_before(got["long.txt"]["diff"], "") == text
     assert "more characters]" in got["edited.txt"]["diff"]      # a modified file's is cut
+
+
+def _files(root, folders: int, each: int) -> None:
+    """``folders`` × ``each`` empty files, cheaply (no write, one open each)."""
+    for d in range(folders):
+        folder = root / f"d{d:03d}"
+        folder.mkdir()
+        for f in range(each):
+            os.close(os.open(folder / f"f{f:04d}.txt", os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+@pytest.mark.slow
+def test_a_200000_file_project_lists_exactly_what_changed_or_says_what_it_did_not_check(
+        tmp_path):
+    """Issue 22: in a 200,000-file project ~200 existing files were reported "created" and a
+    real change to a late file and a created file were not listed, with nothing saying so.
+    Now: what the snapshot covered is compared exactly, and the rest is named."""
+    _files(tmp_path, 200, 1000)
+    before = disk_changes.take(tmp_path)
+    assert before.capped and len(before.stats) == disk_changes.MAX_FILES
+    assert before.last == "d019/f0999.txt"
+    # inside what the snapshot covered: one modified, one created, one deleted
+    _bump(tmp_path / "d000" / "f0005.txt", "changed\n")
+    (tmp_path / "d003" / "new.txt").write_text("new\n")
+    (tmp_path / "d001" / "f0003.txt").unlink()
+    # past it: a change and a creation it cannot see
+    _bump(tmp_path / "d150" / "f0001.txt", "late change\n")
+    (tmp_path / "d199" / "late.txt").write_text("late\n")
+    got = disk_changes.changes(before)
+    assert [(f["path"], f["change"]) for f in got["files"]] == [
+        ("d000/f0005.txt", "modified"), ("d001/f0003.txt", "deleted"),
+        ("d003/new.txt", "created")]
+    assert got["more"] == 0
+    assert got["unchecked"]["after"] == "d019/f0999.txt"
+    assert "d019/f0999.txt" in got["unchecked"]["note"]
+    # what it says it did not check is exactly where the unlisted changes are
+    after = disk_changes.place(got["unchecked"]["after"])
+    for late in ("d150/f0001.txt", "d199/late.txt"):
+        assert disk_changes.place(late) > after
+
+
+def test_an_uncapped_snapshot_says_nothing_is_unchecked(tmp_path):
+    _files(tmp_path, 3, 10)
+    before = disk_changes.take(tmp_path)
+    (tmp_path / "d002" / "z.txt").write_text("z\n")
+    got = disk_changes.changes(before)
+    assert [(f["path"], f["change"]) for f in got["files"]] == [("d002/z.txt", "created")]
+    assert "unchecked" not in got
+
+
+def test_a_turn_that_creates_too_many_files_says_where_it_stopped(tmp_path):
+    _files(tmp_path, 2, 5)
+    before = disk_changes.take(tmp_path)
+    for i in range(30):
+        (tmp_path / "d000" / f"g{i:02d}.txt").write_text("x")
+    got = disk_changes.changes(before, max_created=10)
+    created = [f["path"] for f in got["files"] if f["change"] == "created"]
+    assert created == [f"d000/g{i:02d}.txt" for i in range(10)]
+    assert got["unchecked"]["after"] == "d000/g09.txt"
+    # a file past that place was not compared, and is not reported deleted either
+    assert not [f for f in got["files"] if f["change"] == "deleted"]
+
+
+def test_a_large_file_changed_is_listed(tmp_path):
+    big = tmp_path / "big.bin.txt"
+    big.write_bytes(b"a" * (9 * 1024 * 1024))
+    before = disk_changes.take(tmp_path)
+    with open(big, "ab") as fh:
+        fh.write(b"more")
+    [entry] = disk_changes.changes(before)["files"]
+    assert entry["path"] == "big.bin.txt" and entry["change"] == "modified"

@@ -109,9 +109,31 @@ def test_the_acp_family_crash_and_helpers(tmp_path: Path) -> None:
                                                     "stop with 3 helpers"]
 
 
+def test_the_acp_family_in_the_agents_box_counts_its_helpers_by_this_machines_pids(
+        tmp_path: Path) -> None:
+    """With the agent boxed (ADR-0038) the pids it reports are its PID namespace's own: the
+    harness maps them (``NSpid``) before it checks or kills them; unmapped they name other
+    processes of the machine. Where no box can be had, the scenario runs unboxed (the probe's
+    reason is in the skip of the boxed tests of tests/test_agent_sandbox.py)."""
+    from tests.test_agent_sandbox import box_here
+    env = rio_env(tmp_path)
+    boxed = box_here().usable
+    env["RIO_AGENT_SANDBOX"] = "required" if boxed else "off"
+    code, data, err = faults(tmp_path, "--runs", "1", *scenario_args(["acp_helpers"]), env=env)
+    assert code == 0 and data is not None, (err, data and data.get("faults"))
+    assert data["totals"]["orphans"] == 0 and data["shutdown_orphans"] == 0
+    assert [f["note"] for f in data["faults"]] == [""]
+
+
 def test_the_acp_family_silence_and_a_stderr_flood(tmp_path: Path) -> None:
     data = _acp_family(tmp_path, ["acp_silent", "acp_stderr"])
     assert [f["fault"] for f in data["faults"]] == ["agent goes silent", "stderr flood 4 MB"]
+
+
+def test_the_acp_family_output_flood(tmp_path: Path) -> None:
+    """100 MiB streamed in one turn: cut at the bound, the core untouched (ADR-0041)."""
+    data = _acp_family(tmp_path, ["acp_flood"])
+    assert [f["fault"] for f in data["faults"]] == ["agent streams 100 MiB"]
 
 
 def test_a_broken_invariant_fails_the_run(tmp_path: Path) -> None:

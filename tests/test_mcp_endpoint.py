@@ -424,26 +424,25 @@ def _address(server: RioServer) -> Any:
         return None
 
 
-def test_the_stdio_fallback_refuses_a_wrong_token_and_a_missing_token_file(setup, tmp_path):
+def test_the_stdio_fallback_refuses_a_wrong_token_and_a_missing_token(setup, tmp_path):
     """`rio mcp` started by hand with a token that is not the conversation's: every call is
-    refused with auth.bad_token; with no token file it ends saying why."""
+    refused with auth.bad_token (the endpoint's 401); with no token at all it ends saying
+    why. It needs no bus and no instance file: only the endpoint's address (ADR-0038)."""
     import subprocess
     server, _ = setup
     server.call("system.spawn", {"kind": "mcp", "key": "mcp"}, timeout=30)
-    bad = tmp_path / "bad.token"
-    bad.write_text("x" * 43)
-    os.chmod(bad, 0o600)
-    info = Path(server.env["RIO_RUNTIME_DIR"]) / server.name / "instance.json"
+    url = server.call("mcp.address", timeout=10)["url"]
     argv = [sys.executable, "-P", "-m", "rio.cli", "mcp", "--conversation", "abcdef123456",
-            "--root", str(server.root), "--instance-file", str(info)]
+            "--url", url]
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)}
     lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "t", "version": "1"}}},
              {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
               "params": {"name": "list_buffers", "arguments": {}}}]
-    proc = subprocess.Popen(argv + ["--token-file", str(bad)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**env, "RIO_MCP_TOKEN": "x" * 43})
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("".join(json.dumps(m) + "\n" for m in lines))
@@ -460,9 +459,11 @@ def test_the_stdio_fallback_refuses_a_wrong_token_and_a_missing_token_file(setup
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
-    missing = subprocess.run(argv + ["--token-file", str(tmp_path / "none.token")],
-                             input="", capture_output=True, text=True, timeout=30, env=env)
-    assert missing.returncode != 0 and "token file" in missing.stderr
+    refused = answers[2]["result"]
+    assert refused["isError"] is True and "auth.bad_token" in refused["content"][0]["text"]
+    missing = subprocess.run(argv, input="", capture_output=True, text=True, timeout=30,
+                             env=env)
+    assert missing.returncode != 0 and "RIO_MCP_TOKEN is not set" in missing.stderr
 
 
 def test_an_idle_instance_has_no_endpoint_process_until_an_agent_needs_it(tmp_path):

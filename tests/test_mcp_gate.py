@@ -4,6 +4,7 @@ predicate and the line slicing — pure logic, no processes."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 import time
@@ -20,6 +21,7 @@ from rio.files.workspace import Workspace
 from rio.mcp.entry import (
     check_token,
     end_conversation,
+    fresh_token,
     issue_token,
     mcp_server_entry,
     read_token,
@@ -131,15 +133,35 @@ def test_a_conversation_id_cannot_name_a_file_elsewhere(state):
             token_path(state, bad)
 
 
-def test_the_entry_holds_no_token_and_no_rio_variable(state, monkeypatch):
-    monkeypatch.setenv("RIO_INSTANCE", "inst1")
-    entry = mcp_server_entry("c9", state, agent="claude")
-    token = read_token(token_path(state.resolve(), "c9"))
-    assert entry["name"] == "rio" and entry["env"] == []
-    assert token and all(token not in a for a in entry["args"])
-    assert entry["args"][:4] == ["-P", "-m", "rio.cli", "mcp"]
-    assert "--token-file" in entry["args"] and "--instance-file" in entry["args"]
-    assert entry["args"][entry["args"].index("--agent") + 1] == "claude"
+def test_the_stdio_entry_names_the_endpoint_and_hands_the_token_in_its_env_alone(
+        state, monkeypatch):
+    """``rio mcp`` runs in the agent's box (no bus, no token file there: ADR-0038): its entry
+    names the endpoint's address, and the token goes in the entry's ``env`` — which the agent
+    hands to that process alone — never in ``args`` (``ps`` shows those to everyone); the
+    protocol log redacts it."""
+    from rio.acp.protocol_log import redact
+    monkeypatch.delenv("PYTHONPATH", raising=False)      # an installed Rio: nothing to add
+    token = fresh_token(state, "c9")
+    entry = mcp_server_entry("c9", "http://127.0.0.1:4321/mcp", token)
+    assert entry["name"] == "rio" and entry["env"] == [{"name": "RIO_MCP_TOKEN",
+                                                        "value": token}]
+    assert all(token not in a for a in entry["args"])
+    assert entry["args"] == ["-P", "-m", "rio.cli", "mcp", "--conversation", "c9", "--url",
+                             "http://127.0.0.1:4321/mcp"]
+    assert token not in json.dumps(redact({"mcpServers": [entry]}))
+
+
+def test_a_rio_run_from_a_checkout_names_its_folder_in_the_stdio_entry(state, monkeypatch):
+    """Rio run from a checkout with ``PYTHONPATH`` (the tests): ``rio mcp`` must import the
+    same Rio, and an agent hands its MCP servers only a few variables of its own (the SDK:
+    HOME, PATH …) — the entry names the folder; nothing else of PYTHONPATH goes along."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/elsewhere", repo + "/"]))
+    entry = mcp_server_entry("c9", "http://127.0.0.1:4321/mcp", fresh_token(state, "c9"))
+    assert entry["env"][1:] == [{"name": "PYTHONPATH", "value": repo}]
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    entry = mcp_server_entry("c9", "http://127.0.0.1:4321/mcp", fresh_token(state, "c9"))
+    assert [e["name"] for e in entry["env"]] == ["RIO_MCP_TOKEN"]
 
 
 # The permission questions the real adapters sent (claude-agent-acp 0.23.1, codex-acp 0.16.0,

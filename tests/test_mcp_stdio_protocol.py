@@ -5,8 +5,9 @@ is Invalid Request, never served; ``tools/list`` with a cursor is Invalid params
 cancels every call in flight and the process ends within a second.
 
 The first tests drive :class:`McpStdioServer` against a fake link in one asyncio loop; the last
-starts the real ``python -P -m rio.cli mcp`` against a hub and a fake ``mcp`` service of this
-test's own (the instance as `rio mcp` sees it: it finds the hub through ``--instance-file``)."""
+starts the real ``python -P -m rio.cli mcp`` against a fake endpoint of this test's own (Rio's
+MCP endpoint as `rio mcp` sees it: ``POST /rio/stdio`` on 127.0.0.1, the token in a header —
+no bus, no instance file, no token file: it runs in the agent's box, ADR-0038)."""
 
 from __future__ import annotations
 
@@ -182,28 +183,6 @@ def test_the_end_of_stdin_cancels_every_call_in_flight_in_bounded_time(unreachab
 
 # --- the real process ---------------------------------------------------------------------------
 
-class FakeMcpActor:
-    """The core's ``mcp`` actor as `rio mcp` sees it: ``read_buffer`` answers, any other
-    ``mcp.call`` is a question to the user held unanswered; ``mcp.cancel`` is recorded and
-    answered. Each request is recorded as sent (``agent`` would show: no default filled in)."""
-
-    def __init__(self) -> None:
-        self.calls: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.cancels: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.held: list[Any] = []
-
-    def __call__(self, ctx: Any) -> None:
-        raw = dict(ctx.request.args)
-        if ctx.op == "mcp.cancel":
-            self.cancels.put(raw)
-            ctx.reply({})
-        elif raw.get("tool") == "read_buffer":
-            ctx.reply({"turn": "t1", "result": {"text": "x = 1\n"}})
-        else:
-            self.held.append(ctx)
-            self.calls.put(raw)
-
-
 class McpProcess:
     """``python -P -m rio.cli mcp`` with its stdout read on a thread, line by line."""
 
@@ -238,64 +217,111 @@ class McpProcess:
                 pipe.close()
 
 
-class FakeInstance:
-    """A hub in ``<runtime>/<name>/`` with its instance.json, and a fake ``mcp`` service."""
+class Held:
+    """A call the fake endpoint keeps unanswered (a question to the user) until replied."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        from actors.bus.client import Endpoints
-        from actors.bus.hub import Hub
-        from actors.bus.service import BusThread
-        from rio.config.instance import InstanceInfo, InstancePaths
-        from tests.support import rio_env
-        self.env = rio_env(tmp_path)                         # a short /tmp/rio-t-* runtime
-        paths = InstancePaths("stdio", Path(self.env["RIO_RUNTIME_DIR"]) / "stdio")
-        paths.create()
-        self.info_file = paths.info_file
-        self.actor = FakeMcpActor()
-        self.hub = Hub(paths.requests_endpoint, paths.events_endpoint)
-        self.service = BusThread(Endpoints(paths.requests_endpoint, paths.events_endpoint),
-                                 name="core", handlers={"mcp": self.actor})
-        paths.write_info(InstanceInfo("stdio", str(tmp_path), os.getpid(),
-                                      paths.requests_endpoint, paths.events_endpoint,
-                                      time.time()))
+    def __init__(self) -> None:
+        self.answer: dict[str, Any] | None = None
+        self.done = threading.Event()
+
+    def reply(self, result: Any) -> None:
+        self.answer = {"result": result}
+        self.done.set()
+
+    def fail(self, message: str) -> None:
+        self.answer = {"error": {"kind": "bus.actor_dead", "message": message}}
+        self.done.set()
+
+
+class FakeEndpoint:
+    """Rio's MCP endpoint as `rio mcp` sees it (``POST /rio/stdio``, rio/mcp/stdio_link.py):
+    ``read_buffer`` answers, any other ``mcp.call`` is a question to the user held
+    unanswered; ``mcp.cancel`` is recorded and answered. Each request is recorded as sent,
+    with the bearer token it carried as ``token``."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.calls: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.cancels: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.held: list[Held] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 -- http.server's name
+                size = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(size))
+                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                raw = {**body["args"], "token": token}
+                answer: dict[str, Any]
+                if body["op"] == "mcp.cancel":
+                    fake.cancels.put(raw)
+                    answer = {"result": {}}
+                elif raw.get("tool") == "read_buffer":
+                    answer = {"result": {"turn": "t1", "result": {"text": "x = 1\n"}}}
+                else:
+                    held = Held()
+                    fake.held.append(held)
+                    fake.calls.put(raw)
+                    held.done.wait(120)
+                    answer = held.answer or {"error": {"kind": "bus.timeout",
+                                                       "message": "never answered"}}
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def gone(self) -> None:
+        """The endpoint goes away: no new connection is accepted (held calls stay held)."""
+        self.server.shutdown()
+        self.server.server_close()
 
     def stop(self) -> None:
-        """The instance goes away: its held calls fail (as a stopping core's do), then the
-        service and the hub end."""
-        while self.actor.held:
-            self.actor.held.pop().fail(RuntimeError("the instance stopped"))
-        self.service.stop()
-        self.hub.stop()
+        while self.held:
+            self.held.pop().fail("the instance stopped")
+        if self.thread.is_alive():
+            self.gone()
 
 
 @pytest.fixture
-def instance(tmp_path):
-    fake = FakeInstance(tmp_path)
+def endpoint():
+    fake = FakeEndpoint()
     try:
-        fake.hub.start()
-        fake.service.start()
         yield fake
     finally:
         fake.stop()
 
 
 @pytest.fixture
-def rio_mcp(instance, tmp_path):
+def rio_mcp(endpoint, tmp_path):
     root = tmp_path / "project"
     root.mkdir()
-    token = tmp_path / "c1.token"
-    token.write_text("tok-stdio\n")
-    token.chmod(0o600)
+    # no bus, no instance file, no token file: the endpoint's address and the token, as the
+    # entry hands them (ADR-0038); old options are accepted and ignored
+    from tests.support import REPO
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO),
+           "RIO_MCP_TOKEN": "tok-stdio"}
     proc = McpProcess([sys.executable, "-P", "-m", "rio.cli", "mcp", "--conversation", "c1",
-                       "--root", str(root), "--token-file", str(token), "--instance-file",
-                       str(instance.info_file), "--agent", "older-entry"],
-                      instance.env, root, tmp_path / "rio-mcp.stderr")
+                       "--url", endpoint.url, "--root", str(root), "--agent", "older-entry"],
+                      env, root, tmp_path / "rio-mcp.stderr")
     try:
         proc.send(request(0, "initialize", {"protocolVersion": "2025-06-18",
                                             "capabilities": {}}))
         assert proc.answer()["result"]["protocolVersion"] == "2025-06-18"
         proc.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        yield proc, instance
+        yield proc, endpoint
     finally:
         proc.end()
 
@@ -303,8 +329,7 @@ def rio_mcp(instance, tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_rio_mcp_cancels_a_call_on_notifications_cancelled_and_on_the_end_of_stdin(rio_mcp):
-    proc, instance = rio_mcp
-    actor = instance.actor
+    proc, actor = rio_mcp
     # notifications/cancelled: mcp.cancel for that call, and no answer for the request
     proc.send(propose(7))
     first = actor.calls.get(timeout=20)
@@ -337,12 +362,13 @@ def test_rio_mcp_cancels_a_call_on_notifications_cancelled_and_on_the_end_of_std
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_rio_mcp_ends_at_the_end_of_stdin_when_the_instance_is_gone(rio_mcp):
-    """The cancel is best effort: with the hub gone (its mcp.cancel cannot even connect), the
-    process still ends within a second of stdin's end, its worker waiting on the 360 s call."""
-    proc, instance = rio_mcp
+    """The cancel is best effort: with the endpoint gone (its mcp.cancel cannot even connect),
+    the process still ends within a second of stdin's end, its worker waiting on the 360 s
+    call."""
+    proc, endpoint = rio_mcp
     proc.send(propose(1))
-    instance.actor.calls.get(timeout=20)
-    instance.hub.stop()                # the hub goes first: the call is never answered
+    endpoint.calls.get(timeout=20)
+    endpoint.gone()                    # the endpoint goes first: the call is never answered
     assert proc.proc.stdin is not None
     closed = time.monotonic()
     proc.proc.stdin.close()

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from actors import process_control as pc
+from tests.support import REPO
 
 FAKES = Path(__file__).parent / "fakes"
 PY = sys.executable
@@ -473,3 +474,46 @@ def test_a_child_does_not_inherit_an_ignored_sigint(fleet: Fleet, die_with_paren
             signal.signal(signum, handler)
     assert words == ["False", "False"]
     assert plain.stdout.split() == ["False", "False"]      # a test harness's child too
+
+
+END_ADOPTED = textwrap.dedent("""
+    import json, os, subprocess, sys, time
+    from actors import process_control as pc
+    pc.become_subreaper()
+    ESCAPE = ("import os, sys, subprocess, time\\n"
+              "if os.fork(): os._exit(0)\\n"
+              "os.setsid()\\n"
+              "if os.fork(): os._exit(0)\\n"
+              "kid = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\\n"
+              "os.write(int(sys.argv[1]), f'{os.getpid()} {kid.pid}'.encode())\\n"
+              "time.sleep(60)\\n")
+
+    def escaped():
+        r, w = os.pipe()
+        subprocess.run([sys.executable, "-c", ESCAPE, str(w)], pass_fds=[w], env={})
+        os.close(w)
+        return [int(p) for p in os.read(r, 64).split()]
+
+    stray, kept = escaped(), escaped()
+    ended = pc.end_adopted(protect={kept[1]})     # a pid deep in the second tree
+    alive = [os.path.exists(f"/proc/{p}") for p in kept]
+    print(json.dumps({"stray": stray, "kept": kept, "ended": ended, "kept_alive": alive}))
+    for pid in kept:
+        os.kill(pid, 9)
+""")
+
+
+@pytest.mark.timeout(60)
+def test_the_last_sweep_ends_what_escaped_without_a_cookie_and_spares_a_protected_tree() -> None:
+    """A helper that cleared its environment, setsid and double-forked is adopted by the
+    supervisor (a subreaper) and ended at its last step (``end_adopted``), its own children
+    with it; a tree holding a protected pid — another Rio instance File → Open Folder
+    started — is left alone. In a process of its own: the sweep ends *every* child."""
+    done = subprocess.run([sys.executable, "-c", END_ADOPTED], capture_output=True, text=True,
+                          timeout=45, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert sorted(out["ended"]) == sorted(out["stray"])
+    assert out["kept_alive"] == [True, True]
+    for pid in out["stray"]:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

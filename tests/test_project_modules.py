@@ -77,7 +77,7 @@ def test_the_mcp_server_an_agent_starts_in_the_project_does_not_import_its_modul
     # a standard library name: `python -m` puts the project before the standard library too
     (root / "argparse.py").write_text(f"open({str(marker)!r}, 'a').write('imported')\n"
                                       "raise ImportError('a project module')\n")
-    entry = mcp_server_entry("c1", root)
+    entry = mcp_server_entry("c1", "http://127.0.0.1:9/mcp", "token")
     done = subprocess.run([entry["command"], *entry["args"][:entry["args"].index("mcp") + 1],
                            "--help"], cwd=root, capture_output=True, text=True, timeout=30,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})

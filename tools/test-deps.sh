@@ -20,6 +20,7 @@ command|import|imagemagick|optional|screenshots of real windows for a person to 
 command|systemd-analyze|systemd|optional|tests/test_deploy.py: the unit file verified and rated
 command|unshare|util-linux|optional|tests/test_deploy.py: the image entrypoint as PID 1
 command|git|git|optional|tests/test_owner_only.py: a real repository
+command|bwrap|bubblewrap|optional|agents in a box (tests/test_agent_sandbox.py; Rio uses it where present, ADR-0038)
 command|fc-list|fontconfig|needed|listing the installed fonts (this script)
 font|DejaVu Sans Mono|fonts-dejavu-core|needed|the editor font the tests use
 font|DejaVu Sans|fonts-dejavu-core|needed|the desktop font the tests use

@@ -14,6 +14,13 @@ once on SIGTERM, so the graces are short by default.
 
 Spawn from a long-lived thread (the loop's): Linux sends PDEATHSIG when the *thread* that
 forked the child exits.
+
+**In a box** (``box``: rio/acp/sandbox.py's plan for this agent, ADR-0038) the argv spawned is
+bwrap's around the agent's, in the Landlock scope where the kernel has one (actors/landlock.py);
+everything above holds for bwrap's process, the group leader. bwrap dies of SIGTERM at once and
+the kernel then kills its whole PID namespace — the agent and every helper, whatever they did
+to their environment or session. An agent killed by a signal inside is reported as bwrap
+reports it (128 + the signal), turned back into ``-signal`` here.
 """
 
 from __future__ import annotations
@@ -21,10 +28,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from actors import process_control
 from rio.acp.port import StopResult
+
+#: How a session boxes its agent: (argv, cwd, env) → a rio.acp.sandbox.Plan
+Box = Callable[[Sequence[str], str, Mapping[str, str]], Any]
 
 #: The stop sequence's graces for agents (seconds): the supervisor's defaults are 1 s each.
 AGENT_GRACES = {"stdin_grace": 0.5, "term_grace": 1.0, "kill_grace": 1.0}
@@ -34,8 +45,11 @@ STREAM_LIMIT = 16 << 20
 class SpawnedAgent:
     def __init__(self, spawned: process_control.Spawned, stdin: asyncio.StreamWriter,
                  stdout: asyncio.StreamReader, stderr: asyncio.StreamReader,
-                 graces: Mapping[str, float]) -> None:
+                 graces: Mapping[str, float], plan: Any = None) -> None:
         self.spawned = spawned
+        #: the sandbox's plan (rio.acp.sandbox.Plan), None when the agent runs unboxed
+        self.plan = plan
+        self.sandbox = f"in a box ({plan.tool})" if plan is not None else None
         self.pid = spawned.pid
         self.cookie = spawned.cookie
         self.stdin = stdin
@@ -51,18 +65,24 @@ class SpawnedAgent:
     @property
     def returncode(self) -> int | None:
         if self.spawned.popen.returncode is not None:
-            return self.spawned.popen.returncode
+            return self._agents(self.spawned.popen.returncode)
         if self._exit is not None and self._exit.done() and not self._exit.cancelled():
-            return self._exit.result()
+            return self._agents(self._exit.result())
         return None
 
     async def wait(self) -> int:
         if self.spawned.popen.returncode is not None:
-            return self.spawned.popen.returncode
+            return self._agents(self.spawned.popen.returncode)
         if self._exit is None:
             loop = asyncio.get_running_loop()
             self._exit = loop.run_in_executor(None, _wait_no_reap, self.pid)
-        return await asyncio.shield(self._exit)
+        return self._agents(await asyncio.shield(self._exit))
+
+    def _agents(self, code: int) -> int:
+        """The agent's own exit code: bwrap exits 128 + N for an agent killed by signal N."""
+        if self.plan is not None and 128 < code < 128 + 65:
+            return -(code - 128)
+        return code
 
     async def stop(self) -> StopResult:
         if self._stopped is not None:
@@ -99,16 +119,25 @@ def _wait_no_reap(pid: int) -> int:
 class ProcessControlPort:
     """:class:`rio.acp.port.ProcessPort` over :func:`actors.process_control.spawn`."""
 
-    def __init__(self, graces: Mapping[str, float] | None = None) -> None:
+    def __init__(self, graces: Mapping[str, float] | None = None, box: Box | None = None
+                 ) -> None:
         self.graces = dict(graces or AGENT_GRACES)
+        self.box = box
 
     async def start(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str]
                     ) -> SpawnedAgent:
         loop = asyncio.get_running_loop()
+        plan = self.box(argv, cwd, env) if self.box is not None else None
+        step = None
+        if plan is not None:
+            argv = plan.argv
+            if plan.scoped:
+                from actors.landlock import scope_step
+                step = scope_step()
         spawned = process_control.spawn(list(argv), cwd=cwd, env=dict(env),
                                         stdin=process_control.PIPE,
                                         stdout=process_control.PIPE,
-                                        stderr=process_control.PIPE)
+                                        stderr=process_control.PIPE, child_step=step)
         try:
             stdout = asyncio.StreamReader(limit=STREAM_LIMIT)
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout),
@@ -123,4 +152,4 @@ class ProcessControlPort:
             await loop.run_in_executor(None, functools.partial(
                 process_control.stop, spawned, **self.graces))
             raise
-        return SpawnedAgent(spawned, stdin, stdout, stderr, self.graces)
+        return SpawnedAgent(spawned, stdin, stdout, stderr, self.graces, plan)

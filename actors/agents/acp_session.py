@@ -100,6 +100,43 @@ class AgentLauncher:
         self.agent = agent
         #: (settings, process) started ahead and not taken by a client yet
         self.ahead: tuple[Any, Any] | None = None
+        #: why the agent runs unboxed (rio.acp.sandbox.Availability), said once per session
+        self.unboxed: Any = None
+
+    def box(self) -> Any:
+        """How this agent is boxed (ADR-0038): a ``Box`` for :class:`ProcessControlPort`, or
+        None when ``[sandbox] mode`` is "off" or no sandbox can be made here (then
+        :attr:`unboxed` says why). Mode "required" without one raises
+        ``agent.sandbox_unavailable``. Asked at every start: an install applies to the next."""
+        import os
+        import sys
+
+        import rio
+        from actors.landlock import abi
+        from rio.acp import sandbox
+        from rio.agent.config import config_dir
+        config = sandbox.load_config(config_dir())
+        if config.mode == "off":
+            return None
+        available = sandbox.probe(config.bwrap, landlock_abi=abi)
+        if not available.usable:
+            if config.mode == "required":
+                raise sandbox.required_error(available)
+            self.unboxed = available
+            return None
+        self.unboxed = None
+        # `rio mcp` (the stdio fallback) runs inside too: this Python and Rio's own modules
+        readable = (sys.executable, str(Path(rio.__file__).resolve().parent))
+        # Rio's folders as this process knows them: the agent's environment has none of
+        # Rio's variables, so its own would name the defaults
+        hidden = sandbox.rio_folders(os.environ)
+        return lambda argv, cwd, env: sandbox.plan(
+            argv, Path(cwd), env, self.agent, config, available, rio_dirs=hidden,
+            extra_readable=readable)
+
+    def port(self) -> Any:
+        from actors.agents.acp_process import ProcessControlPort
+        return ProcessControlPort(box=self.box())
 
     def settings(self) -> Any:
         import os
@@ -117,23 +154,28 @@ class AgentLauncher:
     async def start_ahead(self) -> None:
         """Start the agent's process now; a failure is left to the client's own start, which
         reports it classified."""
-        from actors.agents.acp_process import ProcessControlPort
         try:
             settings = self.settings()
-            process = await ProcessControlPort().start(settings.argv, cwd=str(settings.root),
-                                                       env=settings.env)
+            process = await self.port().start(settings.argv, cwd=str(settings.root),
+                                              env=settings.env)
         except (RioError, OSError, ValueError, TypeError) as exc:
             log.info("the agent was not started ahead (%s); the turn starts it", exc)
             return
         self.ahead = (settings, process)
 
     def __call__(self, port: Any) -> Any:
-        from actors.agents.acp_process import ProcessControlPort
         from rio.acp.client import AcpClient
         from rio.acp.protocol_log import ProtocolLog, log_path
         ahead, self.ahead = self.ahead, None
         settings, process = ahead if ahead is not None else (self.settings(), None)
-        return AcpClient(settings, port, ProcessControlPort(),
+        processes = self.port()
+        if self.unboxed is not None and not getattr(self.session, "sandbox_said", True):
+            from rio.acp.sandbox import NO_SANDBOX_NOTE, no_sandbox_text
+            self.session.sandbox_said = True        # once per conversation's session
+            turn = port                             # it adds the conversation and the turn
+            turn.publish("agent.note", {"note": NO_SANDBOX_NOTE,
+                                        "text": no_sandbox_text(self.unboxed)})
+        return AcpClient(settings, port, processes,
                          ProtocolLog(log_path(self.session.root, self.session.conversation)),
                          process=process)
 
@@ -170,6 +212,8 @@ class AcpOwner:
     last_turn: str | None = None
     #: set by Stop to cancel the sign-in under way (:meth:`authenticate_op`)
     signing: asyncio.Event | None = None
+    #: the conversation was told its agent runs without a sandbox (said once: ADR-0038)
+    sandbox_said: bool = False
 
     def _turn_port(self, turn_id: str, provider: str) -> Any:
         raise NotImplementedError
@@ -225,7 +269,8 @@ class AcpOwner:
     async def _mcp_servers(self, client: Any) -> list[dict[str, Any]]:
         """Rio's MCP endpoint for the agent's session/new or session/load: over HTTP with the
         conversation's bearer token when the agent speaks it (claude, codex and opencode do),
-        else the stdio fallback ``rio mcp``. Waits for the endpoint to answer: codex never
+        else the stdio fallback ``rio mcp`` — a client of the same endpoint, over HTTP too
+        (it runs in the agent's box: ADR-0038). Waits for the endpoint to answer: codex never
         retries a server that was down at session/new."""
         from rio.acp.mcp_servers import supports_http
         from rio.mcp import entry
@@ -235,10 +280,10 @@ class AcpOwner:
         if address is None:
             return []
         try:
+            token = entry.fresh_token(self.root, self.conversation)
             if supports_http(getattr(client, "init", None)):
-                token = entry.fresh_token(self.root, self.conversation)
                 return [entry.http_server_entry(str(address["url"]), token)]
-            return [entry.mcp_server_entry(self.conversation, self.root)]
+            return [entry.mcp_server_entry(self.conversation, str(address["url"]), token)]
         except Exception:  # noqa: BLE001 -- the agent works without Rio's tools
             log.exception("no MCP entry for %s", self.conversation)
             return []

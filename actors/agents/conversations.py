@@ -47,12 +47,14 @@ import pykka
 from actors.actor_registry import ActorHost, actor_factory
 from actors.agents.turn_workers import IdleTimers, WorkerPool
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext
+from actors.liveness import Stamp, process_failed
 from rio.agent.conversations import (
     ConversationStore,
     check_conversation_id,
     conversation_of_turn,
     conversations_dir,
 )
+from rio.agent.output_limits import MESSAGE_CHARS, bounded_history, cut_mark, cut_text
 from rio.agent.shown import KEPT, ShownRecorder
 from rio.config.instance import project_state_dir
 from rio.protocol.errors import AgentError, BusError, ProtocolError, RioError
@@ -145,7 +147,7 @@ class ConversationsActor(pykka.ThreadingActor):
                  spawn_wait_s: float = SPAWN_WAIT_S,
                  default_provider: Callable[[], str | None] | None = None,
                  known_providers: Callable[[], set[str]] | None = None,
-                 idle_stop_s: float | None = None):
+                 idle_stop_s: float | None = None, stamp: Stamp | None = None):
         super().__init__()
         self.store = store
         self.bus = bus
@@ -155,8 +157,10 @@ class ConversationsActor(pykka.ThreadingActor):
         #: Conversations whose session process took a message and has not gone since: no
         #: system.spawn before the next one. Read by forwards; written on the actor's thread.
         self.healthy: frozenset[str] = frozenset()
-        #: conversation → the text its running turn streamed (for a session that dies)
+        #: conversation → the text its running turn streamed (for a session that dies), and
+        #: how many characters it streamed (what is kept stops at MESSAGE_CHARS)
         self.streamed: dict[str, list[str]] = {}
+        self.streamed_chars: dict[str, int] = {}
         #: turn → what it has shown so far, until its end is recorded (oldest first)
         self.shown: OrderedDict[str, ShownRecorder] = OrderedDict()
         #: turns the core ended itself (their session died or hung): a late end from the
@@ -170,6 +174,8 @@ class ConversationsActor(pykka.ThreadingActor):
         self.idle_stop_s = _configured_idle_stop() if idle_stop_s is None else idle_stop_s
         self.idle = IdleTimers(self.idle_stop_s, lambda cid, generation: self._tell(
             IdleDue(cid, generation)))
+        #: what the liveness check watches of this actor (actors/liveness.py)
+        self.stamp = stamp or Stamp("conversations")
 
     def on_stop(self) -> None:
         for timer in self.gone.values():
@@ -179,9 +185,19 @@ class ConversationsActor(pykka.ThreadingActor):
 
     # --- the mailbox -----------------------------------------------------------------------
     def on_receive(self, message: Any) -> Any:
+        with self.stamp.busy():
+            if isinstance(message, RequestContext):
+                self.handles.serve(self, message)     # answers every outcome itself
+                return None
+            try:
+                self._receive(message)
+            except Exception:  # noqa: BLE001 -- one event must never end the store (issue 22)
+                log.exception("handling %r failed; the conversations go on",
+                              type(message).__name__)
+        return None
+
+    def _receive(self, message: Any) -> None:
         match message:
-            case RequestContext():
-                self.handles.serve(self, message)
             case AgentEvent(topic, data):
                 if topic == "agent.delta":
                     self._on_delta(data)
@@ -194,7 +210,25 @@ class ConversationsActor(pykka.ThreadingActor):
                 self.healthy = self.healthy | {cid} if ok else self.healthy - {cid}
             case IdleDue(cid, generation):
                 self._idle(cid, generation)
-        return None
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        # Nothing above lets an exception out; should one come anyway, the core ends and
+        # the supervisor restarts it, rather than answering pings with no store behind them.
+        process_failed(f"the conversations actor died: {exception_value!r}")
+
+    def _publish(self, topic: str, data: dict[str, Any]) -> None:
+        """Publish, never raising: an event that cannot travel (over the frame limit) is
+        logged and a short one says so, instead of ending the actor (issue 22)."""
+        try:
+            self.bus.publish(topic, data)
+        except RioError as err:
+            log.error("%s could not be published (%s): %s", topic, err.kind, err.message)
+            if "text" in data:
+                try:
+                    self.bus.publish(topic, {**data, "text": cut_text(str(data["text"]),
+                                                                      4096)})
+                except RioError:
+                    log.error("%s could not be published even cut short", topic)
 
     def _forward(self, ctx: RequestContext, call: Callable[[], Any]) -> Any:
         """Answer ``ctx`` from a worker with what ``call`` returns (a request to another
@@ -251,6 +285,7 @@ class ConversationsActor(pykka.ThreadingActor):
         self.idle.disarm(cid)
         self.healthy = self.healthy - {cid}
         self.streamed.pop(cid, None)
+        self.streamed_chars.pop(cid, None)
         args = {"process": f"agent:{cid}", "again": False, "reason": "idle"}
 
         def end_session() -> None:
@@ -317,13 +352,14 @@ class ConversationsActor(pykka.ThreadingActor):
             self._session_gone(cid)
         conv, record = self.store.begin_turn(cid, text)
         self.streamed[cid] = []
+        self.streamed_chars[cid] = 0
         self.shown[record.turn] = ShownRecorder()
         while len(self.shown) > MAX_TURNS_SHOWING:
             self.shown.popitem(last=False)      # an end that never came back: not kept
-        self.bus.publish("agent.turn", {"conversation": cid, "turn": record.turn,
-                                        "state": "started", "text": text})
-        answer: dict[str, Any] = {"turn": record.turn,
-                                  "messages": [m.to_dict() for m in conv.messages]}
+        self._publish("agent.turn", {"conversation": cid, "turn": record.turn,
+                                     "state": "started", "text": text})
+        answer: dict[str, Any] = {"turn": record.turn, "messages": [
+            m.to_dict() for m in bounded_history(conv.messages)]}
         for key in ("provider", "endpoint", "model", "agent", "acp_session"):
             if getattr(conv, key):
                 answer[key] = getattr(conv, key)
@@ -370,6 +406,7 @@ class ConversationsActor(pykka.ThreadingActor):
         """Record the turn's messages and end, and publish them. ``from_core``: the core ended
         it itself (its session died or hung), so it publishes the ``agent.error`` too."""
         self.streamed.pop(cid, None)
+        self.streamed_chars.pop(cid, None)
         text = ""
         try:
             conv = self.store.add_messages(turn, messages)
@@ -391,9 +428,10 @@ class ConversationsActor(pykka.ThreadingActor):
             self.store.set_acp_session(cid, acp_session)
         base = {"conversation": cid, "turn": turn}
         if text:
-            self.bus.publish("agent.message", {**base, "role": "assistant", "text": text})
+            self._publish("agent.message", {**base, "role": "assistant",
+                                            "text": cut_text(text)})
         if from_core and error_wire is not None:
-            self.bus.publish("agent.error", {**base, **error_wire, "partial": bool(text)})
+            self._publish("agent.error", {**base, **error_wire, "partial": bool(text)})
         ended: dict[str, Any] = {**base, "state": status}
         if buffers:
             # What the turn left unsaved — by any path: `rio chat` offers /save, /undo, /diff.
@@ -406,7 +444,7 @@ class ConversationsActor(pykka.ThreadingActor):
                               if k in error_wire}
         if replace:
             ended["again"] = True     # a late end: the core had ended it (session hung or died)
-        self.bus.publish("agent.turn", ended)
+        self._publish("agent.turn", ended)
         self.idle.arm(cid)      # no turn for idle_stop_s: the session process is stopped
 
     def _end_by_core(self, cid: str, status: str, error: Mapping[str, Any] | None) -> str | None:
@@ -417,6 +455,9 @@ class ConversationsActor(pykka.ThreadingActor):
         if record is None:
             return None
         streamed = "".join(self.streamed.get(cid, ())).strip()
+        over = self.streamed_chars.get(cid, 0) - MESSAGE_CHARS
+        if streamed and over > 0:
+            streamed += cut_mark(over)
         messages: list[Mapping[str, Any]] = []
         if streamed:
             mark = INTERRUPTED_MARK if status == "error" else "[stopped]"
@@ -543,9 +584,18 @@ class ConversationsActor(pykka.ThreadingActor):
 
     # --- events --------------------------------------------------------------------------------
     def _on_delta(self, data: Mapping[str, Any]) -> None:
-        streamed = self.streamed.get(str(data.get("conversation")))
-        if streamed is not None:
-            streamed.append(str(data.get("text", "")))
+        """Keep a running turn's text (for a session that dies): at most MESSAGE_CHARS of it,
+        as the session keeps (rio/agent/output_limits.py)."""
+        cid = str(data.get("conversation"))
+        streamed = self.streamed.get(cid)
+        if streamed is None:
+            return
+        text = str(data.get("text", ""))
+        kept = self.streamed_chars.get(cid, 0)
+        room = MESSAGE_CHARS - kept
+        if room > 0:
+            streamed.append(text[:room])
+        self.streamed_chars[cid] = kept + len(text)
 
     def _on_shown(self, topic: str, data: Mapping[str, Any]) -> None:
         """Keep an event of a running turn; the turn's own end (the ``agent.turn`` this actor
@@ -644,8 +694,10 @@ def _installed_providers() -> set[str]:
 @actor_factory("conversations")
 def start_conversations(host: ActorHost) -> dict[str, Callable[[RequestContext], None]]:
     store = ConversationStore(conversations_dir(project_state_dir(host.root)))
-    ref = ConversationsActor.start(store, host.bus)
+    ref = ConversationsActor.start(store, host.bus,
+                                   stamp=host.liveness.stamp("conversations"))
     host.refs.append(ref)
+    host.liveness.watch_actor("conversations", ref)
 
     def on_agent(event: Any) -> None:
         if event.topic in KEPT:

@@ -3,8 +3,8 @@
 One supervised process (supervisor.toml ``[process.mcp]``, ``per = "demand"``: started by the
 first ACP conversation that needs it, never on an idle desktop) serves Rio's tools with the
 ``mcp`` SDK over Streamable HTTP on 127.0.0.1 (rio/mcp/http_app.py), and the stdio fallback's
-``mcp.call`` over the bus. Either way a call is checked against its conversation's token and
-forwarded to the conversation's session process, whose running turn serves it
+calls on ``/rio/stdio`` of the same server. Either way a call is checked against its
+conversation's token and forwarded to the conversation's session process, whose running turn serves it
 (``session.mcp_call``): the endpoint holds no turn state.
 
 * **The address survives a restart.** The port is kept in ``<runtime>/mcp-endpoint.json``
@@ -13,7 +13,7 @@ forwarded to the conversation's session process, whose running turn serves it
   meanwhile does it pick a new one.
 * **Threads.** uvicorn runs the app on an asyncio loop in a thread of its own; that loop talks
   to the hub through its own link (:class:`~actors.bus.async_client.AsyncLink`). The host's bus
-  thread serves ``mcp.*``; blocking forwards of the stdio path run on a small worker pool.
+  thread serves ``mcp.address``.
   The supervisor's liveness ping is answered *through the HTTP loop*, so a hung loop is
   restarted.
 * **Tokens end with their agent.** When a conversation's session process ends (crashed,
@@ -37,9 +37,7 @@ from typing import Any, Callable
 import pykka
 
 from actors.actor_registry import ActorHost, Ping, actor_factory, answer_ping
-from actors.agents.turn_workers import WorkerPool
 from actors.bus.service import BusThread, OpTable, RequestContext
-from rio.mcp.entry import check_token
 from rio.protocol.errors import BusError, RioError
 from rio.protocol.frames import thaw
 
@@ -49,8 +47,6 @@ log = logging.getLogger("rio.mcp")
 PORT_FILE = "mcp-endpoint.json"
 #: How long the factory waits for uvicorn to listen before the process gives up.
 START_TIMEOUT_S = 15.0
-#: A stdio call may wait minutes for the user (the question timeout, 4 minutes).
-CALL_TIMEOUT_S = 240.0 + 120.0
 
 
 def runtime_folder(host: ActorHost) -> Path:
@@ -194,7 +190,8 @@ class EndpointKeeper(pykka.ThreadingActor):
 
 
 class EndpointService:
-    """``mcp.*`` on the bus: the address, and the stdio fallback's calls."""
+    """``mcp.*`` on the bus: the address. (The stdio fallback's calls come over HTTP too, on
+    ``/rio/stdio``: ``rio mcp`` runs in the agent's box, where there is no bus, ADR-0038.)"""
 
     handles: OpTable[EndpointService] = OpTable()
 
@@ -202,48 +199,13 @@ class EndpointService:
         self.bus = bus
         self.root = root
         self.endpoint = endpoint
-        self.pool = WorkerPool("mcp", 16)
 
     def handle(self, ctx: RequestContext) -> None:
-        if ctx.op == "mcp.address":
-            self.handles.serve(self, ctx)
-        else:   # a forward may wait minutes for the user: on a worker, never the bus thread
-            self.pool.submit(lambda: self.handles.serve(self, ctx))
+        self.handles.serve(self, ctx)
 
     @handles("mcp.address")
     def address_op(self, ctx: RequestContext) -> Any:
         return {"url": self.endpoint.url, "port": self.endpoint.port}
-
-    @handles("mcp.call")
-    def call_op(self, ctx: RequestContext) -> Any:
-        """A call from ``rio mcp`` (stdio): the token checked, then the same forward as an
-        HTTP call's."""
-        conversation = str(ctx.args["conversation"])
-        check_token(self.root, conversation, ctx.args.get("token"))
-        args = {"conversation": conversation, "tool": ctx.args["tool"],
-                "args": dict(ctx.args.get("args") or {})}
-        if ctx.args.get("call"):
-            args["call"] = f"stdio-{conversation}-{ctx.args['call']}"
-        try:
-            return self.bus.call("session.mcp_call", args, timeout=CALL_TIMEOUT_S)
-        except BusError as err:
-            if err.kind != "bus.no_route":
-                raise
-            from rio.protocol.errors import AgentError
-            raise AgentError("outside_turn", "No turn is running in this conversation.",
-                             "Rio's tools answer only while Rio is waiting for your reply to "
-                             "the user's message.") from None
-
-    @handles("mcp.cancel")
-    def cancel_op(self, ctx: RequestContext) -> Any:
-        conversation = str(ctx.args["conversation"])
-        check_token(self.root, conversation, ctx.args.get("token"))
-        try:
-            return self.bus.call("session.mcp_cancel", {
-                "conversation": conversation,
-                "call": f"stdio-{conversation}-{ctx.args['call']}"}, timeout=5.0)
-        except BusError:
-            return {"cancelled": False}
 
     def on_process_event(self, event: Any) -> None:
         """A conversation's session process ended (crashed, stopped, gave up): its agent is

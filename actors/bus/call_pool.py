@@ -1,8 +1,10 @@
-"""Blocking bus calls served at once, each on a worker thread with a connection of its own.
+"""Blocking calls served at once, each on a worker thread with a connection of its own.
 
 A :class:`~actors.bus.client.BusConnection` belongs to one thread (a ZeroMQ socket is not
-thread-safe) and its ``call`` blocks. ``rio mcp`` (rio/mcp/server.py) needs many calls in
-flight — a ``propose_edit`` waits minutes for the user while the agent goes on reading — so
+thread-safe) and its ``call`` blocks; so does ``rio mcp``'s HTTP connection to Rio's MCP
+endpoint (rio/mcp/stdio_link.py: any object with ``call(op, args, timeout)`` and
+``close()``). ``rio mcp`` (rio/mcp/server.py) needs many calls in flight — a
+``propose_edit`` waits minutes for the user while the agent goes on reading — so
 :class:`CallPool` keeps up to ``size`` worker threads, each making its own connection with
 ``connect()`` when it starts (the first at once, while the agent's ``initialize`` is
 answered) and using it alone. A call beyond ``size`` waits for a worker: the next one to end

@@ -27,7 +27,8 @@ with ``internal.unexpected`` (docs/protocol.md "Frame limits"). Every socket ref
 over ``MAX_SOCKET_MESSAGE_BYTES`` in libzmq itself (:func:`actors.bus.sockets.configure`).
 Before routing, every request is checked against the sender's role (:mod:`rio.protocol.roles`): a
 remote client's role is in the identity the CURVE bridge gave it, and ops above it are refused
-with ``auth.forbidden``; local clients are owners.
+with ``auth.forbidden``; local clients are owners — but not an agent's processes: the
+supervisor's hub asks who each new local connection is (ZAP, actors/bus/peer_guard.py).
 The hub owns its sockets from one thread (ZeroMQ sockets are not thread-safe).
 """
 
@@ -43,6 +44,8 @@ import msgpack
 import zmq
 
 from actors.bus.local_ops import DEFERRED, Deferred, LocalRequest, answer  # noqa: F401
+from actors.bus.peer_guard import DOMAIN as PEER_DOMAIN
+from actors.bus.peer_guard import PeerGuard
 from actors.bus.sockets import HWM, WELCOME, configure  # noqa: F401 -- HWM, WELCOME re-exported
 from actors.memory_trim import trim_soon
 from rio.memory import LargeFlow
@@ -84,15 +87,19 @@ class Hub:
                  curve_secret: bytes | None = None,
                  local_handler: Callable[[bytes, Request], Reply | Deferred | None] | None
                  = None,
-                 on_registered: Callable[[str], None] | None = None):
+                 on_registered: Callable[[str], None] | None = None,
+                 peer_guard: PeerGuard | None = None):
         """``on_registered(name)``: told (on the hub's thread; it must not block) when a
-        process registers — the supervisor pings a starting one at once."""
+        process registers — the supervisor pings a starting one at once. ``peer_guard``:
+        who may connect to the local sockets (the supervisor's: an agent's processes may
+        not, actors/bus/peer_guard.py)."""
         self.requests_endpoint = requests_endpoint
         self.events_endpoint = events_endpoint
         self.ctx = context or zmq.Context.instance()
         self._curve_secret = curve_secret
         self._local_handler = local_handler
         self._on_registered = on_registered
+        self._peer_guard = peer_guard
         self._services: dict[bytes, Service] = {}
         self._routes: dict[str, bytes] = {}
         self._seq: dict[str, int] = {}
@@ -137,6 +144,8 @@ class Hub:
         self._crash_next = True
 
     def stop(self) -> None:
+        if self._peer_guard is not None:
+            self._peer_guard.stop()
         if self._thread is None:
             return
         sock = self.ctx.socket(zmq.PAIR)
@@ -192,6 +201,10 @@ class Hub:
                 for sock in (router, xpub):
                     sock.curve_server = True
                     sock.curve_secretkey = self._curve_secret
+            elif self._peer_guard is not None:    # each new connection's peer is asked
+                self._peer_guard.start(self.ctx)
+                for sock in (router, xpub):
+                    sock.zap_domain = PEER_DOMAIN
             router.bind(self.requests_endpoint)
             xpub.bind(self.events_endpoint)
             ctl = self.ctx.socket(zmq.PAIR)

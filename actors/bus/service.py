@@ -170,6 +170,23 @@ class OpTable(op_table.OpTable[Owner]):
         await serve_async(ctx, self.method(owner, ctx.op))
 
 
+class _SharedLink:
+    """One DEALER several threads send through, one send at a time (a ZeroMQ socket may be
+    used by several threads when a lock orders them: the lock is the memory barrier)."""
+
+    def __init__(self, sock: zmq.Socket) -> None:
+        self.sock = sock
+        self.lock = threading.Lock()
+
+    def send(self, data: bytes) -> None:
+        with self.lock:
+            self.sock.send(data)
+
+    def send_multipart(self, parts: Sequence[bytes]) -> None:
+        with self.lock:
+            self.sock.send_multipart(parts)
+
+
 class BusThread:
     def __init__(self, endpoints: Endpoints, *, name: str,
                  handlers: Mapping[str, Handler] | None = None,
@@ -187,6 +204,7 @@ class BusThread:
         self._error: BaseException | None = None
         self._lock = threading.Lock()
         self._links = 0
+        self._shared: _SharedLink | None = None
         self._early: list[tuple[str, dict]] = []
         self._registered = False
         #: requests being served → how many more copies of each arrived meanwhile
@@ -286,7 +304,7 @@ class BusThread:
         if threading.current_thread() is self._thread:
             assert self.conn is not None
             return self.conn.call(op, args, timeout=timeout)
-        sock = self._link()
+        sock = self._own_link()
         rid = f"{self.name}-{uuid.uuid4().hex[:12]}"
         sock.send(encode_checked(Request(rid, op, dict(args or {}))))
         deadline = time.monotonic() + timeout
@@ -303,22 +321,51 @@ class BusThread:
             if isinstance(frame, Reply) and frame.id == rid:
                 return result_of(frame)
 
-    def _link(self) -> zmq.Socket:
+    def join_shared_link(self) -> None:
+        """From now on the calling thread sends its replies and events through one DEALER it
+        shares with every other thread that joined (under a lock), instead of a DEALER of its
+        own. What those threads send then reaches the hub in the order they sent it — a
+        thread's own link guarantees that only for its own sends. The core's buffer workers
+        join (actors/strands.py): two messages of one buffer may run on two workers, and its
+        ``buffer.changed`` events must stay in version order. ``call`` still uses a link of
+        the thread's own (a reply must come back to the thread that waits for it)."""
+        self._local.shared = True
+
+    def _link(self) -> Any:
+        """Where this thread sends: the shared link if it joined it, else its own DEALER."""
+        if getattr(self._local, "shared", False):
+            shared = self._shared
+            if shared is None:
+                sock: zmq.Socket | None = self._new_link()   # takes the lock itself
+                with self._lock:
+                    if self._shared is None:
+                        self._shared, sock = _SharedLink(sock), None
+                    shared = self._shared
+                if sock is not None:     # another thread made it first
+                    sock.close(linger=0)
+            return shared
+        return self._own_link()
+
+    def _new_link(self) -> zmq.Socket:
+        assert self.conn is not None, "the bus thread is not running"
+        with self._lock:
+            self._links += 1
+            identity = self.conn.identity + b"/%d" % self._links
+        sock = make_dealer(self.ctx, self.endpoints, identity)
+        # A thread's link closes when the thread ends (an actor stopped after its last
+        # reply, e.g. buffer.close; a worker thread): with LINGER 0 the reply still queued
+        # in it was dropped, and that request went unanswered. The process's context is
+        # never terminated, so this linger blocks nothing.
+        sock.setsockopt(zmq.LINGER, LINK_LINGER_MS)
+        return sock
+
+    def _own_link(self) -> zmq.Socket:
         """This thread's own DEALER to the hub, named under the bus thread's identity so the
         hub accepts its replies and events as this service's (ADR-0009): an actor answers
         without a hop through the bus thread."""
         sock = getattr(self._local, "link", None)
         if sock is None:
-            assert self.conn is not None, "the bus thread is not running"
-            with self._lock:
-                self._links += 1
-                identity = self.conn.identity + b"/%d" % self._links
-            sock = make_dealer(self.ctx, self.endpoints, identity)
-            # A thread's link closes when the thread ends (an actor stopped after its last
-            # reply, e.g. buffer.close; a worker thread): with LINGER 0 the reply still queued
-            # in it was dropped, and that request went unanswered. The process's context is
-            # never terminated, so this linger blocks nothing.
-            sock.setsockopt(zmq.LINGER, LINK_LINGER_MS)
+            sock = self._new_link()
             self._local.link = sock
         return sock
 

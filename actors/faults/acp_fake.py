@@ -17,6 +17,8 @@ A prompt is a list of words, each an action, done in order; then it says ``ok <p
 * ``silent`` — sends nothing until the prompt is cancelled;
 * ``flood=BYTES`` — writes BYTES of 1 KiB lines to stderr (the pipe must be drained, and only
   a tail kept);
+* ``stream=MIB`` — streams MIB mebibytes of reply text in 64 KiB chunks, as fast as Rio reads
+  them (a cancel stops it: Rio cancels past its bound on a turn's output, ADR-0041);
 * anything else is echoed.
 
 ``--state FILE`` keeps the session ids across processes, so ``session/load`` resumes a session
@@ -106,18 +108,42 @@ class FaultAgent:
                 sys.stderr.flush()
                 os._exit(3)
             elif word == "helpers":
-                await self.say(session_id, "helpers " + " ".join(map(str, helpers())) + "\n")
+                await self.say(session_id, "helpers " + " ".join(map(str, helpers()))
+                               + f" ns {pid_namespace()}\n")
             elif word == "silent":
                 await self.cancelled.wait()
                 return PromptResponse(stop_reason="cancelled")
             elif word.startswith("flood="):
                 flood(int(word.split("=", 1)[1]))
+            elif word.startswith("stream="):
+                if not await self.stream(session_id, float(word.split("=", 1)[1])):
+                    return PromptResponse(stop_reason="cancelled")
         await self.say(session_id, f"ok {text}")
         return PromptResponse(stop_reason="end_turn")
+
+    async def stream(self, sid: str, mib: float) -> bool:
+        """``mib`` MiB of text; False when a cancel stopped it."""
+        chunk = ("stream " * 9363)[:65535] + "\n"
+        left = int(mib * 1024 * 1024)
+        while left > 0:
+            if self.cancelled.is_set():
+                return False
+            await self.say(sid, chunk[:left])
+            left -= len(chunk)
+        return True
 
     async def say(self, sid: str, text: str) -> None:
         from acp.helpers import update_agent_message_text
         await self.conn.session_update(session_id=sid, update=update_agent_message_text(text))
+
+
+def pid_namespace() -> int:
+    """This process's PID namespace (its inode; 0 when unreadable). In a box (ADR-0038) the
+    pids it reports are the namespace's own; the harness maps them to the machine's."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def helpers() -> list[int]:

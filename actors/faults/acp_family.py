@@ -15,7 +15,11 @@ watchdog). No real agent is needed. Each scenario drives one conversation throug
   wait forever (Rio gives up and ends it), and the next message is answered;
 * ``acp_stderr`` — 4 MB on stderr: the turn is answered all the same (the pipe is drained);
   then a flood and a crash: the error quotes a bounded tail of stderr (its last line
-  included), and the protocol log on disk stays bounded.
+  included), and the protocol log on disk stays bounded;
+* ``acp_flood`` — the agent streams 100 MiB of reply in one turn: Rio stops the turn at its
+  bound (``agent.output_limit``, one ``output_cut`` note, ADR-0041), what was shown stays
+  within the 1 MiB a message keeps, the core is not restarted, and the next message is
+  answered.
 
 Every scenario also runs the harness's usual checks (edits lost, orphans, corrupt files).
 Against an attached instance (``--instance``) the family is skipped: it would have to write
@@ -25,6 +29,7 @@ the user's config.toml.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,7 +41,7 @@ from actors.bus.client import BusConnection, connect
 from rio.protocol.errors import BusError, RioError
 from rio.protocol.frames import thaw
 
-SCENARIOS = ("acp_crash", "acp_helpers", "acp_silent", "acp_stderr")
+SCENARIOS = ("acp_crash", "acp_helpers", "acp_silent", "acp_stderr", "acp_flood")
 AGENT = "faults-acp"
 QUIET = "faults-acp-quiet"
 #: The quiet agent's watchdog: "silent" after this long, given up after GIVE_UP_S.
@@ -46,6 +51,8 @@ TURN_TIMEOUT_S = 60.0
 #: How long a dead agent's helpers may take to be swept (the stop sequence's graces and more).
 GONE_TIMEOUT_S = 10.0
 FLOOD_BYTES = 4_000_000
+#: What acp_flood's agent streams in one turn.
+STREAM_MIB = 100
 #: The protocol log's bound on disk (rio/acp/protocol_log.py) plus one kept line of slack.
 LOG_SLACK = 16_384
 
@@ -125,10 +132,45 @@ class Chat:
 
 
 def _helpers(text: str) -> list[int]:
+    """The helpers' pids the agent said (``helpers P P P ns INODE``), as this machine numbers
+    them: a boxed agent (ADR-0038) sees its own PID namespace's numbers, which name other
+    processes out here — checked or killed unmapped, they would be somebody else's."""
     for line in text.splitlines():
         if line.startswith("helpers "):
-            return [int(p) for p in line.split()[1:] if p.isdigit()]
+            words, ns = line.split()[1:], 0
+            if "ns" in words:
+                at = words.index("ns")
+                tail = words[at + 1:at + 2]
+                ns = int(tail[0]) if tail and tail[0].isdigit() else 0
+                words = words[:at]
+            return host_pids([int(p) for p in words if p.isdigit()], ns)
     return []
+
+
+def host_pids(pids: list[int], ns: int) -> list[int]:
+    """``pids`` numbered in the PID namespace ``ns`` (its inode), as numbered in ours. The
+    same namespace (or none said): as they are. Another: each process of that namespace is
+    found by its ``NSpid`` line (its pid in every namespace from ours down, the last its own
+    namespace's); a pid not found there is left out (gone, or not visible from here)."""
+    try:
+        ours = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return pids
+    if not ns or ns == ours:
+        return pids
+    wanted, found = set(pids), {}
+    for pid in psutil.pids():
+        try:
+            if os.stat(f"/proc/{pid}/ns/pid").st_ino != ns:
+                continue
+            with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+                line = next((x for x in f if x.startswith("NSpid:")), "")
+        except (OSError, StopIteration):
+            continue
+        inner = line.split()[-1:] if line else []
+        if inner and inner[0].isdigit() and int(inner[0]) in wanted:
+            found[int(inner[0])] = pid
+    return [found[p] for p in pids if p in found]
 
 
 def _alive(pid: int) -> bool:
@@ -276,6 +318,42 @@ def scenario_acp_stderr(bench: Any) -> None:
         chat.close()
 
 
+def _core_restarts(bench: Any) -> int | None:
+    for p in bench.client.call("system.status", timeout=10)["processes"]:
+        if p["name"] == "core":
+            return int(p.get("restarts", 0))
+    return None
+
+
+def scenario_acp_flood(bench: Any) -> None:
+    from rio.agent.output_limits import MESSAGE_CHARS
+    chat = Chat(bench)
+    try:
+        restarts = _core_restarts(bench)
+        started = time.monotonic()
+        flooded = chat.send(f"stream={STREAM_MIB}")
+        ended = chat.ended(flooded) or {}
+        took = time.monotonic() - started
+        notes = [d.get("note") for t, d in chat.events
+                 if t == "agent.note" and d.get("turn") == flooded]
+        shown = len(chat.said(flooded))
+        again = chat.send("again")
+        answered = chat.ended(again)
+        ok, note = _problems([
+            (ended.get("state") == "error"
+             and (ended.get("error") or {}).get("kind") == "agent.output_limit",
+             f"the flooded turn did not end with agent.output_limit ({ended})"),
+            (notes == ["output_cut"], f"not one output_cut note: {notes}"),
+            (shown <= MESSAGE_CHARS, f"{shown} characters were shown"),
+            (_core_restarts(bench) == restarts, "the core was restarted"),
+            (answered is not None and answered.get("state") == "done"
+             and chat.said(again).endswith("ok again"), "the next message was not answered")])
+        _record(bench, "acp_flood", f"agent streams {STREAM_MIB} MiB", ok,
+                took if ok else None, note)
+    finally:
+        chat.close()
+
+
 def _protocol_log(bench: Any, conversation: str) -> Path | None:
     """The conversation's protocol log in the scratch instance's state folder."""
     state = getattr(bench.instance, "base", None)
@@ -297,4 +375,5 @@ def prepare(bench: Any) -> None:
 def run(bench: Any, scenario: str) -> None:
     prepare(bench)
     {"acp_crash": scenario_acp_crash, "acp_helpers": scenario_acp_helpers,
-     "acp_silent": scenario_acp_silent, "acp_stderr": scenario_acp_stderr}[scenario](bench)
+     "acp_silent": scenario_acp_silent, "acp_stderr": scenario_acp_stderr,
+     "acp_flood": scenario_acp_flood}[scenario](bench)

@@ -40,8 +40,8 @@ from rio.faults.report import FaultResult, ProcInfo, Report, orphans, summarize
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
 
 SCENARIOS = ("kill", "hang", "stubborn", "forking", "supervisor", "bus", "save",
-             "journal_full", "journal_damage", "recovery_kill", "stale_resend",
-             "acp_crash", "acp_helpers", "acp_silent", "acp_stderr")
+             "journal_full", "journal_damage", "recovery_kill", "scale", "stale_resend",
+             "acp_crash", "acp_helpers", "acp_silent", "acp_stderr", "acp_flood")
 #: The fake agents every run keeps alive: a polite one, a stubborn one (ignores stdin close and
 #: TERM), one whose helpers double-fork and setsid.
 FAKES = ("polite-polite-1", "stubborn-stubborn-1", "stubborn-forking-2")
@@ -189,6 +189,11 @@ class Harness:
                 chain = read_chain(p["pid"])
                 if chain:
                     live.add(chain[-1])
+                # A session forked from the zygote (ADR-0039) shows the zygote's environment
+                # in /proc (fixed at exec): what it starts carries its own cookie, which only
+                # the status gives.
+                if p.get("cookie"):
+                    live.add(str(p["cookie"]))
         self.known_children |= live
         self.instance.all_cookies |= live
         return live
@@ -382,6 +387,10 @@ class Harness:
         from actors.faults.journal import scenario_recovery_kill
         scenario_recovery_kill(self)
 
+    def scenario_scale(self) -> None:
+        from actors.faults.journal import scenario_scale
+        scenario_scale(self)
+
     def scenario_stale_resend(self) -> None:
         from actors.faults.resend import scenario_stale_resend
         scenario_stale_resend(self)
@@ -402,6 +411,10 @@ class Harness:
     def scenario_acp_stderr(self) -> None:
         from actors.faults import acp_family as acp
         acp.run(self, "acp_stderr")
+
+    def scenario_acp_flood(self) -> None:
+        from actors.faults import acp_family as acp
+        acp.run(self, "acp_flood")
 
     # --- the whole run --------------------------------------------------------------------------
     def run(self) -> Report:
@@ -483,6 +496,8 @@ class Harness:
             return "only against the harness's own instance (it configures its fault agent)"
         if scenario == "journal_damage" and not self.instance.own:
             return "only against the harness's own instance (it writes into the journal)"
+        if scenario == "scale" and not self.instance.own:
+            return "only against the harness's own instance (it opens thousands of buffers)"
         return ""
 
     def _tidy_attached(self) -> None:

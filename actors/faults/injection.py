@@ -74,8 +74,9 @@ def apply_fault(sup: Any, args: dict[str, Any]) -> dict[str, Any]:
     """``system.fault {fault, target, params}`` on a supervisor started with --fault-injection.
 
     * ``signal`` {target: process name, params: {signal: KILL|STOP|CONT|TERM}}
-    * ``save_fail`` {params: {errno: ENOSPC|EIO, after_bytes: N, count: 1}}: the next ``count``
-      saves of the documents process fail after writing ``after_bytes`` bytes of the temp file.
+    * ``save_fail`` {params: {errno: ENOSPC|EIO, after_bytes: N, count: 1, hang_s: 0}}: the
+      next ``count`` saves of the documents process fail after writing ``after_bytes`` bytes
+      of the temp file — after hanging ``hang_s`` seconds there first, when given.
     * ``journal_fail`` {params: {errno, after_bytes, count}}: the next ``count`` journal writes
       (an edit's append, a journal's first write) fail after ``after_bytes`` bytes.
     * ``hub_crash``: the hub's thread dies of the next frame it reads (the supervisor must
@@ -123,6 +124,10 @@ class SaveFailure:
     errno: int
     after_bytes: int
     count: int = 1
+    #: a save that hangs: after ``after_bytes`` it waits this long before failing (a stuck
+    #: disk or NFS server: the liveness check must catch it, and a kill then leaves the temp
+    #: file that the next start sweeps)
+    hang_s: float = 0.0
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> "SaveFailure":
@@ -133,14 +138,18 @@ class SaveFailure:
                                     f"Use one of {', '.join(_ERRNOS)}.")
             code = _ERRNOS[code.upper()]
         after, count = params.get("after_bytes", 0), params.get("count", 1)
+        hang = params.get("hang_s", 0)
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                   for v in (code, after, count)):
-            raise ProtocolError("bad_args", "errno, after_bytes and count must be integers ≥ 0.",
+                   for v in (code, after, count)) or isinstance(hang, bool) \
+                or not isinstance(hang, (int, float)) or hang < 0:
+            raise ProtocolError("bad_args", "errno, after_bytes and count must be integers ≥ 0 "
+                                "(hang_s a number ≥ 0).",
                                 "Example: {\"errno\": \"EIO\", \"after_bytes\": 10}.")
-        return cls(int(code), int(after), int(count))
+        return cls(int(code), int(after), int(count), float(hang))
 
-    def to_dict(self) -> dict[str, int]:
-        return {"errno": self.errno, "after_bytes": self.after_bytes, "count": self.count}
+    def to_dict(self) -> dict[str, Any]:
+        return {"errno": self.errno, "after_bytes": self.after_bytes, "count": self.count,
+                "hang_s": self.hang_s}
 
 
 def write_switch(path: Path, spec: SaveFailure) -> None:
@@ -194,6 +203,8 @@ class SwitchableFilePort:
                 if budget:
                     yield chunk[:budget]
                 self.failed += 1
+                if spec.hang_s:
+                    time.sleep(spec.hang_s)
                 raise OSError(spec.errno, os.strerror(spec.errno))
             budget -= len(chunk)
             yield chunk
@@ -207,13 +218,14 @@ def take_armed(switch: Path, lock: threading.Lock) -> SaveFailure | None:
         try:
             data = json.loads(switch.read_text())
             spec = SaveFailure(int(data["errno"]), int(data["after_bytes"]),
-                               int(data.get("count", 1)))
+                               int(data.get("count", 1)), float(data.get("hang_s", 0)))
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if spec.count <= 1:
             switch.unlink(missing_ok=True)
         else:
-            write_switch(switch, SaveFailure(spec.errno, spec.after_bytes, spec.count - 1))
+            write_switch(switch, SaveFailure(spec.errno, spec.after_bytes, spec.count - 1,
+                                             spec.hang_s))
         return spec
 
 

@@ -13,6 +13,10 @@ core while it recovers (ADR-0006; the harness is actors/faults/harness.py).
 * ``recovery_kill`` — an unsaved 4 MB buffer is added, the core is killed, and its successor is
   killed again as soon as it has a pid (while it starts and recovers). The third core must bring
   back both buffers exactly.
+* ``scale`` — :data:`SCALE_BUFFERS` unsaved buffers opened one at a time (a thread each once
+  made ~3,300 of them a core that could not start again, issue 22), then ``kill -9`` of the
+  core: the restarted core answers its pings, and every one of them is back with its text
+  (ADR-0040). They are closed afterwards.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from rio.faults.report import FaultResult
 from rio.protocol.errors import FileError, RioError
 
 BIG_BUFFER_CHARS = 4 * 1024 * 1024
+#: How many buffers the ``scale`` scenario opens (past the ~3,300 that once broke the core).
+SCALE_BUFFERS = 4_000
 
 
 class JournalBench(Protocol):
@@ -193,3 +199,37 @@ def _wait_new_pid(h: JournalBench, name: str, old_pid: int) -> int | None:
         time.sleep(0.005)
     return None
 
+
+
+def scenario_scale(h: JournalBench) -> None:
+    assert h.typist is not None
+    h._workload(h.rng.randint(1, 3))
+    made: dict[str, str] = {}
+    note = ""
+    try:
+        for i in range(SCALE_BUFFERS):
+            text = f"scale {i} {h.rng.random()}\n"
+            made[h.client.call("buffer.new", {"text": text}, timeout=30)["buffer"]] = text
+        name, pid, started = _kill_core(h)
+        ok, took = h._wait_back(name, pid, started)
+        if not ok:
+            note = "the core with the buffers did not come back"
+        else:
+            listed = {b["buffer"] for b in h.client.call("buffer.list", timeout=60)}
+            missing = [b for b in made if b not in listed]
+            if missing:
+                note = f"{len(missing)} of {len(made)} unsaved buffers were not recovered"
+            else:
+                sample = h.rng.sample(sorted(made), 50)
+                wrong = [b for b in sample if h.client.call(
+                    "buffer.text", {"buffer": b}, timeout=30)["text"] != made[b]]
+                if wrong:
+                    note = f"{len(wrong)} of 50 recovered buffers came back different"
+        h._check("scale", f"kill -9 with {SCALE_BUFFERS} buffers", name, ok and not note, took,
+                 note)
+    finally:
+        for bid in made:
+            try:
+                h.client.call("buffer.close", {"buffer": bid, "discard": True}, timeout=10)
+            except RioError:
+                pass

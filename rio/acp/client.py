@@ -48,6 +48,7 @@ from rio.acp.settings import AcpSettings, settings_for
 from rio.acp.updates import UpdateTranslator
 from rio.acp.wire import LINE_LIMIT, AgentWire
 from rio.agent.failures import classify_agent_error
+from rio.agent.output_limits import OUTPUT_CUT, TURN_CHARS, output_limit
 from rio.protocol.errors import AgentError, RioError
 
 State = Literal["new", "starting", "ready", "sign_in_needed", "prompting", "exited", "stopped"]
@@ -79,7 +80,7 @@ class AcpClient(AgentRequests, AgentWire):
         self.processes = processes
         self.log = log or ProtocolLog()
         self.stderr = StderrTail()
-        self.updates = UpdateTranslator(self._publish)
+        self.updates = UpdateTranslator(self._publish, on_exceeded=self._output_limit)
         self.state: State = "new"
         #: the agent's process; one given here was started ahead (while this module's SDK
         #: was imported: rio/acp/settings.py) and :meth:`start` takes it instead of spawning
@@ -120,7 +121,9 @@ class AcpClient(AgentRequests, AgentWire):
                              f"{s.name!r} ({' '.join(s.argv)}): {exc}.",
                              "Check the agent's command with `rio agents`, or fix "
                              f"[agents.{s.name}] in config.toml.") from None
-        self.log.note("·", f"started pid {self.process.pid}: {list(s.argv)}")
+        boxed = getattr(self.process, "sandbox", None)
+        self.log.note("·", f"started pid {self.process.pid}: {list(s.argv)}"
+                      + (f", {boxed}" if boxed else ", without a sandbox"))
         self._exit = asyncio.ensure_future(self.process.wait())
         self._tasks.append(self._exit)
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
@@ -133,11 +136,18 @@ class AcpClient(AgentRequests, AgentWire):
         capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
             terminal=False, auth=AuthCapabilities(terminal=True))
-        self.init = await self._request("initialize", self.conn.initialize(
-            protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities,
-            client_info=Implementation(name="rio", title="Rio", version=s.version),
-            # older adapters look for the terminal-login opt-in here (claude-agent-acp)
-            **{"terminal-auth": True}))
+        try:
+            self.init = await self._request("initialize", self.conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities,
+                client_info=Implementation(name="rio", title="Rio", version=s.version),
+                # older adapters look for the terminal-login opt-in here (claude-agent-acp)
+                **{"terminal-auth": True}))
+        except RioError:
+            # An agent without an answer to initialize is no use, and must not be left
+            # running (issue 22): ended with the stop sequence before the error goes up.
+            if self.alive:
+                await self.close()
+            raise
         self.sign_in = sign_in_methods(self.init.auth_methods or (), self._program())
         self.state = "ready"
         return self.init
@@ -258,14 +268,31 @@ class AcpClient(AgentRequests, AgentWire):
         finally:
             if self.state == "prompting":
                 self.state = "ready"
+        if self.updates.budget.exceeded:    # Rio cancelled it: the turn streamed too much
+            if answer is None:
+                # It did not even take the cancel, and may stream on into the next turn:
+                # it is ended (the stop sequence); the next message starts it again.
+                self.log.note("!", "the cancel after the output bound was not answered: "
+                                   "the agent is stopped")
+                await self.close()
+            return self._failed(output_limit())
         if answer is None:   # the agent never answered its cancel: abandoned
-            return PromptOutcome("stopped", "cancelled", "".join(self.updates.text))
+            return PromptOutcome("stopped", "cancelled", self.updates.reply_text())
         usage = {}
         if answer.usage is not None:
             usage = answer.usage.model_dump(mode="json", exclude_none=True)
         reason = str(answer.stop_reason)
         status: Literal["stopped", "done"] = "stopped" if reason == "cancelled" else "done"
-        return PromptOutcome(status, reason, "".join(self.updates.text), usage=usage)
+        return PromptOutcome(status, reason, self.updates.reply_text(), usage=usage)
+
+    def _output_limit(self) -> None:
+        """The turn streamed past its bound (rio/agent/output_limits.py): said once, and the
+        prompt is cancelled; :meth:`prompt` then ends the turn with ``agent.output_limit``."""
+        err = output_limit()
+        self._publish("agent.note", {"note": OUTPUT_CUT, "text": err.message})
+        self.log.note("!", f"output past {TURN_CHARS} characters: the prompt is cancelled")
+        task = asyncio.ensure_future(self.cancel())
+        self._tasks.append(task)
 
     def _failed(self, err: RioError, *, publish: bool = True) -> PromptOutcome:
         partial = bool(self.updates.text)
@@ -276,7 +303,7 @@ class AcpClient(AgentRequests, AgentWire):
                                           "next": err.next, "partial": partial,
                                           **({"details": dict(err.details)}
                                              if err.details else {})})
-        return PromptOutcome("error", "", "".join(self.updates.text), err, partial)
+        return PromptOutcome("error", "", self.updates.reply_text(), err, partial)
 
     async def _watch(self, task: asyncio.Future[Any]) -> Any:
         """Wait for the prompt's answer; surface a silence, give up on a long one."""
@@ -395,6 +422,18 @@ class AcpClient(AgentRequests, AgentWire):
             return AgentError("agent_timeout", f"The agent {s.name!r} did not answer {what} "
                               "in time.", "Stop it and try again; the protocol log shows the "
                               "last thing it said.")
+        if isinstance(exc, (ValueError, TypeError)) and self.process is not None \
+                and self.process.returncode is None:
+            # An answer the SDK could not read (pydantic's ValidationError is a ValueError),
+            # from an agent that is still running: its own failure, not an exit (issue 22:
+            # it was "stopped during initialize (exit code None)").
+            first = str(exc).strip().splitlines()[:3]
+            self.log.note("!", f"{what}: an answer Rio cannot read: {' | '.join(first)}")
+            return AgentError("unexpected_response", f"The agent {s.name!r} answered {what} "
+                              f"with something that is not a valid ACP answer "
+                              f"({' '.join(first)[:300]}).",
+                              "Check that it is an ACP agent and up to date (`rio agents`); "
+                              f"the protocol log has what it sent ({self._log_hint()}).")
         # the connection is gone: the agent exited (or closed its stdout)
         code = await self._exit_code()
         self.state = "exited"

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rio.agent.output_limits import StreamBudget
 from rio.agent.tools import SHOWN_OUTPUT_CHARS
 from rio.agent.turn import shown_input
 
@@ -82,9 +83,29 @@ class UpdateTranslator:
     plan: list[dict[str, Any]] = field(default_factory=list)
     #: during session/load the agent replays the history: state kept, nothing re-published
     replaying: bool = False
+    #: what this turn streamed, and how much of its reply is kept (rio/agent/output_limits.py)
+    budget: StreamBudget = field(default_factory=StreamBudget)
+    #: called once when the turn streams past its bound (the client stops the prompt)
+    on_exceeded: Callable[[], None] | None = None
 
     def start_turn(self) -> None:
         self.text = []
+        self.budget = StreamBudget()
+
+    def reply_text(self) -> str:
+        """The reply as kept: at most the message bound, its cut marked."""
+        return "".join(self.text) + self.budget.mark()
+
+    def _streamed(self, chars: int) -> bool:
+        """Count what the agent streamed; False once the turn is past its bound (then nothing
+        more is shown, and the client is told once)."""
+        if self.budget.exceeded:
+            return False
+        if self.budget.take(chars):
+            return True
+        if self.on_exceeded is not None:
+            self.on_exceeded()
+        return False
 
     def handle(self, update: Any) -> None:
         kind = getattr(update, "session_update", "")
@@ -95,13 +116,15 @@ class UpdateTranslator:
     # --- text -------------------------------------------------------------------------
     def _agent_message_chunk(self, u: Any) -> None:
         text = content_text(u.content)
-        if text and not self.replaying:
-            self.text.append(text)
-            self.publish("agent.delta", {"text": text})
+        if text and not self.replaying and self._streamed(len(text)):
+            text = self.budget.keep(text)
+            if text:
+                self.text.append(text)
+                self.publish("agent.delta", {"text": text})
 
     def _agent_thought_chunk(self, u: Any) -> None:
         text = content_text(u.content)
-        if text and not self.replaying:
+        if text and not self.replaying and self._streamed(len(text)):
             self.publish("agent.thought", {"text": text})
 
     # --- tools ------------------------------------------------------------------------
@@ -153,6 +176,8 @@ class UpdateTranslator:
         output = tool_content_text(getattr(u, "content", None))
         if not output and getattr(u, "raw_output", None) is not None:
             output = u.raw_output if isinstance(u.raw_output, str) else repr(u.raw_output)
+        if not self._streamed(len(output)):
+            output = ""       # the turn is past its bound: the line, not its output
         ok = state.status == "completed"
         result: dict[str, Any] = {
             "call": state.call, "name": state.kind, "ok": ok,

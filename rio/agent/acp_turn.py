@@ -294,7 +294,7 @@ class AcpTurn(AnswersProposals):
 
     def _streamed(self) -> str:
         client = self.brain.client
-        return "".join(client.updates.text) if client is not None else ""
+        return client.updates.reply_text() if client is not None else ""
 
     def _result(self, status: Any, text: str, error: RioError | None,
                 partial: bool) -> TurnResult:
@@ -332,6 +332,12 @@ class AcpTurn(AnswersProposals):
                 await asyncio.wait_for(self.port.gate_turn("end"), 2.0)
             except (RioError, asyncio.TimeoutError):
                 log.warning("gate did not take the end of turn %s", self.spec.turn)
+
+    def close_waits(self) -> None:
+        """Stop: every proposal and question of the turn is closed now ("stopped"), before
+        the agent's prompt is cancelled — its calls of Rio's tools get their answers and it
+        can answer the cancel."""
+        self._close_for_stop()
 
     def _close_for_stop(self) -> None:
         for pending in self.pending.values():

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from rio.agent.output_limits import bounded_history, bounded_message
 from rio.protocol.errors import AgentError, FileError
 from rio.providers.base import Message, ToolResultBlock
 
@@ -45,6 +46,9 @@ INTERRUPTED_RESULT = ("interrupted: the user sent a new message before this call
                       "answered; it did not run")
 DEFAULT_TITLE = "New conversation"
 TITLE_CHARS = 60
+#: What the turns of one ``agent.history`` showed, at most (JSON characters; each turn's own
+#: record is bounded by rio/agent/shown.py): the newest turns keep theirs.
+SHOWN_HISTORY_CHARS = 16 * 1024 * 1024
 
 _ID_OK = re.compile(r"^[a-z0-9]{6,32}$")
 
@@ -152,11 +156,26 @@ class Conversation:
         return out
 
     def history(self) -> dict[str, Any]:
+        """What ``agent.history`` answers — bounded whatever the log holds (ADR-0041): the
+        messages' text to HISTORY_CHARS (oldest cut first), what the turns showed to
+        SHOWN_HISTORY_CHARS (the oldest turns' left out, marked ``shown_cut``)."""
+        turns: list[dict[str, Any]] = []
+        left = SHOWN_HISTORY_CHARS
+        for t in reversed(self.turns):
+            wire = t.to_wire()
+            if t.shown is not None:
+                size = len(json.dumps(wire.get("shown"), ensure_ascii=False, default=str))
+                if size > left:
+                    wire.pop("shown", None)
+                    wire["shown_cut"] = True
+                left = max(0, left - size)
+            turns.append(wire)
+        turns.reverse()
         return {"conversation": self.conversation, "title": self.title,
                 "provider": self.provider, "endpoint": self.endpoint, "model": self.model,
                 "agent": self.agent,
-                "messages": [m.to_dict() for m in self.messages],
-                "turns": [t.to_wire() for t in self.turns]}
+                "messages": [m.to_dict() for m in bounded_history(self.messages)],
+                "turns": turns}
 
     def meta(self) -> dict[str, Any]:
         return {"version": 1, "conversation": self.conversation, "title": self.title,
@@ -273,7 +292,9 @@ class ConversationStore:
         parsed: list[Message] = []
         for m in messages:
             try:
-                parsed.append(m if isinstance(m, Message) else Message.from_dict(m))
+                # bounded before it is written: a log line never holds more than a message may
+                parsed.append(bounded_message(m if isinstance(m, Message)
+                                              else Message.from_dict(m)))
             except (KeyError, TypeError, ValueError) as exc:
                 raise AgentError("unexpected_response", f"The agent session sent a message "
                                  f"Rio cannot record ({exc}).",
@@ -421,7 +442,8 @@ class ConversationStore:
                     turns.append(TurnRecord(str(rec["turn"]), str(rec.get("text", "")),
                                             "running", float(rec.get("started") or 0.0)))
                 elif kind == "message":
-                    messages.append(Message.from_dict(rec["message"]))
+                    # an older Rio wrote any length (a 70 MB reply): cut as it is read
+                    messages.append(bounded_message(Message.from_dict(rec["message"])))
                 elif kind == "end":
                     for i in range(len(turns) - 1, -1, -1):
                         if turns[i].turn == rec["turn"]:

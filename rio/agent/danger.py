@@ -14,6 +14,7 @@ miss can cost a home folder.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -135,7 +136,42 @@ def _inline_code(words: list[str], flags: tuple[str, ...]) -> str | None:
     return None
 
 
-def _check_simple(words: list[str], depth: int = 0) -> Danger | None:
+#: Where a command runs, as far as the check can tell: a normalised path relative to the
+#: project root ("." the root), or None once it is outside the project or unknown (``cd /x``,
+#: ``cd ~``, ``cd "$DIR"``, ``cd -``, or ``cd ..`` from the root).
+Cwd = str | None
+
+
+def _after_cd(words: list[str], cwd: Cwd) -> tuple[bool, Cwd]:
+    """(is this a ``cd``/``pushd``, the folder after it)."""
+    words, _ = _strip_prefixes(words)
+    if not words or words[0] not in ("cd", "pushd", "chdir"):
+        return False, cwd
+    args = [w for w in words[1:] if w not in ("-L", "-P", "-e", "--")]
+    target = args[0] if args else "~"
+    return True, _resolve(target, cwd)
+
+
+def _resolve(path: str, cwd: Cwd) -> Cwd:
+    """``path`` seen from ``cwd``, relative to the project root; None when outside it or not
+    knowable (absolute, home, a variable, a substitution)."""
+    if cwd is None or not path or path.startswith(("/", "~", "$", "`", "-")):
+        return None
+    joined = posixpath.normpath(posixpath.join(cwd, path))
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return joined
+
+
+def _outside(operand: str, cwd: Cwd) -> bool:
+    """Does ``operand`` (a path a command was given) name something outside the project? A
+    relative path from a folder outside (or unknown) counts: the check errs towards asking."""
+    if operand in _PROTECTED_ROOTS or operand.startswith(("/", "~", "$HOME", "${HOME}")):
+        return True
+    return _resolve(operand, cwd) is None
+
+
+def _check_simple(words: list[str], depth: int = 0, cwd: Cwd = ".") -> Danger | None:
     words, elevated = _strip_prefixes(words)
     if elevated:
         return Danger("sudo", "runs with administrator rights (sudo)")
@@ -148,7 +184,7 @@ def _check_simple(words: list[str], depth: int = 0) -> Danger | None:
         if code is not None:
             if depth >= _MAX_DEPTH:
                 return Danger("nested_shell", "hides its command in shells within shells")
-            return _classify(code, depth + 1)
+            return _classify(code, depth + 1, cwd)
     if re.fullmatch(r"(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node)", cmd):
         code = _inline_code(words, ("c", "e"))
         if code is not None and _CODE_DELETES.search(code):
@@ -161,8 +197,7 @@ def _check_simple(words: list[str], depth: int = 0) -> Danger | None:
         force = bool(flags & {"-f", "--force"})
         if "--no-preserve-root" in flags:
             return Danger("rm_root", "deletes everything from the file system root")
-        if recursive and any(o in _PROTECTED_ROOTS or o.startswith(("/", "~", "$HOME", "${HOME}"))
-                             for o in operands):
+        if recursive and any(_outside(o, cwd) or o in (".", "./") for o in operands):
             return Danger("rm_rf_outside", "deletes folders outside the project or the whole "
                           "project")
         if recursive and force:
@@ -196,7 +231,7 @@ def _check_simple(words: list[str], depth: int = 0) -> Danger | None:
         return Danger("disk_format", f"formats or wipes disks ({cmd})")
     if cmd in ("chmod", "chown", "chgrp"):
         recursive = bool(flags & {"-R", "--recursive"})
-        if recursive and any(o in _PROTECTED_ROOTS or o.startswith(("/", "~")) for o in operands):
+        if recursive and any(_outside(o, cwd) or o in (".", "./") for o in operands):
             return Danger("chmod_system", f"changes permissions of folders outside the project "
                           f"({cmd} -R)")
         if cmd == "chmod" and "777" in operands and recursive:
@@ -223,8 +258,8 @@ def _check_simple(words: list[str], depth: int = 0) -> Danger | None:
                                        for a in args)
     if cmd == "find" and deletes:
         start = operands[0] if operands else "."
-        if start in _PROTECTED_ROOTS and start not in (".", "./") or start.startswith(
-                ("/", "~", "$HOME", "${HOME}")):
+        if start not in (".", "./") and _outside(start, cwd) or \
+                start in (".", "./") and cwd is None:
             return Danger("find_delete", "deletes files outside the project")
         if not _FIND_FILTERS.intersection(args):
             return Danger("find_delete", "deletes everything it finds (find … -delete "
@@ -232,12 +267,17 @@ def _check_simple(words: list[str], depth: int = 0) -> Danger | None:
     return None
 
 
-def classify(command: str) -> Danger | None:
-    """The first danger found in ``command``, or None when nothing matched."""
-    return _classify(command, 0)
+def classify(command: str, cwd: str = ".") -> Danger | None:
+    """The first danger found in ``command``, run in ``cwd`` (relative to the project root),
+    or None when nothing matched. ``cd`` is followed from one simple command to the next (a
+    subshell's too: the check errs towards asking), so ``cd .. && rm -r outside/x`` is seen
+    deleting outside the project."""
+    start = posixpath.normpath(cwd or ".")
+    return _classify(command, 0, None if start == ".." or start.startswith(("../", "/"))
+                     else start)
 
 
-def _classify(command: str, depth: int) -> Danger | None:
+def _classify(command: str, depth: int, cwd: Cwd = ".") -> Danger | None:
     text = command.strip()
     if not text:
         return None
@@ -247,15 +287,20 @@ def _classify(command: str, depth: int) -> Danger | None:
     # A one-liner's code holds ; and ( which split it below: look at the whole string.
     if _ONE_LINER.search(text) and _CODE_DELETES.search(text):
         return Danger("code_delete", "deletes files from an interpreter one-liner")
+    here = cwd
     for simple in _SPLIT.split(text):
         if simple.strip():
-            found = _check_simple(_words(simple), depth)
+            words = _words(simple)
+            moved, here = _after_cd(words, here)
+            found = None if moved else _check_simple(words, depth, here)
             if found is not None:
                 return found
     # The split above ignores quotes (it errs towards looking); a quote-aware split finds
     # what quoting hides from it: ``bash -c 'cd x; rm -rf ~/y'`` keeps its argument whole.
+    here = cwd
     for words in _quoted_commands(text):
-        found = _check_simple(words, depth)
+        moved, here = _after_cd(words, here)
+        found = None if moved else _check_simple(words, depth, here)
         if found is not None:
             return found
     return None

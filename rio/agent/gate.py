@@ -300,7 +300,7 @@ class Gate:
             command = args.get("command")
             if not isinstance(command, str) or not command.strip():
                 return Decision("refuse", "run_command needs a non-empty command.")
-            danger = classify(command)
+            danger = classify(command, str(args.get("cwd") or "."))
             if danger is not None:
                 return Decision("ask", f"This command {danger.reason}; it always asks.", danger)
             if self._mode == "allow_all":

@@ -313,7 +313,7 @@ class Tools:
         command = str(args["command"])
         if not command.strip():
             return ToolOutcome("Error: the command is empty.", False, "run_command: empty")
-        danger = classify(command)
+        danger = classify(command, str(args.get("cwd") or "."))
         return Proposal("command", str(args.get("cwd") or "."), "", dict(args), command=command,
                         cwd=str(args.get("cwd") or "."),
                         danger=danger.to_dict() if danger else None)

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from rio.agent.output_limits import StreamBudget, output_limit
 from rio.agent.tools import READ_TOOLS, TOOL_NAMES, Proposal, ToolOutcome, Tools, missing_args
 from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import (
@@ -178,13 +179,23 @@ class _Collector:
         self.failure: ProviderFailure | None = None
         self._pending: list[str] = []
         self._scheduled = False
+        self._marked = False
 
     def post(self, event: Event) -> None:
         if isinstance(event, Delta):
             if not event.text:
                 return
-            self.text.append(event.text)
-            self._pending.append(event.text)
+            budget = self.turn.budget
+            if not budget.take(len(event.text)):
+                # past the turn's bound (rio/agent/output_limits.py): the stream is ended
+                # (stream_with_retries posts this as a partial failure), the text kept
+                self.flush()
+                raise output_limit()
+            text = budget.keep(event.text)
+            if not text:
+                return
+            self.text.append(text)
+            self._pending.append(text)
             if not self._scheduled:
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self.flush)
@@ -208,6 +219,9 @@ class _Collector:
 
     def message(self, with_calls: bool) -> Message | None:
         text = "".join(self.text)
+        if text and self.turn.budget.dropped and not self._marked:
+            self._marked = True       # the cut is said once, in the message it happened in
+            text += self.turn.budget.mark()
         uses = tuple(c.to_block() for c in self.calls) if with_calls else ()
         if not text and not uses:
             return None
@@ -229,6 +243,8 @@ class Turn(AnswersProposals):
         self._round: tuple[ToolCall, ...] = ()
         self._interrupted = False
         self._published_delta = False
+        #: what the turn streamed; its reply text kept at most MESSAGE_CHARS in all
+        self.budget = StreamBudget()
         #: True when the caller already told the gate "begin" (to overlap it with its own set-up)
         self._began = begun
         #: The gate's answer to the first "model_request", when the caller sent it already

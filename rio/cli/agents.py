@@ -12,8 +12,9 @@
 
 It runs discovery right here, in this shell's environment — no Rio instance is needed (a
 running instance answers ``agents.list`` from its own environment). Nothing is started but
-``<agent> --version``. The logic is rio/acp/discovery.py; docs/agent-chat.md explains the
-columns.
+``<agent> --version`` (and a trial sandbox around ``true``: the last line says whether agents
+run in a box here, ADR-0038). The logic is rio/acp/discovery.py; docs/agent-chat.md explains
+the columns.
 """
 
 from __future__ import annotations
@@ -107,16 +108,38 @@ def cmd_agents(args: argparse.Namespace) -> int:
     view = registry.load(os.environ)    # cached on disk; offline: the built-in list serves
     infos = discovery.discover(os.environ, discovery.RealHost(), discovery.run_version_probes,
                                config, timeout=max(0.1, args.timeout), extra=view.agents)
+    box = sandbox_line()
     if args.json:
         rows = [i.to_dict() for i in infos]
-        json.dump({"agents": rows, "registry": view.to_dict()} if args.verbose else rows,
-                  sys.stdout, indent=2)
+        json.dump({"agents": rows, "registry": view.to_dict(), "sandbox": box}
+                  if args.verbose else rows, sys.stdout, indent=2)
         print()
         return 0
     print(render_table(infos))
+    print(f"Sandbox: {box}")
     if args.verbose:
         print(view.note)
     return 0
+
+
+def sandbox_line() -> str:
+    """Whether agents started from here run boxed (ADR-0038), as one line."""
+    from actors.landlock import abi
+    from rio.acp import sandbox
+    from rio.protocol.errors import ConfigError
+    try:
+        config = sandbox.load_config(config_dir())
+    except ConfigError as err:
+        return f"unknown — {err.message}"
+    if config.mode == "off":
+        where = "RIO_AGENT_SANDBOX" if config.source.startswith("env:") else \
+            "[sandbox] mode in config.toml"
+        return f"off ({where}) — agents run with your own access to everything."
+    available = sandbox.probe(config.bwrap, landlock_abi=abi)
+    if not available.usable and config.mode == "required":
+        return (f"none — {available.reason} [sandbox] mode is \"required\": agents are not "
+                "started.")
+    return available.describe()
 
 
 def render_table(infos: list[discovery.AgentInfo]) -> str:

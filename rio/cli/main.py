@@ -383,18 +383,20 @@ def render_status(status: dict[str, Any]) -> list[str]:
     cell, so ``agent:<id>`` names keep it aligned) with what each process started indented
     under it (an agent session's ACP agent and its helpers, with their memory), whether a
     conversation's agent runs, the instance's memory in all, and where the logs are."""
+    # USS: the pages only that process maps (`rio status` asks for the tree) — what a session
+    # forked from the zygote really costs, where RSS also counts the pages it shares
     rows: list[tuple[str, ...] | str] = [
-        ("PROCESS", "PID", "STATE", "RESTARTS", "RSS", "ACTORS", "LAST EXIT")]
+        ("PROCESS", "PID", "STATE", "RESTARTS", "RSS", "USS", "ACTORS", "LAST EXIT")]
     started = 0
     for proc in status.get("processes", ()):
         rows.append((str(proc["name"]), str(proc.get("pid") or "-"), str(proc["state"]),
-                     str(proc.get("restarts", 0)), _mb(proc.get("rss")),
+                     str(proc.get("restarts", 0)), _mb(proc.get("rss")), _mb(proc.get("uss")),
                      ",".join(proc.get("actors") or ()) or "-", str(proc.get("last_exit") or "-")))
         for child in proc.get("children") or ():
             started += 1
             rows.append(("  " * int(child.get("depth") or 1) + "└ " + str(child.get("name")),
                          str(child.get("pid") or "-"), str(child.get("state") or "-"), "-",
-                         _mb(child.get("rss")), "-", "-"))
+                         _mb(child.get("rss")), "-", "-", "-"))
         agent = proc.get("agent")
         if isinstance(agent, dict) and agent.get("running") is False:
             ended = f" — {agent['ended']}" if agent.get("ended") else ""
@@ -404,10 +406,10 @@ def render_status(status: dict[str, Any]) -> list[str]:
         started += 1
         rows.append(("  " * int(child.get("depth") or 0) + "└ " + str(child.get("name")) +
                      " (adopted)", str(child.get("pid") or "-"), str(child.get("state") or "-"),
-                     "-", _mb(child.get("rss")), "-", "-"))
+                     "-", _mb(child.get("rss")), "-", "-", "-"))
     table = [r for r in rows if isinstance(r, tuple)]
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    right = {1, 3, 4}
+    right = {1, 3, 4, 5}
     lines = [f"instance {status['instance']}  root {status['root']}  supervisor pid "
              f"{status['pid']}  up {status['uptime_s']:.0f} s"]
     for row in rows:
@@ -425,6 +427,14 @@ def render_status(status: dict[str, Any]) -> list[str]:
                      + (f", the spare {_mb(spare)}" if spare else "") +
                      f", and {started} process{'es' if started != 1 else ''} they started "
                      f"(agents and their helpers) {_mb(_started_rss(status))}")
+    if status.get("uss_own"):
+        sessions = [p for p in status.get("processes", ())
+                    if str(p.get("name") or "").startswith("agent:") and p.get("uss")]
+        each = sum(int(p["uss"]) for p in sessions) / len(sessions) if sessions else 0
+        lines.append(f"Rio's own pages (USS): {_mb(status['uss_own'])}"
+                     + (f"; {len(sessions)} conversation session"
+                        f"{'s' if len(sessions) != 1 else ''}, {_mb(each)} each on average"
+                        if sessions else ""))
     logs = sorted({str(Path(p["log"]).parent) for p in status.get("processes", ())
                    if p.get("log")})
     if logs:

@@ -55,7 +55,7 @@ _SETTINGS: dict[str, tuple[str, float]] = {
 _CHOICES: dict[str, tuple[str, ...]] = {
     "restart": RESTART_POLICIES, "per": PER_CHOICES, "when": WHEN_CHOICES}
 _DEFAULT_KEYS = frozenset(_SETTINGS) | {"restart", "spare"}
-_PROCESS_KEYS = _DEFAULT_KEYS | {"actors", "per", "when"}
+_PROCESS_KEYS = _DEFAULT_KEYS | {"actors", "per", "when", "zygote"}
 _TOP_KEYS = ("defaults", "process", "placement")
 _NAME_OK = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
@@ -99,6 +99,10 @@ class ProcessSpec:
     #: kind, so that a restart (or an on-demand start) assigns it instead of starting Python
     #: again (docs/adr/0026 d). Ignored for the window process, which is not a host.
     spare: bool = False
+    #: start its processes as forks of one preloaded interpreter of the kind, started with the
+    #: first of them (actors/zygote.py, docs/adr/0039): their pages stay shared. For hosts
+    #: started on demand (agent sessions); ignored for the window.
+    zygote: bool = False
 
     def runs_when(self, *, desktop: bool) -> bool:
         return self.when == "always" or (self.when == "desktop") == desktop
@@ -305,9 +309,9 @@ def _check_value(src: _Source, path: tuple[str, ...], key: str, value: Any) -> N
             raise src.fail(path, f"{key} must be {wanted}, not {value!r}")
         if value < least:
             raise src.fail(path, f"{key} must be at least {least:g}, not {value!r}")
-    elif key == "spare":
+    elif key in ("spare", "zygote"):
         if not isinstance(value, bool):
-            raise src.fail(path, f"spare must be true or false, not {value!r}")
+            raise src.fail(path, f"{key} must be true or false, not {value!r}")
     elif key == "actors":
         if not isinstance(value, list) or not value or \
                 not all(isinstance(a, str) for a in value):
@@ -409,7 +413,7 @@ def _spec(name: str, table: Mapping[str, Any], defaults: Mapping[str, Any]) -> P
         kill_grace_s=seconds("kill_grace_ms"), ping_interval_s=seconds("ping_interval_ms"),
         ping_misses=int(value["ping_misses"]), per=value.get("per", "instance"),
         when=value.get("when", "always"), max_live=int(value["max_live"]),
-        spare=bool(value["spare"]))
+        spare=bool(value["spare"]), zygote=bool(value.get("zygote", False)))
 
 
 _BUILTIN_DEFAULTS: dict[str, Any] = {  # what a file without [defaults] gets

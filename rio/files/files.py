@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import fcntl
 import os
 import stat as stat_module
 from collections.abc import Callable, Iterable, Iterator
@@ -420,6 +421,13 @@ class OsFilePort:
                      | getattr(os, "O_CLOEXEC", 0), create_mode, dir_fd=dfd)
         replaced = False
         try:
+            # Held while the temp file is ours: the start-up sweep of killed saves' temp files
+            # (rio/files/temp_sweep.py) leaves a locked one alone — another Rio is saving.
+            # Best effort: on a file system without flock the sweep's age rule still holds.
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                pass
             with os.fdopen(fd, "wb", closefd=False) as f:
                 for chunk in chunks:
                     f.write(chunk)

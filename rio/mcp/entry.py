@@ -1,22 +1,25 @@
 """How an external agent reaches Rio's MCP endpoint: the per-conversation token file, the
 ``mcpServers`` entry for ``session/new``, and the permission predicate (ADR-0025).
 
-The agent starts ``rio mcp`` itself (stdio). That process is a bus client of the running
-instance and carries a token in every request; the core's ``mcp`` actor (actors/agents/mcp.py)
-compares it with the conversation's token file. The token:
+An agent that speaks MCP over HTTP gets Rio's endpoint with the conversation's token in a
+header (:func:`http_server_entry`); any other starts ``rio mcp`` itself (stdio), a client of
+the same endpoint with the token in its environment (:func:`mcp_server_entry`). The endpoint
+process (actors/agents/mcp_endpoint.py) compares it with the conversation's token file. The
+token:
 
 * is 256 random bits (:func:`secrets.token_urlsafe`), fresh at every :func:`mcp_server_entry`
   (every ``session/new``/``session/load``), so an older one stops working at once;
-* lives only in ``<state>/projects/<hash>/mcp/<conversation>.token`` (0600, folder 0700,
-  written atomically) — never in argv, the environment or a log: the entry's ``args`` carry the
-  file's *path*, ``rio mcp`` reads it;
+* lives in ``<state>/projects/<hash>/mcp/<conversation>.token`` (0600, folder 0700, written
+  atomically; hidden from a boxed agent with the rest of Rio's state), and reaches the agent
+  only in ``session/new`` — an HTTP header, or the stdio entry's ``env`` — never in argv or a
+  log;
 * is bound to its conversation: the actor reads the file of the conversation the request
   names, so one conversation's token is refused for another;
 * is removed by :func:`end_conversation` when the conversation's agent is closed, after which
   every request with it is refused.
 
 Everything here is plain file work, usable from the session process (which calls
-:func:`mcp_server_entry` before ``session/new``) and from the core (which verifies).
+:func:`fresh_token` before ``session/new``) and from the endpoint process (which verifies).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -159,25 +163,36 @@ def end_if_older(conversation: str, root: Path, before: float) -> bool:
     return True
 
 
-def mcp_server_entry(conversation_id: str, root: Path | str,
-                     agent: str | None = None) -> dict[str, Any]:
-    """The ``mcpServers`` item for ``session/new`` (ACP stdio form): a fresh token is written
-    for the conversation and ``rio mcp`` is told where to find it and the instance. Only file
-    paths and the conversation id are in ``args``; ``env`` is empty (the agent passes its own
-    environment, from which Rio's variables were already removed). ``agent`` (the discovery
-    name) is what "always allow" is remembered under."""
-    root = Path(root).resolve()
-    path = issue_token(root, conversation_id)
+def mcp_server_entry(conversation_id: str, url: str, token: str) -> dict[str, Any]:
+    """The ``mcpServers`` item for ``session/new`` (ACP stdio form) for an agent without MCP
+    over HTTP: ``rio mcp``, a client of Rio's endpoint at ``url`` (it runs in the agent's box,
+    where there is neither a bus nor a token file to read: ADR-0038). The conversation's token
+    (:func:`fresh_token`) is in the entry's ``env``, which the agent hands to that process
+    alone — as it hands an HTTP agent's header to its own client — never in ``args`` (``ps``
+    shows those to everyone); the protocol log redacts it."""
+    from rio.mcp.stdio_link import TOKEN_ENV
     # -P: the agent runs it in the project, whose own modules must not shadow Rio's
-    args = ["-P", "-m", "rio.cli", "mcp", "--conversation", conversation_id, "--root", str(root),
-            "--token-file", str(path)]
-    instance = os.environ.get("RIO_INSTANCE")
-    if instance:
-        from rio.config.instance import InstancePaths
-        args += ["--instance-file", str(InstancePaths.for_name(instance).info_file)]
-    if agent:
-        args += ["--agent", agent]
-    return {"name": SERVER_NAME, "command": sys.executable, "args": args, "env": []}
+    args = ["-P", "-m", "rio.cli", "mcp", "--conversation", conversation_id, "--url", url]
+    env = [{"name": TOKEN_ENV, "value": token}]
+    where = rio_import_root()
+    if where is not None:
+        env.append({"name": "PYTHONPATH", "value": where})
+    return {"name": SERVER_NAME, "command": sys.executable, "args": args, "env": env}
+
+
+def rio_import_root(environ: Mapping[str, str] | None = None) -> str | None:
+    """The ``PYTHONPATH`` entry that makes Rio importable in this process, when that is how
+    it is (a checkout run with ``PYTHONPATH``, as the tests do) rather than an install: ``rio
+    mcp`` must import the same Rio, and an agent hands its MCP servers only a few variables of
+    its own (the ``mcp`` SDK: ``HOME``, ``PATH`` …), so the entry names it. None for an
+    installed Rio (``pip install``, editable or not: its site-packages finds it)."""
+    import rio
+    root = os.path.abspath(Path(rio.__file__).resolve().parent.parent)
+    given = (os.environ if environ is None else environ).get("PYTHONPATH", "")
+    for item in given.split(os.pathsep):
+        if item and os.path.abspath(item) == root:
+            return root
+    return None
 
 
 def http_server_entry(url: str, token: str) -> dict[str, Any]:

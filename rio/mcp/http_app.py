@@ -14,6 +14,8 @@ token (ADR-0034):
 * **Each call names its conversation by its own request's token**, never by what the MCP
   session was opened with, and an MCP session stays with the conversation that opened it
   (another conversation's token on it is refused).
+* **The stdio fallback's calls** (``rio mcp``, in the agent's box, no bus client: ADR-0038)
+  come as plain JSON on ``POST /rio/stdio`` with the same bearer tokens (:class:`StdioCalls`).
 * **Every call is forwarded to the conversation's running turn** (``session.mcp_call`` to its
   session process, which runs it through the gate); a cancelled call (the agent's
   ``notifications/cancelled``, or its connection gone) sends ``session.mcp_cancel``, so its
@@ -227,16 +229,104 @@ async def _with_progress(forward: asyncio.Future[Any], ctx: Any) -> Any:
             log.debug("progress notification failed", exc_info=True)
 
 
+class StdioCalls:
+    """``POST /rio/stdio``: the calls of ``rio mcp``, the stdio fallback (rio/mcp/stdio_link.py),
+    which runs in the agent's box and so is no bus client. A JSON body ``{op, args}``:
+    ``mcp.call {tool, args, call}`` or ``mcp.cancel {call}``; the conversation is the one the
+    bearer token names (checked as the MCP route's are), the answer ``{result}`` or
+    ``{error}`` (a RioError's wire form). Host and Origin are checked like the SDK's
+    DNS-rebinding protection does: only ``127.0.0.1``/``localhost`` at the endpoint's port,
+    and no browser (an ``Origin``)."""
+
+    def __init__(self, tokens: ConversationTokens, port: SessionPort, url: str) -> None:
+        from urllib.parse import urlsplit
+        self.tokens = tokens
+        self.port = port
+        at = urlsplit(url).port
+        self.hosts = {f"127.0.0.1:{at}", f"localhost:{at}"}
+
+    async def handle(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+        if request.headers.get("host") not in self.hosts or "origin" in request.headers:
+            return JSONResponse({"error": {"kind": "auth.forbidden", "message": "Not from "
+                                           "this machine's Rio."}}, status_code=403)
+        auth = request.headers.get("authorization", "")
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+        access = await self.tokens.verify_token(token) if token else None
+        if access is None:
+            return JSONResponse({"error": AuthError(
+                "bad_token", "This request carries no valid token for its conversation.",
+                "Rio's tools work only for an agent Rio started.").to_wire()},
+                status_code=401)
+        conversation = access.client_id
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        op = body.get("op") if isinstance(body, dict) else None
+        args = body.get("args") if isinstance(body, dict) else None
+        if op not in ("mcp.call", "mcp.cancel") or not isinstance(args, dict):
+            return JSONResponse({"error": {"kind": "protocol.bad_args", "message":
+                                           "Expected {op: mcp.call|mcp.cancel, args}."}},
+                                status_code=400)
+        named = args.get("conversation")
+        if named is not None and named != conversation:
+            log.warning("a stdio call named another conversation than its token's")
+            return JSONResponse({"error": AuthError(
+                "bad_token", "This token belongs to another conversation.",
+                "Rio's tools work only for an agent Rio started.").to_wire()},
+                status_code=401)
+        try:
+            result = await (self._call(conversation, args) if op == "mcp.call" else
+                            self._cancel(conversation, args))
+        except RioError as err:
+            return JSONResponse({"error": err.to_wire()})
+        return JSONResponse({"result": result})
+
+    async def _call(self, conversation: str, args: Mapping[str, Any]) -> Any:
+        tool = args.get("tool")
+        if not isinstance(tool, str) or not tool:
+            raise AgentError("tool_refused", "A call names no tool.", "Name one of Rio's tools.")
+        forward: dict[str, Any] = {"conversation": conversation, "tool": tool,
+                                   "args": dict(args.get("args") or {})}
+        if args.get("call"):
+            forward["call"] = f"stdio-{conversation}-{args['call']}"
+        try:
+            return await self.port.call("session.mcp_call", forward, timeout=CALL_TIMEOUT_S)
+        except RioError as err:
+            if err.kind != "bus.no_route":
+                raise
+            raise AgentError("outside_turn", "No turn is running in this conversation.",
+                             "Rio's tools answer only while Rio is waiting for your reply to "
+                             "the user's message.") from None
+
+    async def _cancel(self, conversation: str, args: Mapping[str, Any]) -> Any:
+        try:
+            return await self.port.call("session.mcp_cancel", {
+                "conversation": conversation,
+                "call": f"stdio-{conversation}-{args.get('call')}"}, timeout=5.0)
+        except RioError:
+            return {"cancelled": False}
+
+
 def build_app(root: Path, port: SessionPort, url: str) -> Any:
-    """The Starlette app of the endpoint (``url``: where it listens, for the SDK's settings)."""
+    """The Starlette app of the endpoint (``url``: where it listens, for the SDK's settings):
+    the MCP route, and the stdio fallback's (:class:`StdioCalls`)."""
+    from starlette.routing import Route
+
+    from rio.mcp.stdio_link import STDIO_PATH
     handlers = RioTools(port)
+    tokens = ConversationTokens(root)
     server: Server[Any] = Server("rio", version="1", instructions=INSTRUCTIONS,
                                  on_list_tools=handlers.list_tools,
                                  on_call_tool=handlers.call_tool)
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=PATH, host="127.0.0.1",
         auth=AuthSettings(issuer_url=url, resource_server_url=None),  # type: ignore[arg-type]
-        token_verifier=ConversationTokens(root))
+        token_verifier=tokens)
+    app.router.routes.append(Route(STDIO_PATH, StdioCalls(tokens, port, url).handle,
+                                   methods=["POST"]))
+    return app
 
 
 __all__ = ["CALL_TIMEOUT_S", "ConversationTokens", "PATH", "RioTools", "build_app", "tool_list"]

@@ -1,11 +1,12 @@
 """``rio mcp``: the stdio MCP server an external (ACP) agent starts to use Rio's tools.
 
-It is a thin bridge (ADR-0025): MCP over stdio on one side, a bus client of the running
-instance on the other. Each ``tools/call`` becomes one ``mcp.call {conversation, token, tool,
-args, call}`` request carrying the conversation's token, read once from its 0600 file (never
-from argv or the environment), and an id for the call unique to this process (``call``,
-``stdio-<pid>-<n>``); the core's ``mcp`` actor checks the token, asks the gate and runs the
-tool. A refusal comes back to the agent as a tool result with ``isError`` and words it can act
+It is a thin bridge (ADR-0025): MCP over stdio on one side, Rio's MCP endpoint over HTTP on
+127.0.0.1 on the other (rio/mcp/stdio_link.py: ``rio mcp`` runs in the agent's box, where there
+is no bus to reach, ADR-0038). Each ``tools/call`` becomes one ``mcp.call {conversation,
+token, tool, args, call}`` carrying the conversation's token (handed to this process in its
+environment by the agent, from the ``mcpServers`` entry) and an id for the call unique to this
+process (``call``, ``stdio-<pid>-<n>``); the endpoint checks the token and forwards the call
+to the conversation's running turn, which asks the gate and runs the tool. A refusal comes back to the agent as a tool result with ``isError`` and words it can act
 on. No ``agent`` name is sent: the core keys "always allow" on the agent Rio started for the
 conversation, never on a name its caller gives (rio/protocol/ops.py, ``mcp.call``).
 
@@ -26,18 +27,18 @@ stdin/stdout, held to the spec (2025-06-18 / 2025-11-25) where a client can tell
   notifications are not answered;
 * stdin's end is the client going away (the stdio transport's shutdown): every request still
   served is cancelled as above — an ``mcp.cancel`` for each call in flight, waited for
-  :data:`CLOSE_GRACE_S` at most since the bus may be unreachable — and the process ends within
+  :data:`CLOSE_GRACE_S` at most since the endpoint may be unreachable — and the process ends within
   a second (it took ~10 s, and cancelled nothing, waiting for calls no one would read).
 
 The ``mcp`` SDK is not imported: ``import mcp`` (2.x) loads its whole client, server, HTTP and
 two protocol versions' types, 5.4 s of a 5.5 s start on a loaded machine (ADR-0025 has the
 numbers); the SDK's own client drives this server in the tests (tests/test_mcp_endpoint.py).
 
-Tool calls are served at once, each its own bus request: a ``propose_edit`` waiting minutes
-for the user must not hold up the agent's ``read_buffer`` meanwhile. A bus connection is
-single-thread (a ZeroMQ socket belongs to one thread), so the calls run on a small pool of
-worker threads, each with a connection of its own made when the worker starts — the first
-while ``initialize`` is answered (actors/bus/call_pool.py; `rio mcp` passes it in; rio/ starts
+Tool calls are served at once, each its own request to the endpoint: a ``propose_edit``
+waiting minutes for the user must not hold up the agent's ``read_buffer`` meanwhile. A call
+blocks its HTTP connection, so the calls run on a small pool of worker threads, each with a
+connection of its own made when the worker starts — the first while ``initialize`` is
+answered (actors/bus/call_pool.py; `rio mcp` passes it in; rio/ starts
 no threads). An ``mcp.cancel`` never waits behind the calls in flight (``submit_now``): it is
 sent to end one of them. Answers go out as each call ends, each under its JSON-RPC id.
 """
@@ -50,12 +51,11 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, BinaryIO
 
-from rio.mcp.entry import QUESTION_TIMEOUT_S, read_token
+from rio.mcp.entry import QUESTION_TIMEOUT_S
 from rio.mcp.tools import TOOLS
-from rio.protocol.errors import AuthError, RioError
+from rio.protocol.errors import RioError
 
 #: Protocol versions this server speaks (the tools part is the same in all of them); the
 #: client's is answered when listed, else the newest (the spec's negotiation).
@@ -65,19 +65,19 @@ INSTRUCTIONS = ("Rio's editor tools: reads see unsaved text; writes are proposal
 #: The longest line read from the agent (a tools/call's arguments carry whole file texts).
 LINE_LIMIT = 64 << 20
 
-#: How long one tool call may take over the bus: a question to the user waits up to 4 minutes.
+#: How long one tool call may take at the endpoint: a question to the user waits up to 4 minutes.
 CALL_TIMEOUT_S = QUESTION_TIMEOUT_S + 120.0
-#: How long one ``mcp.cancel`` may take over the bus (the core answers it at once).
+#: How long one ``mcp.cancel`` may take (the session answers it at once).
 CANCEL_TIMEOUT_S = 5.0
 #: At stdin's end, how long the ``mcp.cancel`` of the calls in flight are waited for: the
-#: process must end within a second of its client going, reachable bus or not.
+#: process must end within a second of its client going, reachable endpoint or not.
 CLOSE_GRACE_S = 0.5
 
 Send = Callable[[dict[str, Any]], None]
 
 
 class CoreLink:
-    """The bus side, for the asyncio loop: each call is one future of ``calls`` — the pool of
+    """The endpoint's side, for the asyncio loop: each call is one future of ``calls`` — the pool of
     worker threads with a connection each (actors/bus/call_pool.py, given by `rio mcp`: rio/
     starts no threads) — so calls run at once. A cancelled ``call`` cancels its job if it is
     still queued (asyncio.wrap_future passes the cancel on); one already sent is the caller's
@@ -149,10 +149,10 @@ class McpStdioServer:
             task.cancel()
 
     async def close(self, grace: float = CLOSE_GRACE_S) -> None:
-        """stdin ended: the client is gone. Requests answered without the bus go out first (one
+        """stdin ended: the client is gone. Requests answered without the endpoint go out first (one
         turn of the loop: e.g. ``initialize`` written just before the end); every one still
         served is then cancelled, its ``mcp.call`` with an ``mcp.cancel``, and those are waited
-        for ``grace`` seconds in all at most (the bus may be unreachable; each is best effort)."""
+        for ``grace`` seconds in all at most (the endpoint may be unreachable; each is best effort)."""
         await asyncio.sleep(0)
         deadline = asyncio.get_running_loop().time() + grace
         served = list(self.serving.values())
@@ -313,14 +313,9 @@ async def run_stdio(server: McpStdioServer) -> None:
     await server.close()
 
 
-def serve(conversation: str, token_file: Path, make_calls: Callable[[], Any]) -> int:
-    """Serve one agent; ``make_calls()`` gives the pool the bus calls run on (it starts
-    connecting at once, so it is made only once the token is read)."""
-    token = read_token(token_file)
-    if token is None:
-        raise AuthError("bad_token", f"There is no token file {token_file} (or it is empty).",
-                        "Start the agent from Rio (agent panel or `rio chat --agent`); Rio "
-                        "writes the token when it starts the agent's session.")
+def serve(conversation: str, token: str, make_calls: Callable[[], Any]) -> int:
+    """Serve one agent with the conversation's ``token``; ``make_calls()`` gives the pool the
+    endpoint's calls run on (it starts connecting at once)."""
     link = CoreLink(make_calls())
     try:
         asyncio.run(run_stdio(McpStdioServer(link, conversation, token)))

@@ -22,7 +22,8 @@ The tree (the first dotted part is the family; the leaves in use)::
     ├── DocumentError          buffer.*     an edit or request about an open document
     │     unknown_buffer, bad_range, stale_version, bad_version, out_of_sync, nothing_to_undo,
     │     nothing_to_redo, dirty, untitled, path_open, bad_format, bad_pattern, bad_replacement,
-    │     loading, no_editor, unsupported, stale_base
+    │     loading, no_editor, unsupported, stale_base,
+    │     too_many_buffers ([editor] max_buffers open: no more is opened)
     ├── BusError               bus.*        the message bus could not carry a request
     │     spawn_failed (system.spawn: the process ended before it was ready),
     │     timeout, unreachable, no_route, actor_dead, closed, instance_exists,
@@ -45,9 +46,11 @@ The tree (the first dotted part is the family; the leaves in use)::
     │     output_truncated, provider_crashed, stopped, limit_reached, interrupted, busy,
     │     outside_turn, session_died, session_timeout, session_unavailable, unknown_conversation,
     │     unknown_turn, too_large,
+    │     output_limit (a turn streamed more than it may: rio/agent/output_limits.py),
     │     ACP agents (rio/acp, docs/agent-chat.md): agent_not_found, agent_start_failed,
     │     agent_exited, agent_silent, sign_in_needed, agent_failed, agent_timeout,
     │     agent_not_running, logout_not_offered, sign_in_cancelled, sign_in_timeout,
+    │     sandbox_unavailable ([sandbox] mode "required" and no box here: ADR-0038),
     │     not_discardable (agent.discard: the conversation has an answer or a running turn),
     │     Rio's MCP tools (rio/agent/turn_mcp.py): tool_refused, cancelled
     └── InternalError          internal.*   a bug in Rio; the message says where to report it

@@ -404,7 +404,9 @@ define_event(
 define_event(
     "agent.changed_files", "session", "At the end of an ACP agent's turn: the files it changed "
     "on disk itself.", CONVERSATION, TURN,
-    _f("files", list, check=ListOf(CHANGED_FILE)), _f("more", int, "files not listed"))
+    _f("files", list, check=ListOf(CHANGED_FILE)), _f("more", int, "files not listed"),
+    _o("unchecked", dict, "{after, note}: no file after `after` (in path order) was compared "
+       "(the project has more files than one turn compares, ADR-0042)"))
 define_event(
     "agent.restarted", "session", "The ACP agent had died and was started again for this turn.",
     CONVERSATION, TURN, _f("agent", str), _f("resumed", bool, "its session was loaded"),
@@ -447,7 +449,9 @@ define_event(
 define_event(
     "agent.note", "session", "One line for the conversation, shown as is.", CONVERSATION, TURN,
     _f("note", str, "auto_allowed, signed_out, empty_reply, agent_exited (the agent stopped "
-       "between turns: reaped, started again by the next message)"), _f("text", str),
+       "between turns: reaped, started again by the next message), no_sandbox (the agent "
+       "runs unboxed: said once per conversation's session, ADR-0038), output_cut (the turn "
+       "streamed past its bound and is stopped, ADR-0041)"), _f("text", str),
     _o("call", str),
     _o("title", str), _o("tool", str, "auto_allowed: Rio's MCP tool"))
 define_event(

@@ -360,20 +360,6 @@ define("agents.logout", "Sign an ACP agent out of its own account, where it offe
 
 # --- mcp.*: Rio's MCP endpoint for external agents (actors/agents/mcp_endpoint.py, rio/mcp/) ---
 
-define("mcp.call", "One call of Rio's MCP tools by an ACP agent (sent by the stdio fallback "
-       "`rio mcp`); checked against the conversation's token, then served by the conversation's "
-       "running turn (session.mcp_call).",
-       Arg("conversation", str, check=non_empty, doc="conversation id"),
-       Arg("token", str, check=non_empty, doc="the conversation's token (from its 0600 file)"),
-       Arg("tool", str, check=non_empty), Arg("args", dict, False, None),
-       Arg("agent", str, False, "acp", doc="ignored: \"always allow\" is keyed on the agent Rio "
-           "started for the conversation, never on a name the caller gives"),
-       Arg("call", str, False, None, doc="the caller's id for this call, named by mcp.cancel"))
-define("mcp.cancel", "Cancel an mcp.call in flight (the agent's notifications/cancelled, or its "
-       "`rio mcp` ending): a question it asked is closed and nothing is applied.",
-       Arg("conversation", str, check=non_empty, doc="conversation id"),
-       Arg("token", str, check=non_empty, doc="the conversation's token"),
-       Arg("call", str, check=non_empty, doc="the id given with mcp.call"))
 define("mcp.address", "Where Rio's MCP endpoint listens: {url} (Streamable HTTP on 127.0.0.1; "
        "asked by a session process before its agent's session/new).")
 

@@ -43,7 +43,7 @@ _OWNER = (
     "agent.new", "agent.list", "agent.history", "agent.discard", "agent.send", "agent.approve", "agent.stop",
     "agent.mode", "agent.permission_answer", "agent.set_mode", "agent.set_config",
     "agent.authenticate", "agent.limits", "gate.limits", "agent.pending", "session.pending",
-    "agents.list", "mcp.call", "mcp.cancel", "mcp.address", "agents.logout",
+    "agents.list", "mcp.address", "agents.logout",
     "gate.check", "gate.agent_check", "gate.remember", "gate.forget", "gate.turn", "gate.mode",
     "session.send", "session.mcp_call", "session.mcp_cancel", "session.status",
     "session.close", "session.set_mode", "session.set_config", "session.authenticate",

@@ -488,20 +488,24 @@ class BufferFactory:
         buffers: list[OpenBuffer] = []
         failures: list[dict[str, Any]] = []
         for name in self.journal_store.list():
-            try:
-                buf = self._recover_one(name, failures)
-            except RioError as err:
-                failures.append({"journal": name, **err.to_wire()})
-                continue
-            except Exception as exc:  # noqa: BLE001 -- one bad journal must not stop the rest
-                log.exception("journal %s", name)
-                failures.append({"journal": name, "kind": "internal.unexpected",
-                                 "message": f"Journal {name} could not be read: {exc}",
-                                 "next": "It is kept in the state folder; report it."})
-                continue
+            buf = self.recover_one(name, failures)
             if buf is not None:
                 buffers.append(buf)
         return RecoveryReport(tuple(buffers), tuple(failures))
+
+    def recover_one(self, name: str, failures: list[dict[str, Any]]) -> OpenBuffer | None:
+        """The buffer of journal ``name``, or None (nothing unsaved after all, or it failed:
+        then why is in ``failures``). One bad journal never stops the others."""
+        try:
+            return self._recover_one(name, failures)
+        except RioError as err:
+            failures.append({"journal": name, **err.to_wire()})
+        except Exception as exc:  # noqa: BLE001 -- one bad journal must not stop the rest
+            log.exception("journal %s", name)
+            failures.append({"journal": name, "kind": "internal.unexpected",
+                             "message": f"Journal {name} could not be read: {exc}",
+                             "next": "It is kept in the state folder; report it."})
+        return None
 
     def _recover_one(self, name: str, failures: list[dict[str, Any]]) -> OpenBuffer | None:
         """Bring one journal back as a buffer; damage is reported in ``failures``.
@@ -570,6 +574,10 @@ class BufferFactory:
         # new journal is the file as it is now, which the edits' fingerprint may not describe.
         carry = {**header, "base_fingerprint": (base_fingerprint.to_dict()
                                                 if base_fingerprint else None)}
+        # Rewritten now, not at the buffer's first edit: every recovery starts a new epoch
+        # only if its journal says so (ADR-0020) — a journal left as it was would bring the
+        # next recovery back into this same epoch, and a version a client saw after this one
+        # could then name another text.
         buf._journal([change], carry)       # replaces the journal `name` atomically
         if name != buf.id:
             self.journal_store.remove(name)

@@ -70,12 +70,11 @@ from pygments.token import (
 )
 from pygments.util import ClassNotFound
 
+# The style classes and their tags live apart, so that a theme names them without pygments.
+from rio.text.syntax_classes import STYLE_CLASSES as STYLE_CLASSES
+from rio.text.syntax_classes import TAG_PREFIX as TAG_PREFIX
+from rio.text.syntax_classes import TAGS as TAGS
 from rio.text.utf16_columns import IDENTITY, columns
-
-STYLE_CLASSES = ("keyword", "string", "comment", "number", "name.function", "name.class",
-                 "operator", "builtin", "decorator", "error")
-TAG_PREFIX = "syn."
-TAGS = tuple(TAG_PREFIX + c for c in STYLE_CLASSES)
 
 # Above this size we do not highlight at all: a full lex runs ~40k lines/s (pygments 2.21, measured), so
 # 8 MB is already ~10 s of background work, and the Tk view shows big files as a window anyway.

@@ -18,7 +18,7 @@ import traceback
 from tests.bench.common import Row, print_table, write_json
 from tests.bench.issue13 import table
 
-GROUPS = ["start", "core", "supervisor", "ui", "agent"]
+GROUPS = ["start", "core", "supervisor", "ui", "agent", "sessions", "scale"]
 
 
 def load_average() -> str:

@@ -39,6 +39,11 @@ too · ``{"crash": code, "once"?: marker}`` exits mid-turn (after a line on stde
 server (from ``mcpServers``: HTTP, or its stdio command), calls the tool, says ``mcp: <JSON of
 the answer>``, ``mcp: error: …`` or ``mcp: cancelled`` · ``{"wait_for": "/path"}`` until the
 file exists · ``"mcp_http": true`` (a top-level key) advertises MCP over HTTP ·
+``{"stream": {"mib": N, "chunk"?: 65536, "ignore_cancel"?: false}}`` streams N MiB of text
+(a cancel stops it, unless ``ignore_cancel``) ·
+``{"mcp_many": [{"tool", "args"?}, …]}`` makes those MCP calls at once (one session each, as
+``mcp`` does), then says ``mcp: …`` for each, in the list's order · ``"init": "garbage"`` (a
+top-level key) answers ``initialize`` with a result that is not one, and keeps running ·
 ``{"malformed": "…"}`` a raw non-JSON line on stdout · ``{"helper": "group"|"setsid"}`` starts
 a sleeping helper, says ``helper <pid>`` · ``{"env": "PREFIX"}`` says ``env: NAMES`` of the
 variables starting with PREFIX · ``{"report_init": true}`` says ``init: <JSON of the
@@ -46,6 +51,16 @@ client's capabilities>`` · ``{"mode": "id"}`` a current_mode_update ·
 ``{"report_settings": true}`` says ``mode: <its mode> model: <its model option>`` (what
 session/set_mode and session/set_config_option set) · ``{"stop_reason": "…"}`` how the prompt
 ends (default end_turn).
+
+What a hostile agent tries (the sandbox's tests, ADR-0038), each saying what came of it:
+``{"probe_read": "/path"}`` says ``probe_read /path: ok <first 60 characters>`` or
+``probe_read /path: <errno name>`` · ``{"probe_list": "/dir"}`` ``probe_list /dir: <names>``
+or the errno name · ``{"probe_write": "/path"}`` writes the file: ``probe_write /path: ok`` or
+the errno name · ``{"probe_bus": {"endpoint": "ipc://…", "op": "…", "args"?: {}}}`` sends one
+request to a Rio bus, raw: ``probe_bus: answered <ok|error kind>`` or ``probe_bus: no answer``
+· ``{"daemon": "TAG"}`` starts a helper that clears its environment, calls setsid and
+double-forks (a Python sleeping an hour, ``TAG`` in its argv; it writes its pid as it sees it
+to ``daemon-TAG.pid`` in the working folder), says ``daemon TAG``.
 """
 
 from __future__ import annotations
@@ -305,6 +320,21 @@ class FakeAgent:
             return "error: " + "".join(getattr(c, "text", "") for c in result.content)
         return json.dumps(result.structured_content, sort_keys=True)
 
+    async def stream(self, sid: str, spec: dict[str, Any]) -> None:
+        """``spec["mib"]`` MiB of text in chunks of ``spec.get("chunk", 65536)`` characters,
+        as fast as the client reads them; a cancel stops it (the prompt ends cancelled)."""
+        chunk = int(spec.get("chunk", 65536))
+        line = ("stream " * (chunk // 7 + 1))[:chunk - 1] + "\n"
+        left = int(float(spec["mib"]) * 1024 * 1024)
+        while left > 0:
+            if self.cancel_event.is_set() and not spec.get("ignore_cancel"):
+                raise Cancelled()
+            part = line[:min(left, chunk)]
+            await self.conn.session_update(session_id=sid,
+                                           update=update_agent_message_text(part))
+            left -= len(part)
+        self.said.append(f"[streamed {spec['mib']} MiB]")
+
     async def wait_cancel(self, seconds: float | None) -> None:
         try:
             await asyncio.wait_for(self.cancel_event.wait(), seconds)
@@ -318,6 +348,11 @@ class FakeAgent:
             raise Cancelled()
         if "text" in a:
             await self.say(sid, a["text"])
+        elif "stream" in a:
+            await self.stream(sid, a["stream"])
+        elif "mcp_many" in a:
+            for answer in await asyncio.gather(*(self.call_mcp(sid, m) for m in a["mcp_many"])):
+                await self.say(sid, "mcp: " + answer)
         elif "echo" in a:
             await self.say(sid, "echo: " + prompt_text)
         elif "thought" in a:
@@ -418,6 +453,9 @@ class FakeAgent:
                 [sys.executable, "-c", "import time; time.sleep(3600)"],
                 start_new_session=a["helper"] == "setsid")
             await self.say(sid, f"helper {proc.pid}")
+        elif any(k in a for k in ("probe_read", "probe_list", "probe_write", "probe_bus",
+                                  "daemon")):
+            await self.say(sid, probe(a))
         elif "env" in a:
             names = sorted(k for k in os.environ if k.startswith(a["env"]))
             await self.say(sid, "env: " + ",".join(names))
@@ -429,6 +467,95 @@ class FakeAgent:
             self.stop_reason = a["stop_reason"]
         else:
             raise RequestError.invalid_params({"unknown action": a})
+
+
+def _errno(exc: OSError) -> str:
+    import errno
+    return errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+
+
+#: The daemon: environment cleared, a session of its own, its parent gone (a double fork).
+DAEMON = """
+import os, sys, time
+tag = sys.argv[1]
+if os.fork():
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+with open("daemon-" + tag + ".pid", "w") as fh:
+    fh.write(str(os.getpid()))
+time.sleep(3600)
+"""
+
+
+def probe(a: dict[str, Any]) -> str:
+    """One of the hostile agent's attempts, and what came of it (see the module docstring)."""
+    if "probe_read" in a:
+        path = a["probe_read"]
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return f"probe_read {path}: ok {fh.read(60)!r}"
+        except OSError as exc:
+            return f"probe_read {path}: {_errno(exc)}"
+    if "probe_list" in a:
+        path = a["probe_list"]
+        try:
+            return f"probe_list {path}: {','.join(sorted(os.listdir(path)))}"
+        except OSError as exc:
+            return f"probe_list {path}: {_errno(exc)}"
+    if "probe_write" in a:
+        path = a["probe_write"]
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write("written by the agent\n")
+            return f"probe_write {path}: ok"
+        except OSError as exc:
+            return f"probe_write {path}: {_errno(exc)}"
+    if "probe_bus" in a:
+        import zmq
+
+        from rio.protocol.frames import Reply, Request, decode, encode
+        b = a["probe_bus"]
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            sock.connect(b["endpoint"])
+            sock.send(encode(Request("probe-1", b["op"], b.get("args") or {})))
+            if not sock.poll(int(float(b.get("timeout", 3)) * 1000)):
+                return "probe_bus: no answer"
+            reply = decode(sock.recv())
+            if isinstance(reply, Reply):
+                return "probe_bus: answered " + ("ok" if reply.ok else
+                                                 str((reply.error or {}).get("kind")))
+            return "probe_bus: answered something else"
+        except zmq.ZMQError as exc:
+            return f"probe_bus: {exc}"
+        finally:
+            sock.close(0)
+            ctx.term()
+    tag = a["daemon"]
+    subprocess.run([sys.executable, "-c", DAEMON, tag], env={}, check=True,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return f"daemon {tag}"
+
+
+def garbage_initialize() -> int:
+    """``"init": "garbage"``: answer ``initialize`` with a result no client can read, then go
+    on running (reading stdin) until it is closed — a broken agent that does not exit."""
+    for raw in sys.stdin.buffer:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            answer = {"jsonrpc": "2.0", "id": message.get("id"),
+                      "result": {"protocolVersion": "one", "agentCapabilities": 42}}
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+    return 0
 
 
 def spam(count: int) -> None:
@@ -449,6 +576,8 @@ def main() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if script.get("startup_stderr"):
         spam(int(script["startup_stderr"]))
+    if script.get("init") == "garbage":
+        return garbage_initialize()
     asyncio.run(run_agent(FakeAgent(script)))
     if script.get("on_eof") == "stay":   # like claude-agent-acp and codex-acp
         while True:

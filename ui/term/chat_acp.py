@@ -129,6 +129,9 @@ def changed_files(chat: Any, data: Mapping[str, Any]) -> None:
             chat._line(chat.style("dim", f"    ({f['note']})"))
     if data.get("more"):
         chat._line(chat.style("dim", f"  … and {data['more']} more"))
+    unchecked = data.get("unchecked")
+    if isinstance(unchecked, Mapping) and unchecked.get("note"):
+        chat._line(chat.style("warn", f"  {unchecked['note']}"))
 
 
 def show(chat: Any, topic: str, data: Mapping[str, Any], result: Any) -> bool:

@@ -24,8 +24,10 @@ import argparse
 import logging
 import os
 import sys
+import time
 import tkinter as tk
 from pathlib import Path
+from typing import Any
 
 from actors.bus.client import connect, connect_remote, end_with_supervisor
 from rio.config.instance import InstanceInfo, find_instance, project_state_dir
@@ -34,9 +36,13 @@ from ui.tk.early import EARLY_CONNECT_S, early_window
 
 
 def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
-         info: InstanceInfo | None = None) -> int:
+         info: InstanceInfo | None = None, first_screen: Any = None) -> int:
     """The desktop. ``window`` and ``info``: the window already drawn and the instance it
-    belongs to, when started as ``python -m ui.tk.first`` (ui/tk/first.py)."""
+    belongs to, when started as ``python -m ui.tk.first`` (ui/tk/first.py); ``first_screen``:
+    the file's first screen drawn in it (ui/tk/first_screen.py). Then the App is built into
+    that window first and drawn — menus, panes, the first screen moved into the editor's
+    place — and only then is the hub waited for: the rest of the window comes while the
+    supervisor and the core start."""
     parser = argparse.ArgumentParser(prog="python -m ui.tk", description="Rio's desktop window")
     parser.add_argument("--instance", default=os.environ.get("RIO_INSTANCE"))
     parser.add_argument("--open", action="append", default=[], metavar="FILE")
@@ -50,6 +56,8 @@ def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
         return remote_main(args.connect, args.server_key, args.open)
     supervised = end_with_supervisor()
     root: tk.Tk | None = window
+    if window is not None and info is not None and supervised:
+        return _window_first(window, info, args.open, first_screen)
     try:
         info = info or find_instance(args.instance)
         if supervised and root is None:
@@ -72,15 +80,44 @@ def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
             return 1
     # Imported after Tk is up: nothing here needs to run before the first window exists.
     from ui.tk.app import App
-    from ui.tk.bus_pump import BusPump
-    from ui.tk.control import ControlServer
 
     app = App(root, conn, project_root=info.root, instance=info.name,
-              state_dir=project_state_dir(Path(info.root)))
+              state_dir=project_state_dir(Path(info.root)), first_screen=first_screen)
+    return _run(app, root, conn, args.open)
+
+
+def _window_first(root: tk.Tk, info: InstanceInfo, files: list[str], first_screen: Any) -> int:
+    """``python -m ui.tk.first``'s desktop (its window drawn already): the App built and drawn
+    on a connection that is not up yet (libzmq connects before the hub has bound), then the
+    wait for the hub, then the rest as usual."""
+    from actors.bus.client import BusConnection, Endpoints
+    from ui.tk.app import App
+    key = info.server_key              # as connect() does
+    conn = BusConnection(Endpoints(info.requests, info.events, key.encode() if key else None),
+                         name="ui")
+    app = App(root, conn, project_root=info.root, instance=info.name,
+              state_dir=project_state_dir(Path(info.root)), first_screen=first_screen)
+    pump = first_screen.pump if first_screen is not None else root.update_idletasks
+    pump()                       # the menus, panes and the first screen in its place, now
+    deadline = time.monotonic() + EARLY_CONNECT_S
+    while not conn.wait_live(0.05) and time.monotonic() < deadline:
+        pump()
+    if not conn.live:
+        conn.close()
+        print(f"rio ui: the Rio instance at {info.requests} did not answer within "
+              f"{EARLY_CONNECT_S:g} s.", file=sys.stderr)
+        root.destroy()
+        return 1
+    return _run(app, root, conn, files)
+
+
+def _run(app: Any, root: tk.Tk, conn: Any, files: list[str]) -> int:
+    from ui.tk.bus_pump import BusPump
+    from ui.tk.control import ControlServer
     control = ControlServer(app)
     pump = BusPump(root, conn)
     control.register()
-    app.start([str(Path(p).resolve()) for p in args.open])
+    app.start([str(Path(p).resolve()) for p in files])
     pump.start()
     root.mainloop()
     pump.stop()

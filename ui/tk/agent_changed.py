@@ -281,6 +281,9 @@ class ChangedFilesCard(Card):
         if rest > 0:
             ttk.Label(self.body, text=f"… and {rest} more.",
                       foreground=self.view.colours["note"]).pack(anchor="w")
+        if d.get("unchecked"):      # the project is past what one turn compares (ADR-0042)
+            ttk.Label(self.body, text=str(d["unchecked"]), foreground=self.view.colours["note"],
+                      wraplength=320, justify="left").pack(anchor="w", pady=(2, 0))
         ttk.Label(self.body, text="Open documents of these files ask before anything is "
                   "overwritten.", foreground=self.view.colours["note"], wraplength=320,
                   justify="left").pack(anchor="w", pady=(2, 0))

@@ -107,10 +107,16 @@ def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
         return conv.add_block("note", turn, text, {"note": data.get("note")}) if text else []
     if topic == "agent.changed_files":
         files = [dict(f) for f in data.get("files") or () if isinstance(f, Mapping)]
+        unchecked = data.get("unchecked")
+        # what the comparison could not look at (a project past its cap, ADR-0042): said
+        # with the list, or alone when nothing it compared changed
+        note = str(unchecked.get("note") or "") if isinstance(unchecked, Mapping) else ""
         if not files:
-            return []
-        return conv.add_block("note", turn, changed_files_text(files, int(data.get("more") or 0)),
-                              {"changed_files": files})
+            return conv.add_block("note", turn, note, {"note": "unchecked"}) if note else []
+        text = changed_files_text(files, int(data.get("more") or 0))
+        return conv.add_block("note", turn, f"{text} {note}" if note else text,
+                              {"changed_files": files, "more": int(data.get("more") or 0),
+                               "unchecked": note})
     if topic == "agent.sign_in":
         for i, b in enumerate(conv.blocks):
             if b.kind == "sign_in" and b.data.get("state") == "needed":

@@ -51,7 +51,8 @@ AUTOSAVE_MS = 2000
 
 class App(FileActions):
     def __init__(self, root: tk.Tk, conn: Any, *, project_root: str, instance: str,
-                 state_dir: Path | None = None, remote: str | None = None):
+                 state_dir: Path | None = None, remote: str | None = None,
+                 first_screen: Any = None):
         self.root = root
         self.conn = conn
         #: the project's folder on the instance's machine (another one when ``remote``)
@@ -98,6 +99,12 @@ class App(FileActions):
         self.rebuild_menus()
         self.rebuild_toolbar()
         root.protocol("WM_DELETE_WINDOW", self.quit)
+        #: the file's first screen from the window's first paint (ui/tk/first_screen.py):
+        #: over the notebook, then over that file's editor until it has the core's text
+        self.first_screen = first_screen
+        if first_screen is not None:
+            first_screen.attach(self.notebook)
+            root.title(self.window_title(first_screen.name))
         # The plug-in panes come right after the window is first drawn (their
         # imports take ~0.1–0.25 s: the editor is usable first).
         self.root.after_idle(lambda: self.root.after(20, self._install_plugins))
@@ -242,7 +249,9 @@ class App(FileActions):
         return widget if isinstance(widget, EditorTab) else None
 
     def tabs(self) -> list[EditorTab]:
-        return [self.root.nametowidget(t) for t in self.notebook.tabs()]
+        """The editor tabs, in order (not the first screen's own tab while it shows)."""
+        widgets = [self.root.nametowidget(t) for t in self.notebook.tabs()]
+        return [w for w in widgets if isinstance(w, EditorTab)]
 
     def add_tab(self, summary: dict[str, Any], *, select: bool = True,
                 cursor: tuple[int, int, int] | None = None) -> EditorTab:
@@ -251,18 +260,49 @@ class App(FileActions):
         if ed is None:
             ed = EditorTab(self.notebook, self, summary)
             self.editors[bid] = ed
-            self.notebook.add(ed, text=self._tab_title(ed))
+            screen = self.first_screen
+            if screen is not None and screen.wants(summary) and screen.placeholder is not None:
+                # in the place of the first screen's own tab, which it covers until it is live
+                self.notebook.insert(screen.placeholder, ed, text=self._tab_title(ed))
+                screen.cover(ed)
+            else:
+                self.notebook.add(ed, text=self._tab_title(ed))
             ed.load(cursor)
         if select:
             self.notebook.select(ed)
-            ed.text.focus_set()
+            self.focus_editor(ed)
         return ed
+
+    def focus_editor(self, ed: EditorTab) -> None:
+        """The keyboard to ``ed`` — unless the first screen still shows: it keeps the keys
+        until it hands them to its editor (:meth:`on_editor_state`)."""
+        if self.first_screen is None:
+            ed.text.focus_set()
+
+    def first_screen_done(self, ed: EditorTab | None = None) -> None:
+        """The first screen goes: its keys to ``ed`` (its file's editor, now live), or lost
+        when there is none (the file could not be opened), which the status bar says."""
+        screen, self.first_screen = self.first_screen, None
+        if screen is None:
+            return
+        if ed is not None:
+            screen.hand_over(ed, ed.text.focus_set)
+            return
+        lost = screen.drop()
+        current = self.active_editor()
+        if current is not None:
+            current.text.focus_set()
+        if lost:
+            self.set_message(f"{lost} key{'s' if lost != 1 else ''} typed before the file "
+                             "opened could not be kept.")
 
     def _tab_title(self, ed: EditorTab) -> str:
         name = ed.summary.get("name") or "Untitled"
         return f" {name} * " if ed.summary.get("dirty") else f" {name} "
 
     def remove_tab(self, ed: EditorTab) -> None:
+        if self.first_screen is not None and self.first_screen.editor is ed:
+            self.first_screen_done(None)
         if ed.replica is not None and is_large(len(ed.replica.buffer)):
             self.root.after(1000, lambda: give_back(collect=True))   # rio/memory.py
         self.editors.pop(ed.buffer_id, None)
@@ -291,7 +331,9 @@ class App(FileActions):
             return
         tabs = self.notebook.tabs()
         if 0 <= index < len(tabs):
-            self.close_editor(self.root.nametowidget(tabs[index]))
+            widget = self.root.nametowidget(tabs[index])
+            if isinstance(widget, EditorTab):
+                self.close_editor(widget)
 
     def _on_tab_changed(self) -> None:
         ed = self.active_editor()
@@ -302,7 +344,8 @@ class App(FileActions):
             self.on_cursor(ed)
             self._reveal_in_tree(ed)
         else:
-            self.root.title(self.window_title())
+            screen = self.first_screen
+            self.root.title(self.window_title(screen.name if screen is not None else None))
 
     def window_title(self, document: str | None = None) -> str:
         """``[document — ]Rio — project``, and the server a remote window is connected to
@@ -314,6 +357,8 @@ class App(FileActions):
 
     # --- editor callbacks ----------------------------------------------------------------------
     def on_editor_state(self, ed: EditorTab) -> None:
+        if ed.ready and self.first_screen is not None and self.first_screen.editor is ed:
+            self.first_screen_done(ed)
         if ed.buffer_id not in self.editors or self.editors[ed.buffer_id] is not ed:
             return
         try:
@@ -532,7 +577,7 @@ class App(FileActions):
             top = ed.top_line() if ed.ready else 1
             docs.append(session_mod.DocState(ed.buffer_id, ed.summary.get("path"), line, col,
                                              top))
-        tabs = self.notebook.tabs()
+        tabs = [str(ed) for ed in self.tabs()]
         active = tabs.index(self.notebook.select()) if self.notebook.select() in tabs else 0
         try:
             tree_w = self.hpane.sash_coord(0)[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rio.protocol.errors import BusError, RioError
@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from ui.tk.editor import EditorTab
 
 
-def call_when_up(conn: Any, op: str, wait_s: float = 60.0) -> Any:
+def call_when_up(conn: Any, op: str, wait_s: float = 60.0,
+                 pump: Callable[[], object] | None = None) -> Any:
     """A start-up call that waits for the core: the supervisor starts the window and the
     core together, so the first ``buffer.*`` may find nobody serving it yet. Then it waits
     on the bus for the supervisor's ``system.process`` event saying the core is ready (no
-    sleep), and asks again — at least every 0.5 s, in case the event came first."""
+    sleep), and asks again — at least every 0.5 s, in case the event came first. ``pump``:
+    called every 50 ms meanwhile (the first screen keeps drawing and taking keys)."""
     deadline = time.monotonic() + wait_s
     core_up: list[Any] = []
 
@@ -46,7 +48,13 @@ def call_when_up(conn: Any, op: str, wait_s: float = 60.0) -> Any:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise
-                conn.wait_for(lambda: core_up, min(0.5, remaining))
+                if pump is None:
+                    conn.wait_for(lambda: core_up, min(0.5, remaining))
+                    continue
+                until = time.monotonic() + min(0.5, remaining)
+                while not core_up and time.monotonic() < until:
+                    pump()
+                    conn.wait_for(lambda: core_up, 0.05)
     finally:
         conn.unsubscribe("system.process", on_process)
 
@@ -62,9 +70,11 @@ class CoreEvents:
         app.conn.subscribe("buffer.", self._on_buffer_event)
         app.conn.subscribe("system.process", self._on_process)
         app.conn.on_gap = lambda topic, expected, got: app.resync_all()
-        buffers = list(call_when_up(app.conn, "buffer.list"))
+        screen = app.first_screen
+        pump = screen.pump if screen is not None else None
+        buffers = list(call_when_up(app.conn, "buffer.list", pump=pump))
         try:
-            recovered = call_when_up(app.conn, "buffer.recover")
+            recovered = call_when_up(app.conn, "buffer.recover", pump=pump)
         except RioError:
             recovered = {"buffers": [], "count": 0}
         by_id = {b["buffer"]: b for b in buffers}
@@ -76,7 +86,7 @@ class CoreEvents:
             target = built[active] if active < len(built) else None
             if target is not None:
                 app.notebook.select(target)
-                target.text.focus_set()
+                app.focus_editor(target)
 
         for i, plan in enumerate(plans):
             cursor = (plan.line, plan.col, plan.top)
@@ -91,6 +101,8 @@ class CoreEvents:
                 def missing(err: RioError, path: str = plan.path) -> None:
                     # A file named on the command line is opened, not reopened.
                     verb = "open" if path in asked else "reopen"
+                    if app.first_screen is not None and app.first_screen.wants({"path": path}):
+                        app.first_screen_done(None)
                     app.set_message(f"Could not {verb} {path}: {err.message} {err.next}")
                 app._request("buffer.open", {"path": plan.path}, opened, missing)
         select_active()

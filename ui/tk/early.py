@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import tkinter as tk
+from collections.abc import Callable
 from pathlib import Path
 
 #: How long the window waits for its instance's hub: the supervisor is starting beside it (its
@@ -14,9 +15,12 @@ from pathlib import Path
 EARLY_CONNECT_S = 30.0
 
 
-def early_window(project_root: str) -> tk.Tk | None:
+def early_window(project_root: str,
+                 draw: Callable[[tk.Tk], object] | None = None) -> tk.Tk | None:
     """The main window, mapped at once with its title and saved size (the App fills it in
-    later); None, with the reason on stderr, when no window can be opened."""
+    later); None, with the reason on stderr, when no window can be opened. ``draw``: what
+    else the first paint holds (ui/tk/first.py: the file's first screen), called before the
+    window is mapped, so that the window appears with it."""
     try:
         root = tk.Tk(className="Rio")
     except tk.TclError as exc:
@@ -33,5 +37,7 @@ def early_window(project_root: str) -> tk.Tk | None:
     # Closing it before the App is built would leave nothing to build into; the App
     # installs the real handler (save, ask about unsaved work) a moment later.
     root.protocol("WM_DELETE_WINDOW", lambda: None)
+    if draw is not None:
+        draw(root)
     root.update()          # mapped and drawn now: the user sees the window
     return root

@@ -7,7 +7,10 @@ its command line alone, before the bus client (zmq) is imported and before the i
 or the hub exist; then it runs the desktop (:func:`ui.tk.__main__.main`) into that window,
 connecting to the instance's endpoints, which libzmq allows before the hub has bound. Nothing
 is editable until the App has the core's answers, so nothing typed can be lost
-(docs/adr/0026-start-path-and-long-line-keys.md, "b").
+(docs/adr/0026-start-path-and-long-line-keys.md, "b"). With ``--open FILE`` the first paint
+also holds the top of that file, read from disk (ui/tk/first_screen.py, docs/adr/0043): what
+the user waits for, a picture until the core's editor takes over; keys typed meanwhile are
+kept and given to that editor.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from ui.tk.early import early_window
 
@@ -39,7 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True, help="the project folder")
     parser.add_argument("--open", action="append", default=[], metavar="FILE")
     args = parser.parse_args(argv)
-    window = early_window(args.root)
+    drawn: list[Any] = []
+
+    def first_screen(root: Any) -> None:
+        # The file's first screen in the same first paint (ui/tk/first_screen.py)
+        from ui.tk.first_screen import first_screen_for
+        drawn.append(first_screen_for(root, args.root, list(args.open)))
+    window = early_window(args.root, first_screen if args.open else None)
     if window is None:
         return 1
     said_drawn()
@@ -52,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     rest = ["--instance", args.instance]
     for path in args.open:
         rest += ["--open", path]
-    return desktop.main(rest, window=window, info=info)
+    return desktop.main(rest, window=window, info=info,
+                        first_screen=drawn[0] if drawn else None)
 
 
 if __name__ == "__main__":

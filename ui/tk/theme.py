@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from tkinter import ttk
 from types import MappingProxyType
 
-from rio.text.highlight import STYLE_CLASSES, TAG_PREFIX
+from rio.text.syntax_classes import STYLE_CLASSES, TAG_PREFIX
 
 PARENT_THEME = "alt"
 
