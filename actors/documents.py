@@ -31,10 +31,10 @@ from typing import Any, Callable, NamedTuple
 
 import pykka
 
+from actors.bus.memory_trim import trim_soon
 from actors.bus.service import ANSWERED, BusThread, OpTable, RequestContext, serve
 from actors.digest_thread import sha256_on_a_thread
 from actors.liveness import Stamp, process_failed
-from actors.memory_trim import trim_soon
 from actors.strands import Strand, StrandPool, StrandStopped
 from rio.memory import is_large
 from rio.protocol import roles

@@ -59,7 +59,7 @@ class ProjectWatcher:
     def run(self) -> None:
         try:
             self._run()
-        except Exception:  # noqa: BLE001 -- a monitor thread: the tree's Refresh still works
+        except Exception:  # a monitor thread: the tree's Refresh still works
             log.exception("the project watcher stopped; the project tree needs Refresh")
 
     def _run(self) -> None:

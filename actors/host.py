@@ -91,7 +91,7 @@ class Host:
         for step in self.after_ready:
             try:
                 step()
-            except Exception:  # noqa: BLE001 -- a warm-up that fails is done on first use
+            except Exception:  # a warm-up that fails is done on first use
                 log.exception("%s: a step after the start failed", self.name)
 
     @handles("host.ping")

@@ -152,7 +152,7 @@ class RunMonitor:
                     break
             sel.close()
             self._publish(self.batcher.close())
-        except Exception:  # noqa: BLE001 -- the run must still end and be answered
+        except Exception:  # the run must still end and be answered
             log.exception("run %s: monitor failed", self.run_id)
             report = process_control.stop(self.spawned, **self.graces)
         finally:

@@ -10,10 +10,14 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 
+# The pid that spawned us (lets a child notice reparenting) and the lifeline's "<parent pid>:<fd>"
+# (the read end of the parent's lifeline pipe): defined beside the watch that reads them, in the
+# bus layer, since the desktop keeps that watch too.
+from actors.bus.parent_watch import LIFELINE_ENV as LIFELINE_ENV
+from actors.bus.parent_watch import PARENT_ENV as PARENT_ENV
+
 COOKIE_ENV = "RIO_SPAWN_COOKIE"
 LINEAGE_ENV = "RIO_SPAWN_LINEAGE"   # ":"-joined cookies of the Rio processes above this one
-PARENT_ENV = "RIO_PARENT_PID"       # the pid that spawned us: lets a child notice reparenting
-LIFELINE_ENV = "RIO_LIFELINE_FD"    # "<parent pid>:<fd>": read end of the parent's lifeline pipe
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15

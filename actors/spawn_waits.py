@@ -142,7 +142,7 @@ class SpawnWaits:
             return
         try:
             hub.reply_later(waiter.client, reply)
-        except Exception:  # noqa: BLE001 -- the caller's own timeout answers it then
+        except Exception:  # the caller's own timeout answers it then
             log.exception("system.spawn: the deferred reply could not be sent")
 
 

@@ -86,7 +86,7 @@ class StrandPool:
         if self._on_thread_start is not None:
             try:
                 self._on_thread_start()
-            except Exception:  # noqa: BLE001 -- a worker without its set-up still works
+            except Exception:  # a worker without its set-up still works
                 log.exception("%s: a worker's set-up failed", self.name)
         while True:
             strand = self._ready.get()
@@ -184,7 +184,7 @@ class Strand:
             with stamp.busy():
                 try:
                     result = self._receive(message)
-                except Exception as exc:  # noqa: BLE001 -- one message never ends the strand
+                except Exception as exc:  # one message never ends the strand
                     if future is not None:
                         future.set_exception(exc)
                     else:
@@ -204,7 +204,7 @@ class Strand:
             if self._on_stop is not None:
                 try:
                     self._on_stop()
-                except Exception:  # noqa: BLE001 -- stopping anyway
+                except Exception:  # stopping anyway
                     log.exception("%s: stopping a strand failed", self._pool.name)
             with self._lock:
                 left = list(self._queue)
@@ -223,5 +223,5 @@ class Strand:
         elif self._refuse is not None:
             try:
                 self._refuse(message)
-            except Exception:  # noqa: BLE001 -- a refusal that fails is only logged
+            except Exception:  # a refusal that fails is only logged
                 log.exception("%s: refusing a message failed", self._pool.name)

@@ -362,7 +362,7 @@ class Supervisor:
         log.error("the hub's thread died; starting it again")
         try:
             self.hub.restart()
-        except Exception:  # noqa: BLE001 -- the supervisor must outlive a failed restart
+        except Exception:  # the supervisor must outlive a failed restart
             # ZeroMQ closes the dead thread's sockets in its I/O thread, after the thread
             # ended: binding the same endpoint again can fail for a moment (EADDRINUSE).
             # The next tick tries again; exiting here would end the whole instance.

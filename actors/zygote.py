@@ -414,7 +414,7 @@ def _finish() -> None:
         pass
     try:
         atexit._run_exitfuncs()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 -- exit handlers are any library's code; the child exits all the same
         pass
     for stream in (sys.stdout, sys.stderr):
         try:

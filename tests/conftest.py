@@ -29,7 +29,7 @@ os.environ["RIO_AGENT_REGISTRY_URL"] = "off"
 # See _events_checked below.
 os.environ.setdefault("RIO_CHECK_EVENTS", "1")
 
-from tests import session_env  # noqa: E402 -- after the variables above, before Rio's modules
+from tests import session_env  # after the variables above, before Rio's modules
 
 session_env.isolate()
 

@@ -779,3 +779,19 @@ def test_a_model_400_ends_the_turn_with_the_agents_words_and_every_stderr_line(t
     stderr = [line.split(" stderr ", 1)[1] for line in log.lines() if " stderr " in line]
     assert stderr[:4] == ["turn error: {", '  "status": 400,',
                           '  "type": "invalid_request_error"', "}"]
+
+
+def test_close_goes_on_when_the_connection_fails_to_close_and_says_so(tmp_path):
+    """The SDK's close awaits its reader task, re-raising whatever it died of: the stop goes
+    on (the state is "stopped") and the failure is in the protocol log, not swallowed."""
+    class DeadConnection:
+        async def close(self) -> None:
+            raise RuntimeError("reader died: broken pipe")
+
+    log = ProtocolLog()
+    client = AcpClient(settings(tmp_path, {}), Owner(), ProcessControlPort(), log)
+    client.conn = DeadConnection()
+    assert run(client.close()) is None
+    assert client.state == "stopped"
+    assert any("closing the connection: RuntimeError: reader died" in line
+               for line in log.lines())

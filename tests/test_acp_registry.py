@@ -50,7 +50,7 @@ class Registry:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:   # noqa: N802 -- http.server's name
+            def do_GET(self) -> None:   # http.server's name
                 outer.hits += 1
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -217,14 +217,12 @@ def test_on_a_terminal_the_diff_is_coloured(server, fakes):
 
 
 def test_diffs_are_coloured_only_when_asked():
-    from ui.term.chat import Style, short_input
+    from ui.term.chat import Style
     plain = Style(False).diff(DIFF)
     assert plain == DIFF.rstrip("\n")
     coloured = Style(True).diff(DIFF).splitlines()
     assert coloured[4] == "\033[31m-beta\033[0m" and coloured[5] == "\033[32m+gamma\033[0m"
     assert coloured[2].startswith("\033[36m@@") and coloured[3] == " alpha"
-    assert short_input({"path": "a.py", "text": "x\ny" * 50}).startswith("path=a.py text=x y")
-    assert len(short_input({"text": "z" * 500})) <= 80
 
 
 def test_usage_errors_exit_3(server):

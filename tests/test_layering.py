@@ -2,6 +2,8 @@
 
 * ``rio/`` is logic: it imports no ``actors``/``ui``, no ``zmq``, ``tkinter`` or ``threading``.
 * ``actors/`` never imports ``ui``.
+* ``actors/bus/`` (the transport) imports nothing of the actors above it: only ``actors.bus``,
+  ``rio/`` and libraries.
 * ``ui/`` reaches the actors only through the bus client (``actors.bus.client``), and ``rio/cli*``
   is the one place that wires all three (it may import anything).
 * No import circles between modules, whether the import is at the top or inside a function.
@@ -18,7 +20,7 @@ PACKAGES = ("rio", "actors", "ui")
 WIRING = ("rio.cli",)
 #: What ui/ may import from actors/: the bus client.
 UI_MAY_USE = ("actors.bus.client",)
-RIO_FORBIDDEN = ("actors", "ui", "zmq", "tkinter", "threading")
+RIO_FORBIDDEN = ("actors", "ui", "zmq", "tkinter", "threading", "pykka", "psutil")
 
 
 def _module_name(path: Path) -> str:
@@ -30,9 +32,15 @@ def _module_name(path: Path) -> str:
 
 def _imports(path: Path) -> set[str]:
     """Every module this file imports, anywhere in it (absolute names)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = _module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" \
         else _module_name(path)
+    return _imports_in(path.read_text(encoding="utf-8"), package, str(path))
+
+
+def _imports_in(source: str, package: str, filename: str = "<source>") -> set[str]:
+    """Every module ``source`` (a module of ``package``) imports: at the top, inside a function
+    or a class, under ``if TYPE_CHECKING`` — every Import/ImportFrom node of its tree."""
+    tree = ast.parse(source, filename)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -84,6 +92,32 @@ def test_actors_never_import_the_ui():
     bad = [f"{_module_name(p)} imports {imp}" for p in (REPO / "actors").rglob("*.py")
            for imp in sorted(_imports(p)) if _starts(imp, ("ui",))]
     assert bad == []
+
+
+def test_the_bus_imports_nothing_of_the_actors_above_it():
+    bad = [f"{_module_name(p)} imports {imp}" for p in (REPO / "actors" / "bus").rglob("*.py")
+           for imp in sorted(_imports(p))
+           if _starts(imp, ("actors",)) and not _starts(imp, ("actors.bus",))
+           and imp != "actors"]
+    assert bad == []
+
+
+def test_imports_are_found_wherever_they_are_written():
+    source = (
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from actors.supervisor import Supervisor\n"
+        "def later():\n"
+        "    import psutil\n"
+        "    from .sockets import make_dealer\n"
+        "    from .. import process_control\n"
+        "class Held:\n"
+        "    def method(self):\n"
+        "        from actors import memory_trim\n")
+    found = _imports_in(source, "actors.bus")
+    assert {"actors.supervisor", "psutil", "actors.bus.sockets", "actors.process_control",
+            "actors.memory_trim"} <= found
 
 
 def test_the_ui_reaches_actors_only_through_the_bus_client():

@@ -252,7 +252,7 @@ class FakeEndpoint:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 -- http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 size = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(size))
                 token = self.headers.get("Authorization", "").removeprefix("Bearer ")

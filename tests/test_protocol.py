@@ -70,6 +70,23 @@ def test_not_msgpack_and_oversize():
     assert MAX_FRAME_BYTES >= 16 * 1024 * 1024
 
 
+@pytest.mark.parametrize("raw", [
+    b"\xc1",                          # a reserved byte: FormatError
+    b"\x82\xa1v",                      # cut short: incomplete input
+    b"\x80\x80",                       # one map, then more: ExtraData
+    b"\xa2\xff\xfe",                    # a str that is not UTF-8: UnicodeDecodeError
+    b"\xc7\x03\xff\x00\x00\x00",         # a timestamp of the wrong length
+    b"\xdd\xff\xff\xff\xff",              # an array longer than the frame can hold
+    b"\x81\x90\x01",                    # a list as a map key (strict_map_key)
+    b"\x91" * 5000,                   # deeper than the unpacker goes: StackError
+], ids=["reserved", "short", "extra", "utf8", "timestamp", "length", "key", "deep"])
+def test_each_kind_of_bad_msgpack_is_a_malformed_frame(raw):
+    """decode catches msgpack's own error types by name (not a blind catch): each is covered."""
+    with pytest.raises(ProtocolError) as info:
+        decode(raw)
+    assert info.value.kind == "protocol.malformed_frame"
+
+
 def test_int_map_keys_are_refused_not_crashing():
     with pytest.raises(ProtocolError):
         decode(msgpack.packb({"v": PROTOCOL_VERSION, "t": "req", "id": "a", "op": "a.b",

@@ -156,3 +156,31 @@ def test_detection_skips_the_fail_backend(monkeypatch: pytest.MonkeyPatch) -> No
     assert not isinstance(backend, fail.Keyring)
     if backend is not None:
         assert backend.priority >= 1
+
+
+class DBusLikeError(Exception):
+    """What a plug-in backend raises of its own (a D-Bus error, say): not a KeyringError."""
+
+
+class BrokenKeyring(MemoryKeyring):
+    def get_password(self, service: str, username: str) -> str | None:
+        raise DBusLikeError("org.freedesktop.DBus.Error.ServiceUnknown")
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise DBusLikeError("org.freedesktop.DBus.Error.ServiceUnknown")
+
+    def delete_password(self, service: str, username: str) -> None:
+        raise DBusLikeError("org.freedesktop.DBus.Error.ServiceUnknown")
+
+
+def test_a_backends_own_errors_are_answered_not_raised(tmp_path: Path) -> None:
+    """Why secrets.py catches broadly: a backend's own error types, not only KeyringError."""
+    store = SecretStore(config_dir=tmp_path / "rio", keyring_backend=BrokenKeyring(), env={})
+    with pytest.raises(ConfigError) as caught:
+        store.set("anthropic", "test-key")
+    assert caught.value.kind == "config.keyring_failed" and "DBusLikeError" in caught.value.message
+    # a key left in the file from before is still found, and still deleted
+    file_store(tmp_path).set("anthropic", "from-file")
+    assert store.get("anthropic") == (Secret("from-file"), f"file:{store.file_path}")
+    assert store.delete("anthropic") is True
+    assert store.get("anthropic") == (None, None)

@@ -172,7 +172,7 @@ def test_big_text_stays_in_bounded_chunks_through_edits():
         a = (i * 104729) % (len(t) - 10)
         t.delete(a, a + 5)
     t.delete(1000, len(t) - 1000)  # one delete across many chunks
-    chunk_sizes = [len(c) for c in t._chunks]  # noqa: SLF001 -- the structure is what is tested
+    chunk_sizes = [len(c) for c in t._chunks]  # the structure is what is tested
     assert max(chunk_sizes) <= text_module.MAX_CHUNK_CHARS
     assert len(t) == 2000 and t.line_count == t.text().count("\n") + 1
 
@@ -181,6 +181,6 @@ def test_a_large_paste_is_cut_into_chunks():
     t = ChunkedText("start end")
     t.insert(6, "y" * 100_000)
     assert len(t) == 100_009
-    assert max(len(c) for c in t._chunks) <= text_module.MAX_CHUNK_CHARS  # noqa: SLF001
+    assert max(len(c) for c in t._chunks) <= text_module.MAX_CHUNK_CHARS
     assert t.slice(0, 7) == "start y" and t.slice(100_004, 100_009) == "yyend"
     assert t.text() == "start " + "y" * 100_000 + "end"

@@ -243,6 +243,36 @@ def test_a_zygote_that_cannot_start_leaves_sessions_to_start_fresh(tmp_path: Pat
     assert not owner.forked_children
 
 
+@pytest.mark.timeout(60)
+def test_a_zygote_with_no_session_of_its_kind_for_a_while_is_stopped(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """Its pages go back once no session of its kind has run for IDLE_STOP_S; a live
+    session of its kind (or one waiting to be forked) keeps it."""
+    monkeypatch.setattr(zygotes, "_reparents_to_us", lambda: True)
+    stand_in = tmp_path / "python"       # a "zygote" that never answers: only its life counts
+    stand_in.write_text("#!/bin/sh\nexec sleep 60\n")
+    stand_in.chmod(0o755)
+    owner = _Owner(tmp_path)
+    zyg = zygotes.Zygotes(owner, python=str(stand_in))
+    assert zyg.fork(_Child("agent:c1", _agent_spec(tmp_path)), None, 0.0)
+    kind = zyg.kinds["agent"]
+    assert kind.spawned is not None
+    proc = kind.spawned.popen
+    kind.pending.clear()                 # handed over; the session runs
+    owner.children = {"agent:c1": type("C", (), {"state": "running"})()}
+    zyg.check(0.0)
+    zyg.check(zygotes.IDLE_STOP_S + 1)
+    assert kind.spawned is not None      # a live session keeps it
+    owner.children = {}                  # the conversation ended
+    zyg.check(zygotes.IDLE_STOP_S + 2)   # idle from here
+    zyg.check(2 * zygotes.IDLE_STOP_S)
+    assert kind.spawned is not None      # not yet IDLE_STOP_S idle
+    zyg.check(2 * zygotes.IDLE_STOP_S + 3)
+    assert kind.spawned is None
+    assert proc.wait(30) is not None     # ended, and reaped
+    assert zyg.pids() == set()
+
+
 def test_a_kind_is_forked_only_where_its_entry_says_so(tmp_path: Path) -> None:
     path = tmp_path / "supervisor.toml"
     path.write_text(textwrap.dedent("""

@@ -284,7 +284,7 @@ class AcpOwner:
             if supports_http(getattr(client, "init", None)):
                 return [entry.http_server_entry(str(address["url"]), token)]
             return [entry.mcp_server_entry(self.conversation, str(address["url"]), token)]
-        except Exception:  # noqa: BLE001 -- the agent works without Rio's tools
+        except Exception:  # the agent works without Rio's tools
             log.exception("no MCP entry for %s", self.conversation)
             return []
 
@@ -303,7 +303,7 @@ class AcpOwner:
     async def _agent_exit(self, brain: AcpBrain, client: Any) -> None:
         try:
             code = await client.process.wait()      # waitid(WNOWAIT): not reaped yet
-        except Exception:  # noqa: BLE001 -- nothing to watch; the next turn finds out
+        except Exception:  # nothing to watch; the next turn finds out
             log.debug("the agent's exit cannot be watched", exc_info=True)
             return
         idle = self.running is None

@@ -191,7 +191,7 @@ class ConversationsActor(pykka.ThreadingActor):
                 return None
             try:
                 self._receive(message)
-            except Exception:  # noqa: BLE001 -- one event must never end the store (issue 22)
+            except Exception:  # one event must never end the store (issue 22)
                 log.exception("handling %r failed; the conversations go on",
                               type(message).__name__)
         return None

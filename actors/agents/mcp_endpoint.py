@@ -151,7 +151,7 @@ class HttpEndpoint:
                                     lifespan="on", timeout_graceful_shutdown=1)
             self.server = uvicorn.Server(config)
             loop.run_until_complete(self._serve())
-        except BaseException as exc:  # noqa: BLE001 -- told to start(); the process ends
+        except BaseException as exc:  # told to start(); the process ends
             self.failed = exc
             log.exception("the MCP endpoint failed")
             self.started.set()

@@ -278,7 +278,7 @@ def warm_up() -> None:
         import rio.providers.anthropic  # noqa: F401
         _provider_factories()
         _secret_store()
-    except Exception:  # noqa: BLE001 -- warming is an optimisation; the turn reports errors
+    except Exception:  # warming is an optimisation; the turn reports errors
         log.debug("warm-up failed", exc_info=True)
 
 
@@ -352,7 +352,7 @@ class AgentSession(AcpOwner):
         try:
             if self.transport is None:
                 self.transport = shared_transport()
-        except Exception:  # noqa: BLE001 -- the first turn makes one and reports failures
+        except Exception:  # the first turn makes one and reports failures
             log.debug("transport warm-up failed", exc_info=True)
 
     def stop(self) -> None:
@@ -432,7 +432,7 @@ class AgentSession(AcpOwner):
             result = await self._run_turn(running, began)
             await self._merge_undo(running, result)
             await self._record_end(running, result)
-        except Exception:  # noqa: BLE001 -- the loop's one owner must not die of a bug
+        except Exception:  # the loop's one owner must not die of a bug
             log.exception("the turn of %r failed", running.text[:40])
             if not ctx.answered:
                 ctx.fail(InternalError("unexpected", "The agent session failed to start the "
@@ -471,7 +471,7 @@ class AgentSession(AcpOwner):
             if not running.stop_requested:
                 raise        # the loop itself is being cancelled
             return turn.result("stopped")
-        except Exception as exc:  # noqa: BLE001 -- a bug still ends the turn with an answer
+        except Exception as exc:  # a bug still ends the turn with an answer
             log.exception("turn %s crashed", running.turn_id)
             err = InternalError("unexpected", f"The agent loop failed: {exc}.",
                                 "Send your message again; if it keeps failing, report it "

@@ -47,7 +47,7 @@ class WorkerPool:
                 return
             try:
                 job()
-            except Exception:  # noqa: BLE001 -- a job's failure must not kill the worker
+            except Exception:  # a job's failure must not kill the worker
                 log.exception("%s: a job failed", self.name)
             with self._lock:
                 self._idle += 1

@@ -82,7 +82,7 @@ class AsyncLink:
             except RioError:
                 log.warning("%s: undecodable frame on the async link", self.name)
                 continue
-            except Exception:  # noqa: BLE001 -- the reader task never dies of one frame
+            except Exception:  # the reader task never dies of one frame
                 log.exception("%s: a frame on the async link failed", self.name)
                 continue
             if isinstance(frame, Reply):

@@ -265,7 +265,7 @@ class BusConnection:
             if callback is not None:
                 try:
                     callback(reply)
-                except Exception:  # noqa: BLE001 -- like any reply callback
+                except Exception:  # like any reply callback
                     log.exception("%s: reply callback for %s failed", self.name, reply.id)
         while handled < limit:
             progressed = self._drain_dealer() + self._drain_sub()
@@ -305,7 +305,7 @@ class BusConnection:
                     self._on_routed_request(frames[0], frames[1])
                 elif len(frames) == 1:
                     self._on_reply(frames[0])
-            except Exception as exc:  # noqa: BLE001 -- one frame never ends the reading thread
+            except Exception as exc:  # one frame never ends the reading thread
                 log.exception("%s: a frame from the hub failed", self.name)
                 if len(frames) == 2:
                     self.reply(frames[0], Reply.failure(peek_id(frames[1]) or "?", as_error(exc)))
@@ -360,7 +360,7 @@ class BusConnection:
                 if event.topic.startswith(prefix):
                     try:
                         handler(event)
-                    except Exception:  # noqa: BLE001 -- one event never ends the reading thread
+                    except Exception:  # one event never ends the reading thread
                         log.exception("%s: handler for %s failed", self.name, event.topic)
 
     def _check_seq(self, event: Event) -> None:
@@ -457,9 +457,10 @@ def end_with_supervisor() -> bool:
     """For a bus client the supervisor started (the desktop window): end with the supervisor,
     however it died — a client that outlives its instance could only lose the user's work.
     Returns whether this process was started by a supervisor. Lives here so that the UI reaches
-    the actors only through the bus client (docs/architecture.md, "Layers")."""
-    from actors import process_control
-    if not os.environ.get(process_control.PARENT_ENV):
+    the actors only through the bus client; the watch is the bus layer's (the window spawns
+    nothing through process control, so it has no children to stop first)."""
+    from actors.bus import parent_watch
+    if not os.environ.get(parent_watch.PARENT_ENV):
         return False
-    process_control.exit_with_parent()
+    parent_watch.exit_with_parent()
     return True

@@ -44,10 +44,10 @@ import msgpack
 import zmq
 
 from actors.bus.local_ops import DEFERRED, Deferred, LocalRequest, answer  # noqa: F401
+from actors.bus.memory_trim import trim_soon
 from actors.bus.peer_guard import DOMAIN as PEER_DOMAIN
 from actors.bus.peer_guard import PeerGuard
 from actors.bus.sockets import HWM, WELCOME, configure  # noqa: F401 -- HWM, WELCOME re-exported
-from actors.memory_trim import trim_soon
 from rio.memory import LargeFlow
 from rio.protocol import ops, roles
 from rio.protocol.errors import BusError, InternalError, ProtocolError
@@ -264,7 +264,7 @@ class Hub:
                 self._send(data["client"], data["payload"])
             else:
                 self._publish(topic, data)
-        except Exception:  # noqa: BLE001 -- the hub thread never dies of one message
+        except Exception:  # the hub thread never dies of one message
             log.exception("hub: an injected event could not be handled (dropped)")
 
     def _on_frames_safely(self, frames: list[bytes]) -> None:
@@ -276,7 +276,7 @@ class Hub:
             size = sum(len(f) for f in frames)
             if size >= LargeFlow.SIZEABLE and self._flow.add(size, time.monotonic()):
                 trim_soon()     # a large file passed through: its buffers, given back
-        except Exception as exc:  # noqa: BLE001 -- every thread that reads the network
+        except Exception as exc:  # every thread that reads the network
             self.stats["errors"] += 1
             log.exception("hub: a %d-part frame from %r failed", len(frames), frames[0][:64])
             if len(frames) == 2:

@@ -67,7 +67,7 @@ def answer(table: OpTable[Owner], owner: Owner, sender: bytes,
     try:
         args = ops.validate(request)
         result = table.call(owner, request.op, LocalRequest(sender, request, args))
-    except Exception as exc:  # noqa: BLE001 -- on the hub's thread: a failure is its answer
+    except Exception as exc:  # on the hub's thread: a failure is its answer
         if not isinstance(exc, RioError):
             log.error("%s failed", request.op, exc_info=exc)
             exc = InternalError("internal.unexpected", f"{type(exc).__name__}: {exc}")

@@ -421,7 +421,7 @@ class BusThread:
                     break
                 try:
                     conn.drain()
-                except Exception:  # noqa: BLE001 -- the bus thread never dies of one frame
+                except Exception:  # the bus thread never dies of one frame
                     log.exception("%s: bus thread: handling a frame failed (continuing)",
                                   self.name)
         finally:
@@ -484,7 +484,7 @@ class BusThread:
             if handler is None:
                 raise BusError("no_route", f"{self.name} does not serve {request.op}.",
                                "Check `rio status`.")
-        except Exception as err:  # noqa: BLE001 -- a RioError, or a bug: answered either way
+        except Exception as err:  # a RioError, or a bug: answered either way
             if not isinstance(err, RioError):
                 log.exception("%s: checking %s failed", self.name, request.op)
             self.conn.reply(client, Reply.failure(request.id, as_error(err)))
@@ -494,7 +494,7 @@ class BusThread:
         ctx = RequestContext(self, client, request, args)
         try:
             handler(ctx)   # hands the request on (to an actor, a loop, a pool): no answer here
-        except Exception as exc:  # noqa: BLE001 -- the bus thread never dies of one request
+        except Exception as exc:  # the bus thread never dies of one request
             if not ctx.answered:
                 failed(ctx, exc)
             else:

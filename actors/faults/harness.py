@@ -483,7 +483,7 @@ class Harness:
         env = dict(os.environ)
         env[process_control.LINEAGE_ENV] = ":".join(chain + ("gone-child",))
         env[process_control.COOKIE_ENV] = "planted"
-        self._planted = subprocess.Popen(  # noqa: S603 -- fixed argv
+        self._planted = subprocess.Popen(  # a fixed argv, no shell
             [sys.executable, "-c", "import time; time.sleep(300)"], env=env,
             stdin=subprocess.DEVNULL)
 

@@ -468,8 +468,8 @@ class AcpClient(AgentRequests, AgentWire):
         if self.conn is not None:
             try:
                 await asyncio.wait_for(self.conn.close(), 1.0)
-            except (TimeoutError, Exception):  # noqa: BLE001 -- closing anyway
-                pass
+            except Exception as exc:  # noqa: BLE001 -- the connection's close re-raises whatever its reader died of; the stop goes on
+                self.log.note("·", f"closing the connection: {type(exc).__name__}: {exc}")
         result = None
         if self.process is not None:
             result = await self.process.stop()

@@ -162,7 +162,7 @@ class AcpBrain:
             return None
         try:
             return await client.close()
-        except Exception:  # noqa: BLE001 -- ending it anyway; the sweep is process control's
+        except Exception:  # ending it anyway; the sweep is process control's
             log.exception("closing the agent failed")
             return None
 
@@ -323,7 +323,7 @@ class AcpTurn(AnswersProposals):
                 before = await snap
                 self._changed_files = await asyncio.get_running_loop().run_in_executor(
                     None, self._diff, before)
-            except Exception:  # noqa: BLE001 -- the listing is a help, not the turn
+            except Exception:  # the listing is a help, not the turn
                 log.exception("listing the files changed on disk failed")
             if self._changed_files.get("files"):
                 self.publish("agent.changed_files", dict(self._changed_files))

@@ -130,7 +130,7 @@ class SecretStore:
             try:
                 backend.set_password(SERVICE, provider, value)
                 return "keyring"
-            except Exception as exc:  # keyring backends raise many types (dbus, locked, ...)
+            except Exception as exc:  # noqa: BLE001 -- a backend is any plug-in (PYTHON_KEYRING_BACKEND); its D-Bus errors are not KeyringError
                 raise ConfigError("keyring_failed", f"The keyring refused to store the key "
                                   f"({type(exc).__name__}).", "Unlock your keyring and try "
                                   "again, or set PYTHON_KEYRING_BACKEND.") from None
@@ -148,7 +148,7 @@ class SecretStore:
         if backend is not None:
             try:
                 found = backend.get_password(SERVICE, provider)
-            except Exception:  # a locked or broken keyring is "not there", the file may be
+            except Exception:  # noqa: BLE001 -- a plug-in backend's own errors: a broken keyring is "not there"; the file may be
                 found = None
             if found:
                 return Secret(found), "keyring"
@@ -184,7 +184,7 @@ class SecretStore:
                 if backend.get_password(SERVICE, provider) is not None:
                     backend.delete_password(SERVICE, provider)
                     removed = True
-            except Exception:  # PasswordDeleteError and backend-specific failures
+            except Exception:  # noqa: BLE001 -- PasswordDeleteError, or a plug-in backend's own errors: the file is still cleaned
                 pass
         keys = self._read_file()
         if provider in keys:

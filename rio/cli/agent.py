@@ -444,7 +444,7 @@ def cmd_key_status(args: argparse.Namespace) -> int:
         try:
             from rio.providers import discover_providers
             names = sorted(discover_providers()) or ["anthropic", "openai"]
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 -- a provider plug-in that fails to load must not cost the listing
             names = ["anthropic", "openai"]
     from rio.agent.failures import key_env_var
     for name in names:

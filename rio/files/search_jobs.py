@@ -84,7 +84,7 @@ def stream_pieces(path: Path, piece_bytes: int = STREAM_PIECE_BYTES) -> Iterator
     its first 8 KiB) or cannot be opened. A BOM picks UTF-8/16/32; otherwise UTF-8, with
     undecodable bytes replaced (U+FFFD) rather than the whole file skipped."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 -- closed by the generator below
+        f = open(path, "rb")  # closed by the generator below
         head = f.read(8192)
     except OSError:
         return None

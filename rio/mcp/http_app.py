@@ -225,7 +225,7 @@ async def _with_progress(forward: asyncio.Future[Any], ctx: Any) -> Any:
         try:
             await ctx.session.report_progress(beats, None,
                                               "waiting for the user's answer in Rio")
-        except Exception:  # noqa: BLE001 -- progress is a courtesy; the call goes on
+        except Exception:  # progress is a courtesy; the call goes on
             log.debug("progress notification failed", exc_info=True)
 
 

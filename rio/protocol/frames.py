@@ -198,7 +198,9 @@ def decode(raw: bytes, *, max_bytes: int = MAX_FRAME_BYTES) -> Frame:
     except msgpack.StackError:
         raise ProtocolError("malformed_frame", f"Frame nests deeper than {MAX_DEPTH} levels.",
                             f"Send flatter data (at most {MAX_DEPTH} nested maps/lists).") from None
-    except Exception as exc:  # msgpack raises several unrelated types for bad input
+    except (ValueError, msgpack.UnpackException) as exc:
+        # msgpack's errors for bad input: ValueError (ExtraData, FormatError, bad UTF-8, a key
+        # strict_map_key refuses, a length over the limits) and UnpackException (OutOfData)
         raise ProtocolError("malformed_frame", f"Frame is not valid msgpack: {exc}",
                             "Encode frames with msgpack as docs/protocol.md describes.") from None
     return from_wire(wire)

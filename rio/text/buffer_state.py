@@ -500,7 +500,7 @@ class BufferFactory:
             return self._recover_one(name, failures)
         except RioError as err:
             failures.append({"journal": name, **err.to_wire()})
-        except Exception as exc:  # noqa: BLE001 -- one bad journal must not stop the rest
+        except Exception as exc:  # one bad journal must not stop the rest
             log.exception("journal %s", name)
             failures.append({"journal": name, "kind": "internal.unexpected",
                              "message": f"Journal {name} could not be read: {exc}",

@@ -88,7 +88,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- base signature
+    def log_message(self, format: str, *args: Any) -> None:  # the base class's signature
         pass  # keep test output clean; the recorded requests are the log
 
     def handle(self) -> None:
@@ -98,10 +98,10 @@ class _Handler(BaseHTTPRequestHandler):
             # A client that closes a keep-alive connection hard is normal, not a test failure.
             self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802 -- http.server's naming
+    def do_GET(self) -> None:  # http.server's naming
         self._serve()
 
-    def do_POST(self) -> None:  # noqa: N802 -- http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         self._serve()
 
     def _serve(self) -> None:

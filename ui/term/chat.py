@@ -16,7 +16,6 @@ Exit codes, from how the turn ended (docs/agent.md):
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Callable, Literal, Mapping, TextIO
 from rio.agent.failures import CONFIG_ERRORS, keyless_choices, missing_key, shown_details
 from rio.protocol.errors import RioError, error_from_wire, error_line
 from rio.protocol.frames import Reply, thaw
+from rio.protocol.tool_input import short_input
 
 EXIT_DONE, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_STOPPED, EXIT_REJECTED = range(6)
 
@@ -83,20 +83,6 @@ def fold_output(output: str, lines: int = SHOWN_OUTPUT_LINES) -> str:
 def indent_block(text: str, prefix: str = "    │ ") -> str:
     """Text quoted under an error line, every line of it (a multi-line JSON body too)."""
     return "\n".join(prefix + line for line in text.rstrip("\n").splitlines() or [""])
-
-
-def short_input(value: Any, limit: int = 80) -> str:
-    """A tool's input on one line: ``path=src/a.py`` rather than a JSON blob."""
-    if isinstance(value, Mapping):
-        parts = []
-        for k, v in value.items():
-            shown = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-            shown = " ".join(str(shown).split())
-            parts.append(f"{k}={shown[:40] + '…' if len(shown) > 40 else shown}")
-        text = " ".join(parts)
-    else:
-        text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 @dataclass

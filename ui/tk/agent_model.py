@@ -38,7 +38,6 @@ from ui.tk.agent_text import (  # noqa: F401
     inline_spans,
     markdown_line,
     render_markdown,
-    short_input,
 )
 
 #: What the status bar shows for each state (its cell is 12 characters wide).

@@ -106,7 +106,7 @@ def provider_names() -> tuple[str, list[str]]:
         for ep in importlib.metadata.entry_points(group="rio.providers"):
             if ep.name not in names:
                 names.append(ep.name)
-    except Exception:  # noqa: BLE001 -- broken metadata must not cost the panel
+    except Exception:  # broken metadata must not cost the panel
         log.exception("provider discovery")
     if default not in names:
         names.insert(0, default)

@@ -1,5 +1,6 @@
-"""Text helpers of the agent panel, display-free: light Markdown for streamed text, one-line
-tool inputs, folded command output and the colour class of a diff line.
+"""Text helpers of the agent panel, display-free: light Markdown for streamed text, folded
+command output and the colour class of a diff line (a tool's input on one line is both clients':
+rio/protocol/tool_input.py).
 
 :class:`MarkdownStream` cuts streamed text into finished lines styled as light Markdown
 (headings, bullet and numbered lists, fenced code, inline code, bold) and the unfinished tail,
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from typing import Any
 
 #: run_command output on a tool card: its last lines, the earlier ones folded away.
 SHOWN_OUTPUT_LINES = 6
@@ -107,20 +108,6 @@ def render_markdown(text: str) -> list[list[Span]]:
 
 
 # --- tool cards --------------------------------------------------------------------------------
-
-def short_input(value: Any, limit: int = 80) -> str:
-    """A tool's input on one line: ``path=src/a.py`` rather than a JSON blob."""
-    if isinstance(value, Mapping):
-        parts = []
-        for k, v in value.items():
-            shown = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-            shown = " ".join(str(shown).split())
-            parts.append(f"{k}={shown[:40] + '…' if len(shown) > 40 else shown}")
-        text = " ".join(parts)
-    else:
-        text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
 
 _FENCE = re.compile(r"^\s*```[\w+.-]*\s*$")
 

@@ -15,7 +15,8 @@ import tkinter as tk
 from tkinter import ttk
 from typing import Any
 
-from ui.tk.agent_cards import Card, PermissionCard, ProposalCard, SignInCard, TurnEndCard  # noqa: F401
+from rio.protocol.tool_input import short_input
+from ui.tk.agent_cards import Card, PermissionCard, ProposalCard, SignInCard, TurnEndCard
 from ui.tk.agent_extras import plan_lines
 from ui.tk.agent_model import Block, Conversation, error_lines
 from ui.tk.agent_text import (
@@ -23,7 +24,6 @@ from ui.tk.agent_text import (
     fold_output,
     markdown_line,
     render_markdown,
-    short_input,
 )
 
 #: A card's edges across: its embedding's padx (2 + 2), its raised border (2 + 2), its

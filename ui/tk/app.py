@@ -550,7 +550,7 @@ class App(FileActions):
         if self.output_pane is not None:
             try:
                 self.output_pane.apply_theme()
-            except Exception:  # noqa: BLE001 -- a plug-in's bug must not stop a theme switch
+            except Exception:  # a plug-in's bug must not stop a theme switch
                 log.exception("output pane restyle")
         self._sync_toggles()
         self.save_session()
@@ -630,7 +630,7 @@ def _saved_preferences() -> dict[str, Any]:
         return {}
     try:
         return dict(load_preferences())
-    except Exception:  # noqa: BLE001 -- preferences must never stop the window
+    except Exception:  # preferences must never stop the window
         log.exception("preferences")
         return {}
 

@@ -82,7 +82,7 @@ class ControlServer:
         except RioError as err:
             respond(err)
             return
-        except Exception as exc:  # noqa: BLE001 -- every request gets an answer
+        except Exception as exc:  # every request gets an answer
             log.exception("ui op %s", req.op)
             respond(RioError("internal.unexpected", f"{req.op} failed: {type(exc).__name__}: {exc}"))
             return

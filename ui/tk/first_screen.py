@@ -36,6 +36,7 @@ import tkinter as tk
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from tkinter import font as tkfont
 from typing import Any
 
 #: Lines drawn: more than the tallest window shows.
@@ -135,14 +136,19 @@ class FirstScreen:
         self.frame = tk.Frame(root, background=colours["editor_bg"], borderwidth=0,
                               highlightthickness=0, name="keep_first_screen")
         count = text.count("\n") + 1
-        width = len(str(first_line + count - 1)) + 1
-        self.gutter = tk.Text(self.frame, width=width, font=font, borderwidth=0,
-                              highlightthickness=0, padx=4, pady=2, wrap="none",
-                              background=colours["gutter_bg"], foreground=colours["gutter_fg"],
-                              takefocus=False, cursor="", name="keep_gutter")
-        self.gutter.insert("1.0", "\n".join(f"{n:>{width - 1}}" for n in
-                                            range(first_line, first_line + count)))
-        self.gutter.configure(state="disabled")
+        # The editor's gutter, drawn as the editor draws it (ui/tk/editor_decor.py
+        # ``_draw_gutter``: a canvas ``measure("0" * max(3, digits)) + 18`` wide, numbers
+        # right-aligned 6 px from its edge, one per line at the Text's line spacing), so the
+        # text does not move sideways when the editor takes its place.
+        measure = tkfont.Font(root=root, font=font)
+        width = measure.measure("0" * max(3, len(str(first_line + count - 1)))) + 18
+        spacing = measure.metrics("linespace")
+        self.gutter = tk.Canvas(self.frame, width=width, borderwidth=0, highlightthickness=0,
+                                background=colours["gutter_bg"], takefocus=False,
+                                name="keep_gutter")
+        for row, number in enumerate(range(first_line, first_line + count)):
+            self.gutter.create_text(width - 6, 2 + row * spacing, anchor="ne", text=str(number),
+                                    font=font, fill=colours["gutter_fg"], tags=("number",))
         self.text = tk.Text(self.frame, font=font, borderwidth=0, highlightthickness=0,
                             padx=4, pady=2, wrap="none", background=colours["editor_bg"],
                             foreground=colours["editor_fg"], insertwidth=0, cursor="",

@@ -20,7 +20,7 @@ def _attempt(what: str, fn: Callable[[], Any]) -> Any:
         return fn()
     except ImportError:
         return None
-    except Exception:  # noqa: BLE001 -- a plug-in's bug must not stop the editor
+    except Exception:  # a plug-in's bug must not stop the editor
         log.exception("could not install %s", what)
         return None
 

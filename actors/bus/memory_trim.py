@@ -1,7 +1,9 @@
 """A trim of the allocator's free pages (rio/memory.py) once something large has gone: a
 second after the last request for one, so a file passing in pieces is trimmed once, at its end,
 when the objects are freed (an actor's thread ended, the frames were sent). For the core (a
-large buffer opened or closed) and the hub (a large file passing through)."""
+large buffer opened or closed) and the hub (a large file passing through). In the bus layer
+because the hub needs it and the bus imports nothing of the actors above it
+(docs/architecture.md, "Layers"); it needs a thread, so it cannot be in rio/."""
 
 from __future__ import annotations
 
