@@ -211,6 +211,25 @@ class RioServer:
                       if MARKER in line]
         return found
 
+    def logs_tail(self, chars: int = 3000) -> str:
+        """The end of each process's log of this instance (``logs/<instance>.*.log``) and
+        the services the hub has registered: what a failed assertion about a running
+        instance should show."""
+        parts = []
+        try:
+            services = self.call("bus.services", timeout=5)
+            parts.append(f"bus.services: {services!r}")
+        except Exception as exc:  # noqa: BLE001 -- diagnostics: whatever went wrong is said
+            parts.append(f"bus.services failed: {exc!r}")
+        logs = Path(self.env["RIO_STATE_DIR"]) / "logs"
+        for path in sorted(logs.glob(f"{self.name}.*.log")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            parts.append(f"--- {path.name}\n{text[-chars:]}")
+        return "\n".join(parts)
+
 
 def _drain(pipe: Any) -> str:
     """What is left in a child's pipe, without waiting for a writer that is still alive."""

@@ -182,7 +182,10 @@ def test_health_status_and_ping_say_so_when_the_core_is_restarting_then_given_up
 
         assert wait_for(lambda: core_of(srv)["ready"] and core_of(srv)["pid"] != first, 20)
         srv.known_pids.add(core_of(srv)["pid"])
-        assert srv.cli("health", "--instance", srv.name).returncode == 0
+        healthy = srv.cli("health", "--instance", srv.name)
+        assert healthy.returncode == 0, (healthy.stdout, srv.cli("status", "--instance",
+                                                                 srv.name).stdout,
+                                         srv.logs_tail())
         os.kill(core_of(srv)["pid"], signal.SIGKILL)
         assert wait_for(lambda: core_of(srv)["state"] == "failed", 10)
 
@@ -205,7 +208,10 @@ def test_health_status_and_ping_say_so_when_the_core_is_restarting_then_given_up
         srv.call("system.restart", {"process": "core"})
         assert wait_for(lambda: core_of(srv)["pid"] != gave_up and core_of(srv)["ready"], 20)
         srv.known_pids.add(core_of(srv)["pid"])
-        assert srv.cli("health", "--instance", srv.name).returncode == 0
+        healthy = srv.cli("health", "--instance", srv.name)
+        assert healthy.returncode == 0, (healthy.stdout, srv.cli("status", "--instance",
+                                                                 srv.name).stdout,
+                                         srv.logs_tail())
         assert srv.cli("status", "--instance", srv.name).returncode == 0
     finally:
         srv.stop()
