@@ -477,6 +477,10 @@ class Supervisor:
         return True
 
     def _exited(self, child: Child, code: int | None, now: float, hung: bool = False) -> None:
+        # Gone is not ready: until its successor answers a ping of its own, nothing may read
+        # the old "ready" beside the new pid (`rio status` between the spawn and _running).
+        child.ready = False
+        child.ping_outstanding = None
         if self.hub is not None:
             self.hub.drop_service(child.spec.name)
         if not hung:
