@@ -11,7 +11,7 @@ from ui.tk.agent_model import Conversation
 
 C = "3f9a0c12b7de"
 T1 = f"{C}.1"
-#: codex-acp 0.16's four options (/work/shared/AGENTS.md), with names of its kind.
+#: codex-acp 0.16's four options (as captured from the real agent), with names of its kind.
 CODEX_OPTIONS = [
     {"id": "approved", "name": "Yes", "kind": "allow_once"},
     {"id": "approved-for-session", "name": "Yes, and don't ask again this session",

@@ -266,7 +266,10 @@ class Container:
                 env=self.env, cwd=self.workdir, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=sink,
                 preexec_fn=process_control.dies_with_this_process())
-        assert wait_for(lambda: self.health() == 0, 30), self.stderr.read_text()[-3000:]
+        if not wait_for(lambda: self.health() == 0, 30):
+            why = self.stderr.read_text()[-3000:]
+            self.end()      # a start that fails leaves no namespace running (the tests'
+            raise AssertionError(why)   # `try: … finally: box.end()` begins after it)
         return self
 
     def init(self) -> psutil.Process:

@@ -284,7 +284,7 @@ def _acp(code: int, message: str, data: object = None) -> AgentError:
 
 def test_codex_a_model_400_keeps_the_servers_words_and_says_resending_fails() -> None:
     """codex-acp answers a model HTTP 400 with -32603 "Internal error" and the server's words
-    in data.message, more in data.details (/work/shared/AGENTS.md)."""
+    in data.message, more in data.details (captured from codex-acp 0.16.0)."""
     err = _acp(-32603, "Internal error", {
         "message": "Invalid value for 'reasoning.effort': 'max' is not supported.",
         "details": {"status": 400, "type": "invalid_request_error"}})

@@ -86,10 +86,11 @@ def test_a_write_outside_the_tests_tmp_path_is_caught():
     from rio.config.instance import project_state_dir
     from rio.mcp.entry import issue_token
     from tests import session_env
+    # the trap first: a run without it (RIO_STATE_DIR unset) must not write the probe home
+    assert project_state_dir(REPO).is_relative_to(session_env.TRAP)
     token = issue_token(REPO, "hygiene-probe")
     assert token.is_relative_to(session_env.TRAP)
     assert any(p.endswith("hygiene-probe.token") for p in session_env.trap_leftovers())
-    assert project_state_dir(REPO).is_relative_to(session_env.TRAP)
     session_env.clear_trap()          # caught: this test wrote there on purpose
     assert session_env.trap_leftovers() == []
 

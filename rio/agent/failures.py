@@ -300,8 +300,9 @@ def classify_failure(provider: str, *, status: int | None = None,
 # --- an ACP agent's JSON-RPC error ---------------------------------------------------------------
 #
 # Real agents fail session/prompt with -32603 and carry the model server's words through
-# (/work/shared/AGENTS.md: "A model HTTP 400: all three fail session/prompt with -32603 and carry
-# the message through"; claude-agent-acp 0.23.1, codex-acp 0.16.0, opencode 1.18.33): codex-acp
+# (observed against a loopback model server answering HTTP 400: all three fail session/prompt
+# with -32603 and carry the message through; claude-agent-acp 0.23.1, codex-acp 0.16.0,
+# opencode 1.18.33, docs/agent-chat.md): codex-acp
 # as ``{"message": "Internal error", "data": {"message": <the server's words>, "details": …}}``,
 # the others in the message itself ("Internal error: API Error: 400 {…}") or in ``data``. The
 # cause decides the next action: a request the server refused fails the same way when sent

@@ -5,8 +5,8 @@ tested without a screen (tests/test_agent_permission_model.py); the card itself 
 What the agent sends is made for programs: codex-acp 0.16 asks about an MCP tool with
 ``input`` like ``{"turn_id": "…", "server_name": "rio", "tool_name": "propose_edit",
 "arguments": {…}}``, which the card used to show as ``turn_id=… server_name=rio`` — and offers
-four options (``approved``, ``approved-for-session``, ``approved-always``, ``cancel``,
-/work/shared/AGENTS.md) that overflowed a 300-px panel in one row. Here:
+four options (``approved``, ``approved-for-session``, ``approved-always``, ``cancel``: codex-acp
+0.16's, as captured) that overflowed a 300-px panel in one row. Here:
 
 * :func:`summary` — one short line, the agent's title (cut), or what its tool kind does;
 * :func:`input_lines` — the input as ``key: value`` lines: nested arguments flattened one level,
