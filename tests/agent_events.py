@@ -1,7 +1,7 @@
 """A test's connection to an instance that records the ``agent.*`` events it sees.
 
 Shared by the tests that drive conversations through a real ``rio serve``
-(tests/test_agent_session.py, test_mcp_endpoint.py, test_mcp_session.py): ``wait`` for an
+(tests/agent/test_agent_session.py, test_mcp_endpoint.py, test_mcp_session.py): ``wait`` for an
 event whose fields match (a value may be a predicate), ``of`` a topic, ``said`` — the text a
 turn streamed.
 """

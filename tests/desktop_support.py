@@ -88,9 +88,9 @@ class RioDesktop(RioServer):
 
 
 class InProcessApp:
-    """The real desktop window (ui/tk/app.py: App, its EditorTabs and its plug-in modules) in the
+    """The real desktop window (ui/tk/app/main_window.py: App, its EditorTabs and its plug-in modules) in the
     test process on ``tk_root``, a client of ``srv``'s core over the bus, drained by Tk's loop
-    (ui/tk/bus_pump.py) as in the ui process.
+    (ui/tk/app/bus_pump.py) as in the ui process.
 
     Widget tests drive the real widgets through it: no copy of the editor's wiring. ``opened``
     records the ``open_path`` calls the widgets make (the seam they use), then the real
@@ -102,8 +102,8 @@ class InProcessApp:
                  geometry: str = "1000x700", conn: Any = None, remote: str | None = None):
         """``conn`` and ``remote``: a window on a remote instance (``rio --connect``), on a
         connection the caller made (actors.bus.client.connect_remote)."""
-        from ui.tk.app import App
-        from ui.tk.bus_pump import BusPump
+        from ui.tk.app.bus_pump import BusPump
+        from ui.tk.app.main_window import App
         self.root = tk_root
         self.srv = srv
         self.conn = conn if conn is not None else srv.connect("ui")

@@ -1,4 +1,4 @@
-"""A real :class:`ui.tk.editor.EditorTab` in the test process, against an in-process core.
+"""A real :class:`ui.tk.editor.tab.EditorTab` in the test process, against an in-process core.
 
 The core here is :class:`rio.text.document.Document` behind a connection with the editor's
 ``request(op, params, callback)`` face. Requests and events wait in one FIFO queue (the bus keeps
@@ -19,9 +19,9 @@ from rio.protocol.errors import RioError
 from rio.protocol.frames import Reply
 from rio.text.buffer_state import change_event
 from rio.text.document import Change, Document
-from ui.tk.editor import EditorTab
-from ui.tk.editor_bindings import install_editor_bindings
-from ui.tk.theme import get_theme
+from ui.tk.editor.bindings import install_editor_bindings
+from ui.tk.editor.tab import EditorTab
+from ui.tk.widgets.theme import get_theme
 
 
 class FakeCore:

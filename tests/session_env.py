@@ -12,7 +12,7 @@ of the user's is used or touched (issue 18, points 18–20; docs/testing.md).
   does nothing instead (:func:`children_get_default_signals`): the runner still does not
   react, and the children the tests start begin with the default action.
 * **Agents' sandbox:** ``RIO_AGENT_SANDBOX=off`` unless the run sets it: a test of agent
-  sessions sees the agent's own processes and pids, and tests/test_agent_sandbox.py (and the
+  sessions sees the agent's own processes and pids, and tests/agent/test_agent_sandbox.py (and the
   real agents' tests) ask for the box themselves. ``RIO_AGENT_SANDBOX=auto python -m pytest``
   runs every agent test boxed where the machine allows (ADR-0038).
 * **The display:** GUI tests run on a private Xvfb the session starts, never on the user's

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 
-from actors import process_control
+from actors.runtime import process_control
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
-"""A stand-in supervisor and session for tests/test_zygote.py: what a session process is like
-when started fresh by :func:`actors.process_control.spawn` and when forked by the session zygote
-(actors/zygote.py), written down by the process itself, so the test compares the two.
+"""A stand-in supervisor and session for tests/runtime/test_zygote.py: what a session process is like
+when started fresh by :func:`actors.runtime.process_control.spawn` and when forked by the session zygote
+(actors/runtime/zygote.py), written down by the process itself, so the test compares the two.
 
 ``python -m tests.zygote_probe drive DIR`` is the supervisor's part, in a process of its own (it
 becomes a child subreaper, which the test's own process must not): it starts a zygote whose
@@ -28,7 +28,7 @@ PR_GET_PDEATHSIG = 2
 
 def report() -> dict[str, Any]:
     """This process as a session would find itself."""
-    from actors.spawn_env import load_prctl
+    from actors.runtime.spawn_env import load_prctl
     pdeathsig = ctypes.c_int(-1)
     prctl = load_prctl()
     if prctl is not None:
@@ -65,7 +65,7 @@ def probe_main(argv: list[str]) -> int:
 
 
 def zygote() -> int:
-    from actors.zygote import zygote_main
+    from actors.runtime.zygote import zygote_main
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)       # what a preloaded module might do
     signal.signal(signal.SIGHUP, lambda *_: None)
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
@@ -73,9 +73,9 @@ def zygote() -> int:
 
 
 def drive(folder: Path) -> int:
-    from actors import process_control
-    from actors.spawn_env import COOKIE_ENV, LINEAGE_ENV, PARENT_ENV, own_lineage
-    from actors.zygote import GO
+    from actors.runtime import process_control
+    from actors.runtime.spawn_env import COOKIE_ENV, LINEAGE_ENV, PARENT_ENV, own_lineage
+    from actors.runtime.zygote import GO
     assert process_control.become_subreaper()
     project = folder / "project"
     project.mkdir(exist_ok=True)

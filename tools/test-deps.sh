@@ -10,22 +10,22 @@
 # tests fail without Xvfb: a skipped GUI suite would look green while testing nothing).
 set -euo pipefail
 
-# kind|what|Debian package|needed or optional|what for. tests/test_fresh_machine.py holds this
+# kind|what|Debian package|needed or optional|what for. tests/house/test_fresh_machine.py holds this
 # table to the commands the tests run.
 NEEDS='command|Xvfb|xvfb|needed|the GUI tests: a private X display (tests/conftest.py)
 command|xdotool|xdotool|needed|finding and driving real windows
 command|xdpyinfo|x11-utils|optional|asking a display whether it answers (else Tk is asked)
-command|xwininfo|x11-utils|optional|where the X server has a window (tests/test_gui_restart_place.py)
+command|xwininfo|x11-utils|optional|where the X server has a window (tests/desktop/test_gui_restart_place.py)
 command|import|imagemagick|optional|screenshots of real windows for a person to look at
-command|systemd-analyze|systemd|optional|tests/test_deploy.py: the unit file verified and rated
-command|unshare|util-linux|optional|tests/test_deploy.py: the image entrypoint as PID 1
-command|git|git|optional|tests/test_owner_only.py: a real repository
-command|bwrap|bubblewrap|optional|agents in a box (tests/test_agent_sandbox.py; Rio uses it where present, ADR-0038)
+command|systemd-analyze|systemd|optional|tests/runtime/test_deploy.py: the unit file verified and rated
+command|unshare|util-linux|optional|tests/runtime/test_deploy.py: the image entrypoint as PID 1
+command|git|git|optional|tests/files/test_owner_only.py: a real repository
+command|bwrap|bubblewrap|optional|agents in a box (tests/agent/test_agent_sandbox.py; Rio uses it where present, ADR-0038)
 command|fc-list|fontconfig|needed|listing the installed fonts (this script)
 font|DejaVu Sans Mono|fonts-dejavu-core|needed|the editor font the tests use
 font|DejaVu Sans|fonts-dejavu-core|needed|the desktop font the tests use
-font|DejaVu Math TeX Gyre|fonts-dejavu-extra|needed|a family spaced otherwise (tests/test_gui_editor_view.py)
-font|Terminus|fonts-terminus-otb|optional|the first editor font of the desktop (ui/tk/fonts.py): what its users see'
+font|DejaVu Math TeX Gyre|fonts-dejavu-extra|needed|a family spaced otherwise (tests/desktop/test_gui_editor_view.py)
+font|Terminus|fonts-terminus-otb|optional|the first editor font of the desktop (ui/tk/widgets/fonts.py): what its users see'
 
 check_only=0
 case "${1:-}" in

@@ -85,7 +85,7 @@ class BusConnection:
     # --- the thread that owns the connection calls these ------------------------------------
     def fds(self) -> tuple[int, int]:
         """The two file descriptors to watch from an event loop that is not ZeroMQ's (Tk's
-        ``createfilehandler``, :mod:`ui.tk.bus_pump`). They are edge-triggered: when one turns
+        ``createfilehandler``, :mod:`ui.tk.app.bus_pump`). They are edge-triggered: when one turns
         readable, call :meth:`drain`, which reads everything there is."""
         return self._dealer.getsockopt(zmq.FD), self._sub.getsockopt(zmq.FD)
 

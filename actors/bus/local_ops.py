@@ -13,7 +13,7 @@ the op it serves::
 A method takes the :class:`LocalRequest` (its arguments already checked against
 rio/protocol/ops.py) and returns the result; or :data:`DEFERRED` when it answers later, from
 another thread, with :meth:`actors.bus.hub.Hub.reply_later` (``system.spawn``: once the new
-process is ready, actors/spawn_waits.py); or a :class:`~rio.protocol.frames.Reply` it built
+process is ready, actors/runtime/spawn_waits.py); or a :class:`~rio.protocol.frames.Reply` it built
 itself (spawn_waits answers a process already ready at once). :func:`answer` turns the outcome
 into the reply: a :class:`RioError` as it is, anything else logged with its traceback and sent
 as ``internal.unexpected``, an op without a method as :func:`rio.protocol.ops.unknown_op`. These

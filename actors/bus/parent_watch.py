@@ -6,7 +6,7 @@ In the bus layer, below process control, because the desktop keeps this watch to
 import only the bus client (docs/architecture.md, "Layers"): the desktop spawns nothing
 through process control, so for it losing the parent means exiting at once
 (:func:`exit_with_parent`), without psutil. A process that has children to stop first reacts
-with :func:`actors.process_control.exit_with_parent`, built on :func:`watch_parent`.
+with :func:`actors.runtime.process_control.exit_with_parent`, built on :func:`watch_parent`.
 """
 
 from __future__ import annotations

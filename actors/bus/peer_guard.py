@@ -101,7 +101,7 @@ class PeerGuard:
 
     def _known_with(self, top: psutil.Process) -> Mapping[int, str]:
         """The supervisor's processes, once they name ``top`` or :attr:`settle_s` passed: a
-        session forked by a zygote (actors/zygote.py) is reparented to the supervisor, and
+        session forked by a zygote (actors/runtime/zygote.py) is reparented to the supervisor, and
         may connect a moment before the supervisor has read its pid from the zygote."""
         known = self.processes()
         if top.pid in known:

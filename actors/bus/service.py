@@ -326,7 +326,7 @@ class BusThread:
         shares with every other thread that joined (under a lock), instead of a DEALER of its
         own. What those threads send then reaches the hub in the order they sent it — a
         thread's own link guarantees that only for its own sends. The core's buffer workers
-        join (actors/strands.py): two messages of one buffer may run on two workers, and its
+        join (actors/runtime/strands.py): two messages of one buffer may run on two workers, and its
         ``buffer.changed`` events must stay in version order. ``call`` still uses a link of
         the thread's own (a reply must come back to the thread that waits for it)."""
         self._local.shared = True

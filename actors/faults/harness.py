@@ -32,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from actors import process_control
 from actors.faults.instances import SETTLE_S, AttachedInstance, OwnInstance, carrying, read_chain
 from actors.faults.workload import RECOVER_TIMEOUT_S, TRANSIENT, Client, Typist
+from actors.runtime import process_control
 from rio.faults.pacing import Budget, Pacer, plan_line
 from rio.faults.report import FaultResult, ProcInfo, Report, orphans, summarize
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError

@@ -13,7 +13,7 @@ Three pieces live here, all on the *instance* side of ``rio faults`` (the harnes
   writes fail part-way, as on a disk that fills up (``journal_fail``).
 * The ``fake_agent`` actor: an on-demand process (``[process.fake]`` in supervisor.toml) that
   behaves like an agent session for the stop sequence — it streams ``fake.delta`` events and
-  starts helper processes through :mod:`actors.process_control`. Its behaviour comes from the
+  starts helper processes through :mod:`actors.runtime.process_control`. Its behaviour comes from the
   spawn key, ``<host>-<helpers>-<n>[-anything]``:
 
   - host ``polite`` ends on stdin close; ``stubborn`` ignores stdin close and SIGTERM (worse than
@@ -43,8 +43,8 @@ from typing import Any, NamedTuple
 
 import pykka
 
-from actors import process_control
-from actors.actor_registry import ActorHost, Ping, actor_factory, answer_ping
+from actors.runtime import process_control
+from actors.runtime.actor_registry import ActorHost, Ping, actor_factory, answer_ping
 from rio.config.instance import InstancePaths
 from rio.files.files import FileStat, OsFilePort
 from rio.protocol.errors import ConfigError, ProtocolError

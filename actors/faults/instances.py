@@ -23,8 +23,8 @@ from pathlib import Path
 
 import psutil
 
-from actors import process_control
 from actors.bus.client import BusConnection, Endpoints
+from actors.runtime import process_control
 from rio.faults.report import ProcInfo
 from rio.protocol.errors import BusError, RioError
 

@@ -297,7 +297,7 @@ class AcpClient(AgentRequests, AgentWire):
     def _failed(self, err: RioError, *, publish: bool = True) -> PromptOutcome:
         partial = bool(self.updates.text)
         if publish:
-            # details as the session's own agent.error has them (rio/agent/acp_turn.py): the
+            # details as the session's own agent.error has them (rio/acp/turn.py): the
             # agent's words, its error's details, an exit code, sign-in methods.
             self._publish("agent.error", {"kind": err.kind, "message": err.message,
                                           "next": err.next, "partial": partial,

@@ -8,8 +8,8 @@ only the owner can give: the editor's text of a file, a proposal for a write, an
 answer to the agent's permission question. The owner adds ``conversation`` and ``turn`` to
 every event, exactly as :meth:`rio.agent.turn.Turn.publish` does.
 
-:class:`ProcessPort` starts the agent. The real one (``actors/agents/acp_process.py``) goes through
-``actors/process_control.py``: own process group, environment cookie, death with the parent,
+:class:`ProcessPort` starts the agent. The real one (``actors/agent/acp_process.py``) goes through
+``actors/runtime/process_control.py``: own process group, environment cookie, death with the parent,
 and the supervisor's stop sequence; tests may pass their own.
 """
 

@@ -18,7 +18,7 @@ the machine allows, Rio starts it under **bubblewrap** (``bwrap``, a Debian pack
 * **no way back out**: no new user namespace inside (``--disable-userns``), no capabilities
   (``--cap-drop ALL``, which matters when Rio runs as root), and where the kernel has Landlock
   ABI 6 or later, abstract unix sockets and signals scoped to the box (an X11 or D-Bus
-  abstract socket outside is refused: actors/landlock.py applies it before bwrap starts);
+  abstract socket outside is refused: actors/runtime/landlock.py applies it before bwrap starts);
 * **the network as it is**: agents call their model services, and Rio's MCP endpoint is HTTP on
   127.0.0.1 (its bearer token comes in ``session/new``, so no file is needed).
 
@@ -30,7 +30,7 @@ before and the session says so once (``agent.note`` ``no_sandbox``), as ``rio ag
 never uses one.
 
 This module is the plan — which folders, which flags — and the probe; it starts nothing
-long-running (actors/agents/acp_process.py spawns the wrapped argv).
+long-running (actors/agent/acp_process.py spawns the wrapped argv).
 """
 
 from __future__ import annotations

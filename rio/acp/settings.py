@@ -3,7 +3,7 @@ from a discovered agent (:func:`settings_for`).
 
 Kept apart from :mod:`rio.acp.client` because that module imports the ACP SDK (about 200
 pydantic models, ~0.5 s here): a session process works out the settings and starts the agent's
-process first, and imports the SDK while the agent boots (actors/agents/acp_session.py).
+process first, and imports the SDK while the agent boots (actors/agent/acp_session.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Writing a model provider's ``endpoint`` and ``model`` into the user's config.toml (Edit → AI
-Preferences, ui/tk/prefs_providers.py), checked first.
+Preferences, ui/tk/prefs/providers.py), checked first.
 
 config.toml is the user's own file, read by :mod:`rio.agent.config` at every turn; it has no
 other writer in Rio. So the edit is surgical: only the ``endpoint`` and ``model`` lines of the

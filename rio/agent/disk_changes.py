@@ -100,7 +100,7 @@ def _read_as_stored(path: Path, limit: int) -> tuple[str, FileFormat] | None:
         return None
     try:
         # As fs.read and a buffer see it (newlines as "\n", BOM or Latin-1 decoded): Revert
-        # takes the diff back from the text fs.read gives (ui/tk/agent_changed.py).
+        # takes the diff back from the text fs.read gives (ui/tk/agent/changed.py).
         return decode_bytes(data)
     except RioError:           # binary
         return None

@@ -1,6 +1,6 @@
 """The approval gate: for every tool call of a turn, allow it, ask the user, or refuse it.
 
-Policy only; :mod:`actors.agents.gate` serves it as ``gate.*`` in the core, so every session
+Policy only; :mod:`actors.agent.gate_actor` serves it as ``gate.*`` in the core, so every session
 process asks the same gate and a killed session cannot take its counters with it.
 
 What the gate decides (issue 5, ADR-0016)::
@@ -44,7 +44,7 @@ COMMAND_TOOLS = frozenset({"run_command"})
 KNOWN_TOOLS = READ_TOOLS | WRITE_TOOLS | COMMAND_TOOLS
 TURN_EVENTS = ("begin", "end", "model_request", "tool_call")
 
-#: The tools of Rio's MCP endpoint (``rio mcp``, actors/agents/mcp.py) that an external agent
+#: The tools of Rio's MCP endpoint (``rio mcp``, actors/agent/mcp.py) that an external agent
 #: calls: reads run, ``open_in_editor`` only moves the user's view, writes are proposals.
 AGENT_READ_TOOLS = frozenset({"list_buffers", "read_buffer", "get_selection", "search_project"})
 AGENT_VIEW_TOOLS = frozenset({"open_in_editor"})

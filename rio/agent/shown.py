@@ -3,11 +3,11 @@
 A conversation's messages are what the model (or ACP agent) is sent again; they are not what
 the user saw. An ACP agent's reply is one text however many tool calls split it; tool lines,
 plans, proposal and permission cards, the files an agent changed on disk are in no message.
-So the core's conversations actor (actors/agents/conversations.py) feeds every event of a
+So the core's conversations actor (actors/agent/conversations_actor.py) feeds every event of a
 running turn to a :class:`ShownRecorder`, and the store appends its :meth:`ShownRecorder.record`
 to the turn's log once the turn has ended (``{"t": "shown", …}``, rio/agent/conversations.py).
 A client draws a reloaded turn from those events the way it drew them live (the desktop:
-ui/tk/agent_history.py). ADR-0024 "What history keeps".
+ui/tk/agent/history.py). ADR-0024 "What history keeps".
 
 Compacted, in order: consecutive text (``agent.delta``) and reasoning (``agent.thought``) are
 one event each — a tool call between two texts keeps them two, as they were shown; a tool

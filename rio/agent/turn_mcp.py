@@ -52,7 +52,7 @@ class McpTurnPort(Protocol):
 
 
 class McpTurn(Protocol):
-    """The turn serving the calls (:class:`rio.agent.acp_turn.AcpTurn`)."""
+    """The turn serving the calls (:class:`rio.acp.turn.AcpTurn`)."""
 
     tools: Tools
     root: Path

@@ -79,7 +79,7 @@ def cmd_logout(name: str, root: str | None) -> int:
     import asyncio
     from pathlib import Path
 
-    from actors.agents.acp_process import ProcessControlPort
+    from actors.agent.acp_process import ProcessControlPort
     from rio.acp.logout import sign_out
     from rio.cli.main import EXIT_ERROR, print_error
     from rio.protocol.errors import RioError
@@ -124,7 +124,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
 
 def sandbox_line() -> str:
     """Whether agents started from here run boxed (ADR-0038), as one line."""
-    from actors.landlock import abi
+    from actors.runtime.landlock import abi
     from rio.acp import sandbox
     from rio.protocol.errors import ConfigError
     try:

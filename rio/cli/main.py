@@ -105,7 +105,7 @@ def _find_instance(args: argparse.Namespace) -> InstanceInfo:
 # --- commands -----------------------------------------------------------------------------------
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from actors.supervisor import run_supervisor
+    from actors.runtime.supervisor import run_supervisor
     return run_supervisor(root=Path(args.root or ".").resolve(), instance=args.instance,
                           desktop=False, listen=args.listen, placement=args.placement,
                           fault_injection=args.fault_injection, log_stderr=args.log_stderr)
@@ -159,19 +159,19 @@ def cmd_desktop(args: argparse.Namespace) -> int:
         return subprocess.call(argv)
     # The window first: a fork of this process draws it before this one imports the supervisor
     # (which adopts it), and the rest starts once the window is drawn (ADR-0026 b).
-    from actors.window_first import fork_window, wait_drawn
+    from actors.runtime.window_first import fork_window, wait_drawn
     from rio.config.instance import check_name, default_name
     name = check_name(args.instance) if args.instance else default_name(root)
     window = fork_window(name, root, files, _window_main)
     wait_drawn(window)
-    from actors.supervisor import run_supervisor
+    from actors.runtime.supervisor import run_supervisor
     return run_supervisor(root=root, instance=name, desktop=True, open_files=files,
                           window=window)
 
 
 def _window_main(argv: list[str]) -> int:
-    """The window, in the fork `rio` makes of itself (actors/window_first.py)."""
-    from ui.tk.first import main
+    """The window, in the fork `rio` makes of itself (actors/runtime/window_first.py)."""
+    from ui.tk.start.first import main
     return main(argv)
 
 
@@ -591,7 +591,7 @@ def _choices(action: argparse.Action) -> dict[str, argparse.ArgumentParser]:
 
 #: Every command's name, without building the parser: the desktop path (`rio FILE`) decides it
 #: is not a command without importing the command modules (~0.3 s; the window comes first,
-#: ADR-0026 b). tests/test_window_first.py keeps it equal to the parser's.
+#: ADR-0026 b). tests/runtime/test_window_first.py keeps it equal to the parser's.
 COMMANDS = ("agents", "call", "chat", "events", "faults", "health", "key", "keys", "mcp",
             "serve", "status", "stop")
 

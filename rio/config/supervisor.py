@@ -95,12 +95,12 @@ class ProcessSpec:
     #: on-demand kinds (per = "conversation"): at most this many of its processes alive at once;
     #: system.spawn beyond it is refused (bus.spawn_limit), so no client can fork without end
     max_live: int = 16
-    #: keep one pre-started host (``python -m actors.host --spare``, imports done) for this
+    #: keep one pre-started host (``python -m actors.runtime.host --spare``, imports done) for this
     #: kind, so that a restart (or an on-demand start) assigns it instead of starting Python
     #: again (docs/adr/0026 d). Ignored for the window process, which is not a host.
     spare: bool = False
     #: start its processes as forks of one preloaded interpreter of the kind, started with the
-    #: first of them (actors/zygote.py, docs/adr/0039): their pages stay shared. For hosts
+    #: first of them (actors/runtime/zygote.py, docs/adr/0039): their pages stay shared. For hosts
     #: started on demand (agent sessions); ignored for the window.
     zygote: bool = False
 
@@ -108,7 +108,7 @@ class ProcessSpec:
         return self.when == "always" or (self.when == "desktop") == desktop
 
     def stop_graces(self) -> dict[str, float]:
-        """Keyword arguments for ``actors.process_control.stop``."""
+        """Keyword arguments for ``actors.runtime.process_control.stop``."""
         return {"stdin_grace": self.stdin_grace_s, "term_grace": self.term_grace_s,
                 "kill_grace": self.kill_grace_s}
 
@@ -443,7 +443,7 @@ def load_config(shipped_path: Path | str | None = None, user_path: Path | str | 
     returns a half-valid config.
 
     ``actors`` is the list of actors this build has (the supervisor passes the registry,
-    ``actors.actor_registry.known_actors()``): a name outside it is a mistake in the file, and
+    ``actors.runtime.actor_registry.known_actors()``): a name outside it is a mistake in the file, and
     every one of them but the ``on_demand`` ones needs a process. Without it, the actors the
     shipped file places are the list."""
     shipped = Path(shipped_path) if shipped_path is not None else packaged_path()

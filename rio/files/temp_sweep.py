@@ -3,7 +3,7 @@
 A save writes ``.<name>.rio-<12 hex>.tmp`` beside the file, fsyncs it and renames it over the
 file (:meth:`rio.files.files.OsFilePort.write_atomic`); a core killed in between leaves the temp
 file behind — each ``kill -9`` during a 50 MB save left 50 MB in the project (issue 22). The
-documents process sweeps the project once it is ready (actors/factories.py, off the start path).
+documents process sweeps the project once it is ready (actors/runtime/factories.py, off the start path).
 
 Only Rio's own temp files go, and only ones nobody is writing:
 

@@ -1,7 +1,7 @@
 """Which folders of the project are watched, and what a batch of changes on disk means for a
 client showing the project: the folders whose entries changed (``fs.changed``, ADR-0037).
 
-The core's watcher (actors/fs_watcher.py) hands this model the raw batches its file watcher
+The core's watcher (actors/core/fs_watcher.py) hands this model the raw batches its file watcher
 (watchfiles' Rust notify) collects, and publishes what :meth:`ProjectWatch.fold` makes of
 them. This module has no thread and no watcher of its own: it walks folders and looks at paths.
 

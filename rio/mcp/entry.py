@@ -4,7 +4,7 @@
 An agent that speaks MCP over HTTP gets Rio's endpoint with the conversation's token in a
 header (:func:`http_server_entry`); any other starts ``rio mcp`` itself (stdio), a client of
 the same endpoint with the token in its environment (:func:`mcp_server_entry`). The endpoint
-process (actors/agents/mcp_endpoint.py) compares it with the conversation's token file. The
+process (actors/agent/mcp_endpoint.py) compares it with the conversation's token file. The
 token:
 
 * is 256 random bits (:func:`secrets.token_urlsafe`), fresh at every :func:`mcp_server_entry`

@@ -1,6 +1,6 @@
 """Rio's MCP endpoint on the official ``mcp`` SDK: a Streamable HTTP app for 127.0.0.1.
 
-The app (built here; the endpoint process runs it, actors/agents/mcp_endpoint.py) serves Rio's
+The app (built here; the endpoint process runs it, actors/agent/mcp_endpoint.py) serves Rio's
 tools (rio/mcp/tools.py) to every ACP agent of the instance, one conversation per bearer
 token (ADR-0034):
 
@@ -22,7 +22,7 @@ token (ADR-0034):
   question to the user closes and nothing is applied.
 
 Importing this module imports the SDK (about 580 modules, ~1 s): only the endpoint process
-does, never the window, the core or an agent session (tests/test_start_path_imports.py).
+does, never the window, the core or an agent session (tests/runtime/test_start_path_imports.py).
 """
 
 from __future__ import annotations

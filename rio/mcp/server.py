@@ -32,7 +32,7 @@ stdin/stdout, held to the spec (2025-06-18 / 2025-11-25) where a client can tell
 
 The ``mcp`` SDK is not imported: ``import mcp`` (2.x) loads its whole client, server, HTTP and
 two protocol versions' types, 5.4 s of a 5.5 s start on a loaded machine (ADR-0025 has the
-numbers); the SDK's own client drives this server in the tests (tests/test_mcp_endpoint.py).
+numbers); the SDK's own client drives this server in the tests (tests/mcp/test_mcp_endpoint.py).
 
 Tool calls are served at once, each its own request to the endpoint: a ``propose_edit``
 waiting minutes for the user must not hold up the agent's ``read_buffer`` meanwhile. A call

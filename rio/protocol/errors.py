@@ -59,7 +59,7 @@ The tree (the first dotted part is the family; the leaves in use)::
 Errors cross the bus as ``{kind, message, next}`` maps (:meth:`RioError.to_wire`) and are
 rebuilt on the other side with :func:`error_from_wire`, so a client can ``except PathError``.
 The tree above is the one list of kinds: :data:`KINDS` is read from it, and the test suite checks
-every kind the code compares against or builds (tests/test_error_kinds.py), so a misspelt kind
+every kind the code compares against or builds (tests/protocol/test_error_kinds.py), so a misspelt kind
 fails the suite instead of silently never matching. :func:`kind_of` checks one at run time.
 """
 

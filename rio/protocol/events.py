@@ -284,7 +284,7 @@ CONVERSATION = _f("conversation", str, "the conversation's id")
 TURN = _f("turn", str, "the turn's id, <conversation>.<n>")
 
 
-# --- buffer.*: the core's documents (actors/documents.py, rio/text/buffer_state.py) -------------
+# --- buffer.*: the core's documents (actors/core/documents_actor.py, rio/text/buffer_state.py) -------------
 
 define_event(
     "buffer.changed", "core", "A change applied to a buffer (an edit, an undo or redo step, a "
@@ -316,7 +316,7 @@ define_event("buffer.journal_restored", "core", "The buffer's journal is written
              _f("buffer", str), _f("name", str))
 
 
-# --- fs.*: the project's files on disk (actors/fs_watcher.py, rio/files/watch.py) -------------
+# --- fs.*: the project's files on disk (actors/core/fs_watcher.py, rio/files/watch.py) -------------
 
 define_event(
     "fs.changed", "core", "Files or folders were made, deleted or renamed on disk in these "
@@ -327,7 +327,7 @@ define_event(
        "or the ignore rules changed"))
 
 
-# --- run.*: the project's Run/Build commands (actors/runner_actor.py) ---------------------------
+# --- run.*: the project's Run/Build commands (actors/core/runner_actor.py) ---------------------------
 
 define_event(
     "run.output", "core", "A run's output, batched (≤ 32 K characters, ≤ 50 ms late).",
@@ -341,7 +341,7 @@ define_event(
     _f("output_chars", int), _f("dropped_chars", int))
 
 
-# --- agent.*: a conversation's turn (actors/agents/conversations.py, session.py, rio/agent/) ----
+# --- agent.*: a conversation's turn (actors/agent/conversations_actor.py, session.py, rio/agent/) ----
 
 define_event(
     "agent.turn", "core", "A turn started (with the user's text), or ended (with its state, "
@@ -459,7 +459,7 @@ define_event(
     CONVERSATION, TURN, _f("status", ANY, "its parameters, as sent"))
 
 
-# --- system.process: the supervisor (actors/supervisor.py) ---------------------------------------
+# --- system.process: the supervisor (actors/runtime/supervisor.py) ---------------------------------------
 
 define_event(
     "system.process", "supervisor", "A process of the instance changed state (the hub's own "

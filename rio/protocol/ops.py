@@ -273,7 +273,7 @@ define("bus.services", "The registered services: name, prefixes, pid, pending re
 define("bus.stats", "The hub's counters and the last seq of each event topic.")
 
 
-# --- run.*: the project's Run/Build commands (actors/runner_actor.py) ---------------------------
+# --- run.*: the project's Run/Build commands (actors/core/runner_actor.py) ---------------------------
 
 def run_command(value: Any) -> str | None:
     if isinstance(value, str):
@@ -294,7 +294,7 @@ define("run.stop", "Stop a run: its whole process group ends; replies once it ha
 define("run.list", "Runs still going and the last finished ones.")
 
 
-# --- agent.*: conversations with the agent, served by the core (actors/agents/conversations.py) --
+# --- agent.*: conversations with the agent, served by the core (actors/agent/conversations_actor.py) --
 
 CONVERSATION = Arg("conversation", str, check=non_empty, doc="conversation id from agent.new")
 
@@ -348,7 +348,7 @@ define("agent.authenticate", "Sign in to an ACP agent with one of its own 'agent
        CONVERSATION, Arg("method", str, check=non_empty))
 
 
-# --- agents.*: the ACP agents installed here (actors/agents/discovery.py, rio/acp/discovery.py) ---
+# --- agents.*: the ACP agents installed here (actors/agent/discovery_actor.py, rio/acp/discovery.py) ---
 
 define("agents.list", "The known and configured ACP agents: found or not, path, version, "
        "signed-in hint, key variables set (names only).",
@@ -358,13 +358,13 @@ define("agents.logout", "Sign an ACP agent out of its own account, where it offe
        Arg("agent", str, check=non_empty, doc="the discovery name (rio agents)"))
 
 
-# --- mcp.*: Rio's MCP endpoint for external agents (actors/agents/mcp_endpoint.py, rio/mcp/) ---
+# --- mcp.*: Rio's MCP endpoint for external agents (actors/agent/mcp_endpoint.py, rio/mcp/) ---
 
 define("mcp.address", "Where Rio's MCP endpoint listens: {url} (Streamable HTTP on 127.0.0.1; "
        "asked by a session process before its agent's session/new).")
 
 
-# --- session.*: one conversation's agent process (actors/agents/session.py) ----------------------
+# --- session.*: one conversation's agent process (actors/agent/session.py) ----------------------
 # Internal: the core's conversations actor sends these; the hub routes them to the process
 # named "agent:" + conversation.
 
@@ -396,7 +396,7 @@ define("session.authenticate", "ACP authenticate on the conversation's running a
        SESSION_CONVERSATION, Arg("method", str, check=non_empty))
 
 # --- conversation.*: what a session process records in the core's store ------------------------
-# Internal: the conversation's session process sends these (actors/agents/conversations.py).
+# Internal: the conversation's session process sends these (actors/agent/conversations_actor.py).
 
 define("conversation.begin_turn", "Record a user's message as a new running turn; answers {turn, "
        "messages, provider?, endpoint?, model?, agent?, acp_session?} and publishes agent.turn "
@@ -410,7 +410,7 @@ define("conversation.end_turn", "Record how a turn ended: its messages, status, 
        Arg("paths", list, False, None, doc="the project paths of the buffers it changed"),
        Arg("status", str, check=one_of("done", "stopped", "error")))
 
-# --- gate.*: the approval gate in the core (actors/agents/gate.py, policy in rio/agent/gate.py) --------
+# --- gate.*: the approval gate in the core (actors/agent/gate_actor.py, policy in rio/agent/gate.py) --------
 
 define("gate.check", "Should this tool call run, ask the user, or be refused?",
        SESSION_CONVERSATION, Arg("turn", str, check=non_empty),
@@ -434,7 +434,7 @@ define("gate.limits", "Get, or set, the per-turn limits (each 1 to 100,000; kept
        "mode).", *LIMIT_ARGS)
 
 
-# --- ui.*: the desktop's control ops (ui/tk/control.py), served by the ui process ---------------
+# --- ui.*: the desktop's control ops (ui/tk/app/control.py), served by the ui process ---------------
 # Tests and the screenshot script drive the real window with these; each does what a user would.
 
 define("ui.state", "What the desktop shows: tabs, active buffer, cursor, selection, status bar, "

@@ -55,7 +55,7 @@ _OWNER = (
 )
 
 #: op → the least role that may call it. Listed out, one op per entry, so a review sees every
-#: grant; tests/test_roles.py fails when an op of the catalogue (rio/protocol/ops.py) is missing here.
+#: grant; tests/bus/test_roles.py fails when an op of the catalogue (rio/protocol/ops.py) is missing here.
 OP_ROLES: dict[str, Role] = {
     **{op: "observer" for op in _OBSERVER},
     **{op: "editor" for op in _EDITOR},

@@ -2,7 +2,7 @@
 line, as every client shows it: ``path=src/a.py text=…`` rather than a JSON blob.
 
 It lives with the messages because both clients show it — the desktop's tool cards
-(ui/tk/agent_view.py) and the terminal's tool lines (ui/term/chat.py) — and neither client
+(ui/tk/agent/view.py) and the terminal's tool lines (ui/term/chat.py) — and neither client
 may import the other; one copy keeps them showing a call the same way.
 """
 

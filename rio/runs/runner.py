@@ -1,8 +1,8 @@
 """The Run/Build model, display-free: what to start, with which environment, and how its output
 is cut into events.
 
-The core's :class:`~actors.runner_actor.RunnerActor` is the thin shell that spawns (through
-``actors/process_control.py``) and reads pipes; everything that can be decided without a process
+The core's :class:`~actors.core.runner_actor.RunnerActor` is the thin shell that spawns (through
+``actors/runtime/process_control.py``) and reads pipes; everything that can be decided without a process
 lives here and is tested without one:
 
 * :func:`plan_run` turns ``run.start``'s ``command`` (a shell string the user typed, or an argv

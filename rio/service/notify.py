@@ -8,7 +8,7 @@ serves, ``WATCHDOG=1`` at least every ``WATCHDOG_USEC`` (systemd recommends half
 ``STOPPING=1`` when it begins to stop, ``STATUS=…`` a one-line text ``systemctl status`` shows.
 
 Here: reading the environment and building the datagrams — no socket (``rio/`` has none). The
-supervisor sends them through ``actors/sd_notify.py``; what it sends when is in ADR-0035.
+supervisor sends them through ``actors/runtime/sd_notify.py``; what it sends when is in ADR-0035.
 """
 
 from __future__ import annotations

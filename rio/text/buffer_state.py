@@ -2,7 +2,7 @@
 
 :class:`OpenBuffer` joins a :class:`~rio.text.document.Document` to its file (path, format,
 fingerprint) and its journal, and answers each op with ``(result, events)``; the
-:class:`~actors.documents.DocumentActor` only delivers them. :class:`BufferFactory` opens files
+:class:`~actors.core.documents_actor.DocumentActor` only delivers them. :class:`BufferFactory` opens files
 through the workspace (confined) and brings buffers back from journals after a crash.
 """
 

@@ -9,7 +9,7 @@ pair satisfies the convergence property (TP1)::
     apply(apply(S, a), transform_edit(b, a))
         == apply(apply(S, b), transform_edit(a, b, wins_ties=True))
 
-which ``tests/test_transform.py`` checks on random texts and edits.
+which ``tests/text/test_transform.py`` checks on random texts and edits.
 
 The merged outcome of two concurrent edits ``a`` (landed first) and ``b``:
 

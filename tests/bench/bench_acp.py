@@ -23,7 +23,7 @@ from typing import Any
 from acp import PROTOCOL_VERSION, connect_to_agent, text_block
 from acp.schema import ClientCapabilities
 
-from actors.agents.acp_process import AGENT_GRACES, ProcessControlPort
+from actors.agent.acp_process import AGENT_GRACES, ProcessControlPort
 from rio.acp.client import AcpClient, AcpSettings
 from tests.bench.common import Row, percentiles
 from tests.fakes.model_servers import FakeModelServer, anthropic_text

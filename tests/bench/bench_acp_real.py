@@ -203,7 +203,7 @@ class BareMcp:
 
 def missing(agent: str) -> str | None:
     """Why the agent cannot run here, or None."""
-    from tests.test_acp_real_agents import CLAUDE, CODEX, NODE, OPENCODE
+    from tests.acp.test_acp_real_agents import CLAUDE, CODEX, NODE, OPENCODE
     path = {"claude": CLAUDE, "codex": CODEX, "opencode": OPENCODE}[agent]
     if not path.exists():
         return f"{path} is not installed"
@@ -214,9 +214,9 @@ def missing(agent: str) -> str | None:
 
 class Bench:
     def __init__(self, agent: str, base: Path, bare_mcp: BareMcp) -> None:
+        from tests.acp.test_acp_real_mcp import agent_setup, model_reply
         from tests.fakes.model_servers import FakeModelServer
         from tests.support import RioServer, rio_env
-        from tests.test_acp_real_mcp import agent_setup, model_reply
 
         def edit(request: Any) -> dict[str, str]:
             found = FILE_RE.search(request.body.decode("utf-8", "replace"))

@@ -35,7 +35,7 @@ def import_floor(n: int) -> list[float]:
     out = []
     for _ in range(n):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import actors.host, actors.factories"],
+        subprocess.run([sys.executable, "-c", "import actors.runtime.host, actors.runtime.factories"],
                        cwd=str(REPO), check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
         out.append(time.perf_counter() - t)
     return out

@@ -1,6 +1,6 @@
 """Desktop benchmarks (issue "The desktop editor"): `python -m tests.bench ui [--quick]`.
 
-Runs the real window code (ui/tk/app.py, editor.py) in this process on its own Xvfb, against a
+Runs the real window code (ui/tk/app/main_window.py, editor.py) in this process on its own Xvfb, against a
 real `rio serve`, and measures, with floors from the same run:
 
 * keystroke → core → event → widget updated, at 1 KB and 100 MB (goal p50 ≤ 1 ms, p99 ≤ 2 ms);
@@ -77,7 +77,7 @@ class Harness:
     def __init__(self, server, display: str):
         import tkinter as tk
 
-        from ui.tk.app import App
+        from ui.tk.app.main_window import App
         os.environ["DISPLAY"] = display
         self.server = server
         self.conn = server.connect("bench-ui")

@@ -1,7 +1,7 @@
 """A fake agent session for tests: plays the process "agent:<conversation>" on the bus.
 
 The core's conversations actor forwards a message to it as ``session.send``, as to the real
-session (actors/agents/session.py). The fake does what the real one does around a turn — asks
+session (actors/agent/session.py). The fake does what the real one does around a turn — asks
 the core's store to record the message (``conversation.begin_turn``), answers ``{turn}``, and
 records the end (``conversation.end_turn``) when the test says so — and each test decides how
 a turn goes with ``on_turn(fake, turn)``, so the core and the terminal client are tested

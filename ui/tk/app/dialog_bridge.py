@@ -1,0 +1,108 @@
+"""Make the Search/Project/Preferences dialogs first-class for the window and its ``ui.*`` ops.
+
+The app keeps its open dialogs in ``app.dialogs`` (ui/tk/widgets/dialogs.py): ``ui.state`` lists them
+and ``ui.dialog_answer {name, button, fields}`` answers them, so tests and the screenshot
+script drive the real window. :func:`bridge` registers one of our Toplevels there through a
+small adapter with the same face (``describe``, ``set_fields``, ``answer``) and removes it when
+the window goes. :func:`caption` gives the window the app's drawn title bar when no window
+manager decorates it (Xvfb), so it looks like every other dialog of the app.
+"""
+
+from __future__ import annotations
+
+import tkinter as tk
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ui.tk.widgets.dialog_focus import give_focus_back_on_close, modal_over_grab
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+class BridgedDialog:
+    def __init__(self, app: Any, name: str, top: tk.Toplevel, fields: Mapping[str, tk.Variable],
+                 buttons: Mapping[str, Callable[[], Any]],
+                 message: str | Callable[[], str] = ""):
+        self.app = app
+        self.name = name
+        self.top = top
+        self.fields = dict(fields)
+        self.button_fns = dict(buttons)
+        self.buttons = tuple(buttons)
+        self.message = message
+
+    def values(self) -> dict[str, Any]:
+        return {k: v.get() for k, v in self.fields.items()}
+
+    def describe(self) -> dict[str, Any]:
+        message = self.message() if callable(self.message) else self.message
+        return {"name": self.name, "title": self.top.title(), "message": message,
+                "buttons": list(self.buttons), "fields": self.values()}
+
+    def set_fields(self, fields: Mapping[str, Any]) -> None:
+        for key, value in fields.items():
+            var = self.fields.get(key)
+            if var is None:
+                raise KeyError(f"dialog {self.name!r} has no field {key!r}; "
+                               f"it has {', '.join(self.fields) or 'none'}")
+            if isinstance(var, tk.BooleanVar):
+                var.set(value if isinstance(value, bool) else str(value).lower() in _TRUE)
+            else:
+                var.set(str(value))
+
+    def answer(self, button: str) -> None:
+        fn = self.button_fns.get(button)
+        if fn is None:
+            raise KeyError(f"dialog {self.name!r} has no button {button!r}; "
+                           f"it has {', '.join(self.buttons)}")
+        fn()
+
+
+def bridge(app: Any, name: str, top: tk.Toplevel, fields: Mapping[str, tk.Variable],
+           buttons: Mapping[str, Callable[[], Any]], message: str | Callable[[], str] = "",
+           replaces: tuple[str, ...] = ()) -> BridgedDialog:
+    """Register ``top`` as ``app.dialogs[name]`` (when the app keeps such a registry) until it
+    is destroyed. ``replaces`` are other names the same window had before (Find ↔ Replace).
+    Shown while a modal dialog holds the input grab, the window takes the grab (and hands it
+    back when it goes): it is never shown dead over that dialog."""
+    adapter = BridgedDialog(app, name, top, fields, buttons, message)
+    give_focus_back_on_close(top)
+    modal_over_grab(top)
+    registry = getattr(app, "dialogs", None)
+    if isinstance(registry, dict):
+        for old in replaces:
+            if getattr(registry.get(old), "top", None) is top:
+                del registry[old]
+        registry[name] = adapter
+
+        def gone(event: tk.Event) -> None:
+            if event.widget is top and registry.get(name) is adapter:
+                del registry[name]
+
+        top.bind("<Destroy>", gone, add="+")
+    return adapter
+
+
+def caption(app: Any, top: tk.Toplevel, title: str, close: Callable[[], None]) -> None:
+    """The app's drawn caption when no window manager draws one (call before packing)."""
+    try:
+        from ui.tk.widgets.dialogs import _caption, window_manager_running
+        if not window_manager_running() and hasattr(app, "theme"):
+            top.configure(relief="raised", bd=2, background=app.theme.face)
+            _caption(top, title, app, close)
+    except Exception:  # noqa: BLE001 -- decoration only; never stop a dialog from opening
+        return
+
+
+def centre_over(top: tk.Toplevel, parent: tk.Misc) -> None:
+    """Put ``top`` in the middle of ``parent``'s window (without a window manager nobody else
+    places it, and (0, 0) covers the menu bar)."""
+    try:
+        top.update_idletasks()
+        owner = parent.winfo_toplevel()
+        w, h = top.winfo_reqwidth(), top.winfo_reqheight()
+        x = owner.winfo_rootx() + max(0, (owner.winfo_width() - w) // 2)
+        y = owner.winfo_rooty() + max(0, (owner.winfo_height() - h) // 3)
+        top.geometry(f"+{x}+{y}")
+    except tk.TclError:
+        return

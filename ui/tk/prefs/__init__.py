@@ -1,0 +1,1 @@
+"""Preferences: the Preferences dialog, Edit → AI Preferences…, model providers and API keys."""

@@ -1,0 +1,1 @@
+"""Rio's look and small widgets shared by every room: theme, fonts, icons, tooltips, dialogs."""
