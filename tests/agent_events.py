@@ -8,12 +8,11 @@ turn streamed.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rio.protocol.errors import RioError
 from rio.protocol.frames import thaw
-from tests.support import RioServer
+from tests.support import RioServer, wait_for
 
 
 class AgentEvents:
@@ -29,14 +28,12 @@ class AgentEvents:
 
     def wait(self, topic: str, timeout: float = 60.0, **match: Any) -> dict:
         """The first ``topic`` event whose fields match (``value`` or ``predicate(value)``)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == topic and all(v(data.get(k)) if callable(v) else data.get(k) == v
-                                      for k, v in match.items()):
-                    return data
-            self.conn.wait(0.02)
-        raise AssertionError(f"no {topic} {match}; saw {[t for t, _ in self.events]}")
+        def matching() -> dict | None:
+            return next((data for t, data in self.events
+                         if t == topic and all(v(data.get(k)) if callable(v) else data.get(k) == v
+                                               for k, v in match.items())), None)
+        return wait_for(matching, timeout, 0.02, pause=self.conn.wait, what=f"{topic} {match}",
+                        seen=lambda: [t for t, _ in self.events])
 
     def of(self, topic: str) -> list[dict]:
         self.conn.drain()

@@ -135,14 +135,10 @@ class InProcessApp:
 
     def pump(self, predicate: Any, timeout: float = 10.0) -> bool:
         """Run Tk's loop until ``predicate()`` holds (or ``timeout`` passes)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def updated() -> bool:
             self.root.update()
-            if predicate():
-                return True
-            time.sleep(0.005)
-        self.root.update()
-        return bool(predicate())
+            return bool(predicate())
+        return bool(wait_for(updated, timeout, 0.005))
 
     def open(self, path: str) -> Any:
         """Open ``path`` in a tab and wait until its editor is live; returns the EditorTab."""

@@ -16,14 +16,16 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
 from actors.runtime import process_control
 
 REPO = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 #: The short runtime folders rio_env handed out; tests/conftest.py removes them when the
@@ -238,7 +240,7 @@ def _drain(pipe: Any) -> str:
     os.set_blocking(pipe.fileno(), False)
     chunks: list[bytes] = []
     try:
-        while True:
+        while True:   # ends: the pipe is non-blocking, so EOF or BlockingIOError comes
             chunk = os.read(pipe.fileno(), 65536)
             if not chunk:
                 break
@@ -258,12 +260,14 @@ def _proc(pid: int) -> psutil.Process | None:
 
 
 def wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
-    deadline = time.monotonic() + timeout
+    """The processes of ``procs`` still alive after waiting up to ``timeout`` for them to end."""
     alive = list(procs)
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if _alive(p)]
-        if alive:
-            time.sleep(0.05)
+
+    def all_gone() -> bool:
+        alive[:] = [p for p in alive if _alive(p)]
+        return not alive
+
+    wait_for(all_gone, timeout, 0.05)
     return alive
 
 
@@ -274,10 +278,51 @@ def _alive(p: psutil.Process) -> bool:
         return False
 
 
-def wait_for(predicate, timeout: float = 10.0, step: float = 0.02) -> bool:
+def wait_for(predicate: Callable[[], T], timeout: float = 10.0, step: float = 0.02, *,
+             what: str = "", seen: Callable[[], object] | None = None,
+             ignore: tuple[type[BaseException], ...] = (),
+             pause: Callable[[float], object] = time.sleep) -> T | None:
+    """Ask ``predicate`` every ``step`` seconds until it answers something true, and return
+    that answer — the one way the tests poll, so every wait is bounded by ``timeout``
+    (tests/house/test_bounded_waits.py refuses a ``while True`` that is not).
+
+    After ``timeout`` the predicate is asked once more. Without ``what`` a timeout returns its
+    last (false) answer, for ``assert wait_for(…)``; with ``what`` it raises AssertionError
+    saying what was awaited and what was last seen: ``seen()``, else the last answer. An
+    exception of a type in ``ignore`` counts as "not yet" (a server still starting) and is
+    what was last seen. ``pause`` is how to spend a step: ``time.sleep``, or a bus
+    connection's ``wait`` so that its events are read meanwhile.
+    """
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())
+    last: T | BaseException | None = None
+    while True:   # ends: the deadline below
+        try:
+            answer = predicate()
+        except ignore as exc:
+            last = exc
+        else:
+            if answer:
+                return answer
+            last = answer
+        if time.monotonic() >= deadline:
+            break
+        pause(step)
+    if not what:
+        return None if isinstance(last, BaseException) else last
+    said = seen() if seen is not None else last
+    raise AssertionError(f"waited {timeout:g} s for {what}; last seen: {said!r}")
+
+
+async def wait_for_async(predicate: Callable[[], T], timeout: float = 10.0, step: float = 0.0,
+                         *, what: str = "") -> T:
+    """:func:`wait_for` inside an asyncio loop: the predicate is asked between the loop's other
+    tasks (``step`` 0: every turn of the loop), and a timeout always fails, saying ``what``
+    was awaited — a coroutine waiting on a turn's state has nothing else to return."""
+    import asyncio
+    deadline = time.monotonic() + timeout
+    while not (answer := predicate()):
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what or repr(predicate)}; "
+                                 f"last seen: {answer!r}")
+        await asyncio.sleep(step)
+    return answer

@@ -293,7 +293,9 @@ class AcpOwner:
         """Watch the agent's exit between turns (called when a turn ends): see the module
         docstring. A turn running when it exits reports it itself (the prompt ends)."""
         brain = self.brain
-        client = brain.client if brain is not None else None
+        if brain is None:
+            return
+        client = brain.client
         if client is None or getattr(client, "process", None) is None or client is self.watched:
             return
         self.watched = client
@@ -429,7 +431,7 @@ class AcpOwner:
             await discard()
         try:
             from rio.mcp.entry import end_conversation
-            end_conversation(self.root, self.conversation)
+            end_conversation(self.conversation, self.root)
         except ImportError:
             pass
         except OSError as exc:

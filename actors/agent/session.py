@@ -54,7 +54,7 @@ from rio.agent.turn import Turn, TurnResult, TurnSpec
 from rio.protocol.errors import AgentError, InternalError, ProtocolError, RioError
 from rio.protocol.frames import Event
 from rio.protocol.routing import turn_answer_conversation
-from rio.providers.base import Message, Provider
+from rio.providers.base import Message, Provider, ProviderFactory
 
 log = logging.getLogger("rio.agent.session")
 
@@ -118,13 +118,14 @@ class BusPortOverThread:
     async def run(self, args: Mapping[str, Any], timeout: float) -> Mapping[str, Any]:
         record = await self.call("run.start", args)
         run_id = str(record["run"])
-        watch = _RunWatch(exit=self.loop.create_future())
+        exited: asyncio.Future[Mapping[str, Any]] = self.loop.create_future()
+        watch = _RunWatch(exit=exited)
         self.runs[run_id] = watch
         for event in self.early.pop(run_id, []):
             self._run_event(event)
         try:
             try:
-                final = await asyncio.wait_for(asyncio.shield(watch.exit), timeout)
+                final = await asyncio.wait_for(asyncio.shield(exited), timeout)
             except asyncio.TimeoutError:  # the exit event was lost: ask the runner itself
                 final = await self.call("run.stop", {"run": run_id}, timeout=30)
         except asyncio.CancelledError:
@@ -161,8 +162,10 @@ class _TurnPort:
         await self.port.call("gate.turn", {**self.ids, "event": event})
 
     async def gate_check(self, tool: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
-        return await self.port.call("gate.check", {**self.ids, "provider": self.provider,
-                                                   "tool": tool, "args": dict(args)})
+        verdict: Mapping[str, Any] = await self.port.call(
+            "gate.check", {**self.ids, "provider": self.provider, "tool": tool,
+                           "args": dict(args)})
+        return verdict
 
     async def remember(self, tool: str) -> None:
         await self.port.call("gate.remember", {"provider": self.provider, "tool": tool})
@@ -173,9 +176,10 @@ class _TurnPort:
     async def agent_check(self, tool: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
         # "always allow" is keyed on the agent Rio started (``acp:<name>``), the name
         # remember() stores it under — never on a name the MCP client declares.
-        return await self.port.call("gate.agent_check", {
+        verdict: Mapping[str, Any] = await self.port.call("gate.agent_check", {
             "conversation": self.ids["conversation"], "agent": self.provider, "tool": tool,
             "args": dict(args)})
+        return verdict
 
 
 @dataclass
@@ -192,6 +196,10 @@ class _Running:
     life: asyncio.Task[None] | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     stop_requested: bool = False
+    #: the turn has run: only its undo merge and the record of its end remain. The store
+    #: publishes the end (``agent.turn``) before this session hears back, so a client that
+    #: sends its next message on that event must find it queued behind this, never busy.
+    ran: bool = False
     recorded: bool = False
     #: the project paths of the buffers the turn changed (for the store's record)
     paths: list[str] = field(default_factory=list)
@@ -206,6 +214,11 @@ class _Running:
             self.turn.close_waits()
         if self.task is not None and not self.task.done():
             self.task.cancel()
+
+    def stop_came(self) -> bool:
+        """Whether Stop was asked, read afresh: after an await it may have come meanwhile
+        (from the task serving ``agent.stop``), whatever was read before the await."""
+        return self.stop_requested
 
 
 #: What conversation.end_turn takes of a TurnResult's wire form.
@@ -253,7 +266,7 @@ def shared_transport() -> _SharedTransport:
 
 
 @functools.lru_cache(maxsize=1)
-def _provider_factories() -> Mapping[str, Any]:
+def _provider_factories() -> Mapping[str, ProviderFactory]:
     # Entry points are scanned once per process (≈ 45 ms the first time); installing a plug-in
     # takes effect with the next session process.
     from rio.providers.base import discover_providers
@@ -402,7 +415,7 @@ class AgentSession(AcpOwner):
         nothing in it waits for the user; else it becomes this conversation's turn — after
         the turn it interrupts, when a proposal or question of that one was waiting."""
         previous = self.running
-        if previous is not None and not await self._interrupts(previous):
+        if previous is not None and not previous.ran and not await self._interrupts(previous):
             raise AgentError("busy", "The agent is still working on the last message.",
                              "Wait, or Stop the turn.", turn=previous.turn_id)
         if self.running is not previous:   # another message won the race meanwhile
@@ -430,6 +443,7 @@ class AgentSession(AcpOwner):
             running.turn_id = str(began["turn"])
             ctx.reply({"turn": running.turn_id, "conversation": self.conversation})
             result = await self._run_turn(running, began)
+            running.ran = True
             await self._merge_undo(running, result)
             await self._record_end(running, result)
         except Exception:  # the loop's one owner must not die of a bug
@@ -463,12 +477,12 @@ class AgentSession(AcpOwner):
             return turn
         running.turn = turn
         running.task = self.loop.create_task(turn.run())
-        if running.stop_requested:
+        if running.stop_came():     # while the turn was being set up
             running.task.cancel()
         try:
             return await running.task
         except asyncio.CancelledError:
-            if not running.stop_requested:
+            if not running.stop_came():
                 raise        # the loop itself is being cancelled
             return turn.result("stopped")
         except Exception as exc:  # a bug still ends the turn with an answer

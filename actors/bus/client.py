@@ -57,7 +57,7 @@ __all__ = ["BusConnection", "Endpoints", "connect", "result_of", "encode_reply",
 
 class BusConnection:
     def __init__(self, endpoints: Endpoints, *, name: str = "client",
-                 context: zmq.Context | None = None, subscribe: tuple[str, ...] = (),
+                 context: zmq.SyncContext | None = None, subscribe: tuple[str, ...] = (),
                  reconnect_ms: int | None = None):
         self.name = name
         self.endpoints = endpoints
@@ -87,7 +87,7 @@ class BusConnection:
         """The two file descriptors to watch from an event loop that is not ZeroMQ's (Tk's
         ``createfilehandler``, :mod:`ui.tk.app.bus_pump`). They are edge-triggered: when one turns
         readable, call :meth:`drain`, which reads everything there is."""
-        return self._dealer.getsockopt(zmq.FD), self._sub.getsockopt(zmq.FD)
+        return self._dealer.fileno(), self._sub.fileno()   # ZMQ_FD of each
 
     def register(self, poller: zmq.Poller) -> None:
         """Add the two sockets to a poller of the bus layer's own (the bus thread polls them
@@ -237,7 +237,7 @@ class BusConnection:
             if remaining <= 0:
                 self._pending.pop(rid, None)
                 raise _timeout(op, timeout)
-            self._poller.poll(min(remaining, 0.05) * 1000)
+            self._poller.poll(int(min(remaining, 0.05) * 1000))
             self.drain()
         return result_of(box[0])
 

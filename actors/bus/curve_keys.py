@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -248,13 +249,13 @@ def create_client_keys(name: str, base: Path | None = None, *, authorise: bool =
     return KeyPair(public, secret), secret_file
 
 
-def client_key_dir(environ: dict[str, str] | None = None) -> Path:
+def client_key_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     override = env.get("RIO_CLIENT_KEY_DIR")
     return Path(override) if override else curve_dir() / CLIENTS
 
 
-def load_client_keys(environ: dict[str, str] | None = None) -> KeyPair:
+def load_client_keys(environ: Mapping[str, str] | None = None) -> KeyPair:
     """The keypair a remote client presents: RIO_CLIENT_KEY_DIR (or config/curve/clients/),
     the file named by RIO_CLIENT_KEY, else the only ``*.key_secret`` there."""
     env = os.environ if environ is None else environ

@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import msgpack
 import zmq
@@ -83,7 +83,7 @@ class Hub:
     """Run with :meth:`start` (a thread) or :meth:`serve_forever`; stop with :meth:`stop`."""
 
     def __init__(self, requests_endpoint: str, events_endpoint: str, *,
-                 context: zmq.Context | None = None,
+                 context: zmq.SyncContext | None = None,
                  curve_secret: bytes | None = None,
                  local_handler: Callable[[bytes, Request], Reply | Deferred | None] | None
                  = None,
@@ -107,7 +107,7 @@ class Hub:
         self._ready = threading.Event()
         self._stop_endpoint = f"inproc://hub-stop-{id(self)}"
         self._bind_error: BaseException | None = None
-        self._injected: list[tuple[str, dict]] = []
+        self._injected: list[tuple[str, dict[str, Any]]] = []
         self._inject_lock = threading.Lock()
         self._inject_endpoint = f"inproc://hub-inject-{id(self)}"
         self.stats = {"requests": 0, "replies": 0, "events": 0, "errors": 0}
@@ -156,7 +156,7 @@ class Hub:
         self._thread.join(5)
         self._thread = None
 
-    def publish(self, topic: str, data: dict) -> None:
+    def publish(self, topic: str, data: dict[str, Any]) -> None:
         """Publish an event from another thread of the hub's process (the supervisor)."""
         if CHECK_EVENTS:
             guard(topic, data)
@@ -288,9 +288,8 @@ class Hub:
         sender = frames[0]
         if len(frames) == 2:
             self._on_payload(sender, frames[1])
-        elif len(frames) >= 3 and self._service_of(sender) is not None:
+        elif len(frames) >= 3 and (service := self._service_of(sender)) is not None:
             client, payload = frames[1], frames[2]
-            service = self._service_of(sender)
             key = (client, peek_id(payload))
             copies = service.pending.pop(key, 0)
             if copies > 1:
@@ -338,7 +337,9 @@ class Hub:
             self._reply(sender, Reply.failure(frame.id, denied))
             return
         if frame.op.startswith("bus."):
-            self._reply(sender, answer(self.handles, self, sender, frame))
+            answered = answer(self.handles, self, sender, frame)
+            if not isinstance(answered, Deferred):   # bus.* ops are answered at once
+                self._reply(sender, answered)
             return
         if self._local_handler is not None:
             local = self._local_handler(sender, frame)
@@ -406,7 +407,7 @@ class Hub:
     handles: OpTable[Hub] = OpTable()
 
     @handles("bus.register")
-    def register_op(self, req: LocalRequest) -> dict:
+    def register_op(self, req: LocalRequest) -> dict[str, Any]:
         # host.* and session.* are routed by process name, never by prefix (many serve
         # them); so are the agent.* turn answers a conversation's session serves itself.
         sender, args = req.sender, req.args
@@ -432,18 +433,18 @@ class Hub:
         return {"registered": list(prefixes)}
 
     @handles("bus.unregister")
-    def unregister_op(self, req: LocalRequest) -> dict:
+    def unregister_op(self, req: LocalRequest) -> dict[str, Any]:
         if req.sender in self._services:
             self._forget(req.sender, "it unregistered")
         return {}
 
     @handles("bus.services")
-    def services_op(self, req: LocalRequest) -> list:
+    def services_op(self, req: LocalRequest) -> list[dict[str, Any]]:
         return [{"name": s.name, "prefixes": list(s.prefixes), "pid": s.pid,
                  "pending": sum(s.pending.values())} for s in self._services.values()]
 
     @handles("bus.stats")
-    def stats_op(self, req: LocalRequest) -> dict:
+    def stats_op(self, req: LocalRequest) -> dict[str, Any]:
         return dict(self.stats, topics=dict(self._seq))
 
     def _drop_by_name(self, name: str) -> None:
@@ -477,7 +478,7 @@ class Hub:
                 self._forget(client, "it stopped answering")
             # otherwise a client left before its reply: nothing to tell anyone
 
-    def _publish(self, topic: str, data: dict) -> None:
+    def _publish(self, topic: str, data: dict[str, Any]) -> None:
         seq = self._seq.get(topic, 0) + 1
         self._seq[topic] = seq
         self.stats["events"] += 1

@@ -123,7 +123,7 @@ class PeerGuard:
         return known
 
     # --- the ZAP handler ------------------------------------------------------------------
-    def start(self, ctx: zmq.Context) -> PeerGuard:
+    def start(self, ctx: zmq.SyncContext) -> PeerGuard:
         """Bind the ZAP endpoint in the hub's context and answer on a thread of its own;
         once (a restarted hub thread finds it running)."""
         if self._thread is not None and self._thread.is_alive():
@@ -143,7 +143,7 @@ class PeerGuard:
             self._thread.join(2)
             self._thread = None
 
-    def _serve(self, sock: zmq.Socket) -> None:
+    def _serve(self, sock: zmq.SyncSocket) -> None:
         try:
             while not self._stop.is_set():
                 if not sock.poll(200):

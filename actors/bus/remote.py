@@ -28,34 +28,47 @@ until it has read back down to half the budget; a key has so many requests at th
 ``bus.connection_limit``). A socket monitor tells the bridge when a connection closes, so its
 replies and its slot go at once.
 
-The listener owns its own ZeroMQ context (the ZAP handler is per context) and one thread.
+The listener owns its own ZeroMQ context (the ZAP handler is per context) and one thread. What
+it reads of a frame, and the answers it makes without the hub, are actors/bus/remote_frames.py.
 """
 
 from __future__ import annotations
 
 import collections
 import errno
-import hashlib
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils.monitor import parse_monitor_message
 
 from actors.bus import curve_keys
+from actors.bus.remote_frames import (
+    DROP,
+    Payload,
+    frame_id,
+    hub_identity,
+    id_or_unknown,
+    over_budget,
+    refusal_for,
+    source_fd,
+    too_many_clients,
+)
 from actors.bus.sockets import WELCOME, configure, make_dealer
 from rio.config.remote import RemoteLimits, remote_limits
 from rio.memory import map_large_allocations
 from rio.protocol import roles
-from rio.protocol.errors import AuthError, BusError, InternalError, ProtocolError
-from rio.protocol.frames import Event, Reply, Request, decode, encode, peek_id, request_id_of
+from rio.protocol.errors import AuthError, BusError, InternalError
+from rio.protocol.frames import Reply, encode
+
+if TYPE_CHECKING:   # for the annotation only: the client imports this module for parse_listen
+    from rio.config.instance import InstancePaths
 
 log = logging.getLogger("rio.remote")
 
@@ -64,11 +77,6 @@ CLIENT_PREFIX = roles.REMOTE_PREFIX   # + role + ":" + client id (rio/protocol/r
 IDLE_CLOSE_S = 600.0        # a remote client silent this long loses its hub-side DEALER
 MAX_CLIENTS = 256           # bounds the sockets one listener can hold
 RELOAD_EVERY_S = 1.0        # how often authorized_clients/ is checked for changes
-# Service plumbing a remote peer has no business with: registering would let a key take over an
-# op prefix; host.* pings and stops one process by name (the supervisor's liveness checks).
-_NOT_REMOTE = ("bus.register", "bus.unregister")
-_NOT_REMOTE_PREFIXES = ("host.",)
-_MAX_ROUTING_ID = 255       # libzmq's limit for ZMQ_ROUTING_ID
 #: Errors the bridge itself queues for one client that is not reading (each a few hundred
 #: bytes); past this they are dropped: a client that reads nothing cannot be told anything.
 MAX_QUEUED_ERRORS = 1000
@@ -76,7 +84,6 @@ MAX_QUEUED_ERRORS = 1000
 #: ROUTER cannot say when one peer's pipe has room: it is tried; doubling while it stays full).
 RETRY_FIRST_S = 0.0002
 RETRY_MAX_S = 0.1
-_HEAD = 64 * 1024           # how much of a big frame is read for its id
 #: Requests of one key waiting for room in flight (``max_requests_in_flight``), by count and
 #: bytes (one of any size always may); past either the request is ``bus.backpressure``.
 MAX_WAITING_REQUESTS = 1000
@@ -102,14 +109,14 @@ def parse_listen(listen: str) -> tuple[str, str]:
 class _Client:
     """One remote connection (a ROUTER peer: one routing identity) and its DEALER to the hub."""
 
-    dealer: zmq.Socket
+    dealer: zmq.SyncSocket
     last_used: float
     outstanding: int = 0
     role: str = "observer"
     key: str = ""                  #: the Z85 key it authenticated with (its limits are per key)
     fd: int | None = None          #: its tcp socket (ZMQ_SRCFD), to see it close (the monitor)
     #: replies waiting for the client (its pipe in libzmq was full), oldest first
-    queue: collections.deque[tuple[Any, int, bool]] = field(default_factory=collections.deque)
+    queue: collections.deque[tuple[Payload, int, bool]] = field(default_factory=collections.deque)
     queued_bytes: int = 0
     queued_errors: int = 0
     waiting: int = 0               #: its requests waiting in the bridge for room in flight
@@ -154,8 +161,8 @@ class RemoteListener:
         #: key → requests waiting for room in flight, oldest first, and their bytes
         self._waiting: dict[str, collections.deque[tuple[bytes, bytes]]] = {}
         self._waiting_bytes: dict[str, int] = {}
-        self._front: zmq.Socket | None = None
-        self._monitor: zmq.Socket | None = None
+        self._front: zmq.SyncSocket | None = None
+        self._monitor: zmq.SyncSocket | None = None
         self._auth_stamp: int | None = None
         self._roles: dict[str, tuple[str, str]] = {}   # Z85 key → (client name, role)
 
@@ -232,7 +239,7 @@ class RemoteListener:
         poller = zmq.Poller()
         for sock in (front, events, upstream, ctl, monitor):
             poller.register(sock, zmq.POLLIN)
-        by_dealer: dict[zmq.Socket, bytes] = {}
+        by_dealer: dict[zmq.SyncSocket, bytes] = {}
         self._poller, self._by_dealer = poller, by_dealer
         next_chores = time.monotonic() + RELOAD_EVERY_S
         try:
@@ -272,7 +279,7 @@ class RemoteListener:
             for sock in (front, events, upstream, ctl, monitor):
                 sock.close(linger=0)
 
-    def _curve_socket(self, kind: int) -> zmq.Socket:
+    def _curve_socket(self, kind: int) -> zmq.SyncSocket:
         sock = self._ctx.socket(kind)
         configure(sock)
         sock.zap_domain = ZAP_DOMAIN.encode()
@@ -281,8 +288,8 @@ class RemoteListener:
         return sock
 
     # --- requests -------------------------------------------------------------------------------
-    def _from_clients(self, front: zmq.Socket, poller: zmq.Poller,
-                      by_dealer: dict[zmq.Socket, bytes]) -> None:
+    def _from_clients(self, front: zmq.SyncSocket, poller: zmq.Poller,
+                      by_dealer: dict[zmq.SyncSocket, bytes]) -> None:
         for _ in range(1000):  # bounded batch, then service the other sockets
             try:
                 parts = front.recv_multipart(zmq.NOBLOCK, copy=False)
@@ -294,24 +301,24 @@ class RemoteListener:
             ident, payload = parts[0].bytes, parts[1].bytes
             key, role = self._key_of(parts[1])
             try:
-                refusal = _refusal(payload)
+                refusal = refusal_for(payload)
             except Exception as exc:  # one frame never ends remote access
                 log.exception("remote bridge: a frame from %r failed", ident[:64])
-                refusal = Reply.failure(_peek(payload), InternalError(
+                refusal = Reply.failure(id_or_unknown(payload), InternalError(
                     "internal.unexpected",
                     f"The bridge could not handle this frame ({type(exc).__name__})."))
             if refusal is None and role is None:
-                refusal = Reply.failure(_peek(payload), AuthError(
+                refusal = Reply.failure(id_or_unknown(payload), AuthError(
                     "forbidden", "This client's key is no longer authorised on the server.",
                     "Ask the server's owner to authorise it again (rio keys --authorize)."))
             client = self._clients.get(ident)
             if refusal is not None:
                 self.stats["refused"] += 1
-                if refusal is not _DROP:
+                if refusal is not DROP:
                     self._answer(ident, client, encode(refusal))
                 continue
             assert role is not None and key is not None
-            fd = _source_fd(parts[1])
+            fd = source_fd(parts[1])
             if client is not None and (client.role != role or client.key != key):
                 client = self._reopen(ident, client, role, key, poller, by_dealer)
             if client is None:
@@ -322,7 +329,7 @@ class RemoteListener:
                     continue
                 client = self._open_client(ident, role, poller, by_dealer, key)
             if client is None:
-                _send_quietly(front, ident, encode(_too_many(payload, self.max_clients)))
+                _send_quietly(front, ident, encode(too_many_clients(payload, self.max_clients)))
                 continue
             if fd is not None and client.fd != fd:
                 self._claim_fd(ident, client, fd)
@@ -342,7 +349,7 @@ class RemoteListener:
             client.dealer.send(payload, zmq.NOBLOCK)
         except zmq.Again:
             client.outstanding -= 1
-            self._answer(ident, client, encode(Reply.failure(_peek(payload), BusError(
+            self._answer(ident, client, encode(Reply.failure(id_or_unknown(payload), BusError(
                 "unreachable", "The Rio instance is not accepting requests (queue full).",
                 "Check it with `rio status` on the server."))))
 
@@ -364,7 +371,7 @@ class RemoteListener:
         return self._key_of(frame)[1]
 
     def _open_client(self, ident: bytes, role: str, poller: zmq.Poller,
-                     by_dealer: dict[zmq.Socket, bytes], key: str = "") -> _Client | None:
+                     by_dealer: dict[zmq.SyncSocket, bytes], key: str = "") -> _Client | None:
         if len(self._clients) >= self.max_clients:
             self._close_idle(poller, by_dealer, force=True)
             if len(self._clients) >= self.max_clients:
@@ -380,7 +387,7 @@ class RemoteListener:
         return client
 
     def _reopen(self, ident: bytes, client: _Client, role: str, key: str, poller: zmq.Poller,
-                by_dealer: dict[zmq.Socket, bytes]) -> _Client | None:
+                by_dealer: dict[zmq.SyncSocket, bytes]) -> _Client | None:
         """Re-roled (or, with a reused identity, another key): a new hub identity; what was
         waiting for the client stays queued."""
         queue, held = client.queue, (client.queued_bytes, client.queued_errors, client.fd)
@@ -409,7 +416,7 @@ class RemoteListener:
         if key in self._over and self._held(key) < limits.reply_budget_bytes // 2:
             self._over.discard(key)
         if key in self._over:
-            return Reply.failure(_frame_id(payload), _over_budget(limits, self._held(key)))
+            return Reply.failure(frame_id(payload), over_budget(limits, self._held(key)))
         return None
 
     def _submit(self, ident: bytes, client: _Client, payload: bytes) -> None:
@@ -428,7 +435,7 @@ class RemoteListener:
         if waiting and (len(waiting) >= MAX_WAITING_REQUESTS
                         or self._waiting_bytes.get(key, 0) + size > MAX_WAITING_BYTES):
             self.stats["backpressure"] += 1
-            self._answer(ident, client, encode(Reply.failure(_frame_id(payload), BusError(
+            self._answer(ident, client, encode(Reply.failure(frame_id(payload), BusError(
                 "backpressure", f"This key has {limits.max_requests_in_flight} requests in "
                 f"flight and {len(waiting)} more waiting to be sent on (the limits per key); "
                 "this one is refused.",
@@ -455,7 +462,7 @@ class RemoteListener:
             if key in self._over:
                 self.stats["backpressure"] += 1
                 self._answer(ident, client, encode(Reply.failure(
-                    _frame_id(payload), _over_budget(self.limits, self._held(key)))))
+                    frame_id(payload), over_budget(self.limits, self._held(key)))))
             else:
                 self._forward(ident, client, payload)
         if not waiting:
@@ -476,7 +483,7 @@ class RemoteListener:
         if len(self._by_key.get(key, ())) < limit:
             return None
         name = self._roles.get(key, ("?", ""))[0]
-        return Reply.failure(_frame_id(payload), BusError(
+        return Reply.failure(frame_id(payload), BusError(
             "connection_limit", f"The key {name!r} already has {limit} connections open to "
             "this server (the limit per key); this one is refused.",
             "Close one of them (each running rio call, rio events or desktop holds one), or ask "
@@ -484,7 +491,7 @@ class RemoteListener:
             limit="max_connections_per_key", value=limit, key=name))
 
     # --- replies --------------------------------------------------------------------------------
-    def _from_hub(self, dealer: zmq.Socket, ident: bytes, front: zmq.Socket) -> None:
+    def _from_hub(self, dealer: zmq.SyncSocket, ident: bytes, front: zmq.SyncSocket) -> None:
         client = self._clients.get(ident)
         while True:
             try:
@@ -512,7 +519,7 @@ class RemoteListener:
         else:
             self._deliver(ident, client, payload, error=True)
 
-    def _deliver(self, ident: bytes, client: _Client, payload: Any, error: bool = False) -> None:
+    def _deliver(self, ident: bytes, client: _Client, payload: Payload, error: bool = False) -> None:
         """Send a reply to a client now if its pipe has room; else keep it, within the key's
         budget — past it the reply is dropped and ``bus.backpressure`` sent in its place."""
         size = len(payload)
@@ -534,14 +541,14 @@ class RemoteListener:
                 self.stats["backpressure"] += 1
                 self.stats["dropped"] += 1
                 self._deliver(ident, client, encode(Reply.failure(
-                    _frame_id(payload), _over_budget(self.limits, held))), error=True)
+                    frame_id(payload), over_budget(self.limits, held))), error=True)
                 return
             client.queued_bytes += size
         if not client.queue:
             client.retry_at, client.retry_wait = time.monotonic() + RETRY_FIRST_S, RETRY_FIRST_S
         client.queue.append((payload, size, error))
 
-    def _try_send(self, ident: bytes, client: _Client, payload: Any, size: int) -> bool | None:
+    def _try_send(self, ident: bytes, client: _Client, payload: Payload, size: int) -> bool | None:
         """True: handed to libzmq; False: the client's pipe is full; None: the client is gone
         (its connection closed: everything it had is dropped)."""
         front = self._front
@@ -629,7 +636,7 @@ class RemoteListener:
         self._release_fd(fd, keep=ident)
         client.fd = fd
 
-    def _close_idle(self, poller: zmq.Poller, by_dealer: dict[zmq.Socket, bytes],
+    def _close_idle(self, poller: zmq.Poller, by_dealer: dict[zmq.SyncSocket, bytes],
                     force: bool = False) -> None:
         now = time.monotonic()
         for ident, client in list(self._clients.items()):
@@ -641,7 +648,7 @@ class RemoteListener:
                 self._close_client(ident, poller, by_dealer)
 
     def _close_client(self, ident: bytes, poller: zmq.Poller,
-                      by_dealer: dict[zmq.Socket, bytes]) -> None:
+                      by_dealer: dict[zmq.SyncSocket, bytes]) -> None:
         client = self._clients.pop(ident)
         poller.unregister(client.dealer)
         by_dealer.pop(client.dealer, None)
@@ -657,7 +664,7 @@ class RemoteListener:
             self._pump(client.key)      # its waiting requests go; others may take its room
 
     # --- events ---------------------------------------------------------------------------------
-    def _forward_subscriptions(self, events: zmq.Socket, upstream: zmq.Socket) -> None:
+    def _forward_subscriptions(self, events: zmq.SyncSocket, upstream: zmq.SyncSocket) -> None:
         while True:
             try:
                 msg = events.recv(zmq.NOBLOCK)
@@ -667,7 +674,7 @@ class RemoteListener:
             if msg[1:] != WELCOME:
                 upstream.send(msg)
 
-    def _forward_events(self, upstream: zmq.Socket, events: zmq.Socket) -> None:
+    def _forward_events(self, upstream: zmq.SyncSocket, events: zmq.SyncSocket) -> None:
         for _ in range(1000):
             try:
                 frames = upstream.recv_multipart(zmq.NOBLOCK)
@@ -696,90 +703,7 @@ class RemoteListener:
         self._auth.configure_curve(domain=ZAP_DOMAIN, location=str(self.authorized_dir))
 
 
-_DROP = Reply("", False)  # marker: refuse without answering
-
-
-def _refusal(payload: bytes) -> Reply | None:
-    try:
-        frame = decode(payload)
-    except ProtocolError:
-        return None  # the hub answers malformed frames with the right error
-    if isinstance(frame, Event):
-        return _DROP  # remote peers do not publish
-    if isinstance(frame, Request) and (frame.op in _NOT_REMOTE
-                                       or frame.op.startswith(_NOT_REMOTE_PREFIXES)):
-        return Reply.failure(frame.id, BusError(
-            "remote_not_allowed", f"{frame.op} is not allowed over a remote connection.",
-            "Remote clients can call ops and watch events; services run on the server."))
-    if isinstance(frame, Reply):
-        return _DROP
-    return None
-
-
-def hub_identity(ident: bytes, role: str) -> bytes:
-    """The identity the hub sees for a remote client, ``remote:<role>:<ident>``: it carries the
-    role (rio/protocol/roles.py reads it back), is readable, and stays within libzmq's limit (a client may
-    pick a 255-byte identity; the prefix must not make it invalid)."""
-    whole = roles.identity_for(role, ident)
-    if len(whole) <= _MAX_ROUTING_ID:
-        return whole
-    return roles.identity_for(role, b"sha256:" + hashlib.sha256(ident).hexdigest().encode())
-
-
-def _peek(payload: bytes) -> str:
-    return peek_id(payload) or "?"
-
-
-def _over_budget(limits: RemoteLimits, held: int) -> BusError:
-    budget = limits.reply_budget_bytes
-    return BusError(
-        "backpressure", f"This key has {_mib(held)} of replies it has not read yet (its budget "
-        f"is {_mib(budget)}); this request is refused.",
-        "Read the replies already sent (a client that stopped reading, or a stopped "
-        "process, holds them); new requests are taken again once under half the budget. The "
-        "server's owner sets it: [remote] reply_budget_mb in config.toml.",
-        limit="reply_budget_mb", value=round(budget / (1024 * 1024), 1), held=held)
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MiB"
-
-
-def _frame_id(payload: Any) -> str:
-    """A frame's id without decoding the rest (it may be 64 MiB): Rio encodes ``id`` among
-    the first keys (rio/protocol/frames.py), so a big frame's first 64 KiB are read key by key;
-    a small one is read whole (:func:`peek_id`)."""
-    if len(payload) <= _HEAD:
-        return peek_id(bytes(payload)) or "?"
-    head = bytes(memoryview(payload)[:_HEAD])
-    try:
-        unpacker = msgpack.Unpacker(raw=False, max_buffer_size=len(head) + 1)
-        unpacker.feed(head)
-        for _ in range(unpacker.read_map_header()):
-            if unpacker.unpack() == "id":
-                return request_id_of({"id": unpacker.unpack()}) or "?"
-            unpacker.skip()
-    except Exception:  # noqa: BLE001 -- not a map, or the id lies past the head
-        pass
-    return "?"
-
-
-def _source_fd(frame: zmq.Frame) -> int | None:
-    """The tcp socket a message came in on (ZMQ_SRCFD), or None when libzmq does not say."""
-    try:
-        fd = frame.get(zmq.SRCFD)
-    except (zmq.ZMQError, AttributeError, ValueError):
-        return None
-    return fd if isinstance(fd, int) and fd >= 0 else None
-
-
-def _too_many(payload: bytes, limit: int) -> Reply:
-    return Reply.failure(_peek(payload), BusError(
-        "unreachable", f"The server already has {limit} remote clients waiting for replies.",
-        "Try again in a moment."))
-
-
-def _send_quietly(front: zmq.Socket | None, ident: bytes, payload: Any) -> None:
+def _send_quietly(front: zmq.SyncSocket | None, ident: bytes, payload: Payload) -> None:
     if front is None:
         return
     try:
@@ -788,7 +712,14 @@ def _send_quietly(front: zmq.Socket | None, ident: bytes, payload: Any) -> None:
         pass  # the client left before its reply: nothing to tell anyone
 
 
-def start_curve_proxy(sup: Any, listen: str) -> RemoteListener:
+class _Serving(Protocol):
+    """What the bridge needs of the supervisor: where its hub listens."""
+
+    @property
+    def paths(self) -> InstancePaths: ...
+
+
+def start_curve_proxy(sup: _Serving, listen: str) -> RemoteListener:
     """Called by the supervisor for ``rio serve --listen``: refuses to start without keys."""
     keys = curve_keys.load_server_keys()
     # Replies pass through this process in one piece (up to 64 MiB): each is mapped and given

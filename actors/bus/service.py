@@ -36,7 +36,14 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 import msgpack
 import zmq
 
-from actors.bus.client import BusConnection, Endpoints, as_error, encode_reply, result_of
+from actors.bus.client import (
+    BusConnection,
+    Endpoints,
+    EventHandler,
+    as_error,
+    encode_reply,
+    result_of,
+)
 from actors.bus.sockets import make_dealer
 from rio.protocol import op_table, ops
 from rio.protocol.errors import BusError, ProtocolError, RioError
@@ -65,7 +72,9 @@ class RequestContext:
     bus: "BusThread"
     client: bytes
     request: Request
-    args: Mapping[str, Any]
+    #: the request's arguments as :func:`rio.protocol.ops.validate` returned them: checked,
+    #: and a dict of this request's own (the logic's handlers take them as they are)
+    args: dict[str, Any]
     #: holds one token until the request is answered; ``list.pop`` is atomic, so two threads
     #: racing to answer cannot both win
     _unanswered: list[bool] = field(default_factory=lambda: [True], compare=False, repr=False)
@@ -174,7 +183,7 @@ class _SharedLink:
     """One DEALER several threads send through, one send at a time (a ZeroMQ socket may be
     used by several threads when a lock orders them: the lock is the memory barrier)."""
 
-    def __init__(self, sock: zmq.Socket) -> None:
+    def __init__(self, sock: zmq.SyncSocket) -> None:
         self.sock = sock
         self.lock = threading.Lock()
 
@@ -190,7 +199,7 @@ class _SharedLink:
 class BusThread:
     def __init__(self, endpoints: Endpoints, *, name: str,
                  handlers: Mapping[str, Handler] | None = None,
-                 context: zmq.Context | None = None,
+                 context: zmq.SyncContext | None = None,
                  fault_filter: Callable[[bytes], list[bytes]] | None = None):
         self.endpoints = endpoints
         self.name = name
@@ -205,7 +214,7 @@ class BusThread:
         self._lock = threading.Lock()
         self._links = 0
         self._shared: _SharedLink | None = None
-        self._early: list[tuple[str, dict]] = []
+        self._early: list[tuple[str, dict[str, Any]]] = []
         self._registered = False
         #: requests being served → how many more copies of each arrived meanwhile
         self._inflight: dict[tuple[bytes, str], int] = {}
@@ -213,7 +222,7 @@ class BusThread:
         #: the kept replies over _BIG_REPLY_BYTES → their size, oldest first
         self._big: collections.OrderedDict[tuple[bytes, str], int] = collections.OrderedDict()
         self._big_bytes = 0
-        self._subscriptions: list[tuple[str, Callable]] = []
+        self._subscriptions: list[tuple[str, EventHandler]] = []
         #: Fault injection at the client layer: maps an outgoing payload to the payloads
         #: actually sent (drop = [], duplicate = [p, p]). None in normal runs.
         self.fault_filter = fault_filter
@@ -241,7 +250,7 @@ class BusThread:
         self._thread.join(5)
         self._thread = None
 
-    def subscribe(self, prefix: str, handler: Callable) -> None:
+    def subscribe(self, prefix: str, handler: EventHandler) -> None:
         """Event handler run on the bus thread; register before :meth:`start`."""
         self._subscriptions.append((prefix, handler))
 
@@ -269,7 +278,7 @@ class BusThread:
         for _ in range(copies):   # every copy of the request gets the reply
             for p in self._faulted(payload):
                 if on_bus_thread:
-                    self.conn.send_routed(client, p)
+                    self._thread_conn().send_routed(client, p)
                 else:
                     self._link().send_multipart([client, p])
         for topic, data in events:
@@ -294,7 +303,7 @@ class BusThread:
                 self._early.append((topic, dict(data)))
                 return
         if threading.current_thread() is self._thread:
-            self.conn.publish(topic, data)
+            self._thread_conn().publish(topic, data)
         else:
             self._link().send(encode_checked(Event(topic, dict(data))))
 
@@ -331,22 +340,28 @@ class BusThread:
         the thread's own (a reply must come back to the thread that waits for it)."""
         self._local.shared = True
 
-    def _link(self) -> Any:
+    def _link(self) -> _SharedLink | zmq.SyncSocket:
         """Where this thread sends: the shared link if it joined it, else its own DEALER."""
         if getattr(self._local, "shared", False):
             shared = self._shared
             if shared is None:
-                sock: zmq.Socket | None = self._new_link()   # takes the lock itself
+                sock = self._new_link()   # takes the lock itself
                 with self._lock:
                     if self._shared is None:
-                        self._shared, sock = _SharedLink(sock), None
+                        self._shared = _SharedLink(sock)
                     shared = self._shared
-                if sock is not None:     # another thread made it first
+                if shared.sock is not sock:     # another thread made it first
                     sock.close(linger=0)
             return shared
         return self._own_link()
 
-    def _new_link(self) -> zmq.Socket:
+    def _thread_conn(self) -> BusConnection:
+        """The bus thread's own connection, for use on that thread (where it is set)."""
+        if self.conn is None:
+            raise RuntimeError(f"{self.name}: the bus thread has no connection yet")
+        return self.conn
+
+    def _new_link(self) -> zmq.SyncSocket:
         assert self.conn is not None, "the bus thread is not running"
         with self._lock:
             self._links += 1
@@ -359,7 +374,7 @@ class BusThread:
         sock.setsockopt(zmq.LINGER, LINK_LINGER_MS)
         return sock
 
-    def _own_link(self) -> zmq.Socket:
+    def _own_link(self) -> zmq.SyncSocket:
         """This thread's own DEALER to the hub, named under the bus thread's identity so the
         hub accepts its replies and events as this service's (ADR-0009): an actor answers
         without a hop through the bus thread."""
@@ -370,7 +385,7 @@ class BusThread:
         return sock
 
     # --- the bus thread -------------------------------------------------------------------------
-    def _post(self, item: list) -> None:
+    def _post(self, item: list[str]) -> None:
         sock = getattr(self._local, "push", None)
         if sock is None:
             sock = self.ctx.socket(zmq.PUSH)
@@ -433,7 +448,7 @@ class BusThread:
             pull.close(linger=0)
             conn.close()
 
-    def _drain_outbox(self, pull: zmq.Socket) -> bool:
+    def _drain_outbox(self, pull: zmq.SyncSocket) -> bool:
         """The control channel: only ``stop`` travels here."""
         while True:
             try:

@@ -20,7 +20,7 @@ throwaway pair is used, which the server's ZAP handler refuses with a clear erro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, TypeVar
 
 import zmq
 
@@ -28,6 +28,10 @@ from rio.protocol.frames import MAX_SOCKET_MESSAGE_BYTES
 
 HWM = 100_000            # explicit, large: PUB and ROUTER drop silently at the default 1000
 WELCOME = b"__welcome__"  # XPUB_WELCOME_MSG: a subscriber knows it is live once this arrives
+
+#: The socket a context makes: a plain one, or a ``zmq.asyncio`` one (the agent session's link,
+#: actors/bus/async_client.py) — the same options either way.
+SocketT = TypeVar("SocketT", bound="zmq.Socket[Any]")
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ class Endpoints:
     client_secret: bytes | None = None  # without one a throwaway pair is used (ZAP refuses it)
 
 
-def configure(sock: zmq.Socket) -> None:
+def configure(sock: zmq.Socket[Any]) -> None:
     """The options every Rio socket carries (this module's docstring says why)."""
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.SNDHWM, HWM)
@@ -48,7 +52,7 @@ def configure(sock: zmq.Socket) -> None:
     sock.setsockopt(zmq.MAXMSGSIZE, MAX_SOCKET_MESSAGE_BYTES)
 
 
-def _curve_client(sock: zmq.Socket, endpoints: Endpoints) -> None:
+def _curve_client(sock: zmq.Socket[Any], endpoints: Endpoints) -> None:
     if endpoints.server_key is None:
         return
     if endpoints.client_public is not None and endpoints.client_secret is not None:
@@ -60,8 +64,8 @@ def _curve_client(sock: zmq.Socket, endpoints: Endpoints) -> None:
     sock.curve_secretkey = secret
 
 
-def make_dealer(ctx: zmq.Context, endpoints: Endpoints | None, identity: bytes, *,
-                connect_to: str | None = None, reconnect_ms: int | None = None) -> zmq.Socket:
+def make_dealer(ctx: zmq.Context[SocketT], endpoints: Endpoints | None, identity: bytes, *,
+                connect_to: str | None = None, reconnect_ms: int | None = None) -> SocketT:
     """A configured DEALER named ``identity`` (the hub routes replies by it), connected to the
     hub's request endpoint — ``connect_to`` instead when given (the remote bridge's plain
     upstream; ``endpoints`` is then None: no CURVE on a local ipc socket). ``reconnect_ms``
@@ -81,8 +85,8 @@ def make_dealer(ctx: zmq.Context, endpoints: Endpoints | None, identity: bytes, 
     return sock
 
 
-def make_sub(ctx: zmq.Context, endpoints: Endpoints, prefixes: Iterable[str] = (), *,
-             reconnect_ms: int | None = None) -> zmq.Socket:
+def make_sub(ctx: zmq.Context[SocketT], endpoints: Endpoints, prefixes: Iterable[str] = (), *,
+             reconnect_ms: int | None = None) -> SocketT:
     """A configured SUB on the hub's event endpoint, subscribed to the hub's welcome (so the
     client can tell when the stream is live) and to ``prefixes``."""
     sock = ctx.socket(zmq.SUB)

@@ -436,7 +436,8 @@ class DocumentsActor(pykka.ThreadingActor):
             self.pool.close()
 
 
-def buffer_handler(registry: pykka.ActorRef[Any], routes: BufferRoutes):
+def buffer_handler(registry: pykka.ActorRef[Any],
+                   routes: BufferRoutes) -> Callable[[RequestContext], None]:
     """The bus thread's handler for ``buffer.*``: per-buffer ops go straight to their actor."""
     def handle(ctx: RequestContext) -> None:
         if ctx.op in REGISTRY_OPS:
@@ -444,7 +445,7 @@ def buffer_handler(registry: pykka.ActorRef[Any], routes: BufferRoutes):
             return
         bid = ctx.args.get("buffer")
         ref = routes.get(bid)
-        if ref is None:
+        if ref is None or bid is None:
             if routes.recovering:      # perhaps one of the journals still being recovered
                 registry.tell(ctx)
             else:

@@ -34,7 +34,7 @@ import os
 import subprocess
 import sys
 import uuid
-from typing import Any
+from typing import Any, cast
 
 #: The double-forked helper: it prints its pid, leaves the session, sleeps.
 _DOUBLE_FORK = ("import os, sys, time\n"
@@ -170,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--state", help="file keeping session ids (for session/load)")
     args = parser.parse_args(argv)
-    from acp import run_agent
-    asyncio.run(run_agent(FaultAgent(args.state)))
+    from acp import Agent, run_agent
+    # A part of the Agent protocol on purpose: the library looks each method up and answers
+    # the ones this fake leaves out (list_sessions, fork_session …) with method_not_found.
+    asyncio.run(run_agent(cast(Agent, FaultAgent(args.state))))
     return 0
 
 

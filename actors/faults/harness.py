@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from actors.faults.instances import SETTLE_S, AttachedInstance, OwnInstance, carrying, read_chain
@@ -74,7 +75,8 @@ class Harness:
         self.tag = f"f{self.seed % 100000}"
         self.instance: OwnInstance | AttachedInstance = (
             AttachedInstance(options.instance) if options.instance else OwnInstance())
-        self.client: Client = None  # type: ignore[assignment]
+        #: the connection to the instance: made by :meth:`_connect`, read through :attr:`client`
+        self._client: Client | None = None
         self.typist: Typist | None = None
         self.known_children: set[str] = set()
         self.fault_injection = True
@@ -85,15 +87,22 @@ class Harness:
         self.budgets: dict[str, Budget | None] = {}
         #: The error that ended the run early (the table is printed all the same).
         self.aborted: RioError | None = None
-        self._scratch_file = None
+        self._scratch_file: Path | None = None
 
     # --- set-up ---------------------------------------------------------------------------------
-    def _connect(self) -> None:
-        if self.client is not None:
-            self.client.close()
-        self.client = Client(self.instance.endpoints())
+    @property
+    def client(self) -> Client:
+        """The harness's connection to the instance, once :meth:`start` made it."""
+        if self._client is None:
+            raise RuntimeError("the fault harness is not connected yet: start() first")
+        return self._client
 
-    def status(self) -> dict[str, dict]:
+    def _connect(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = Client(self.instance.endpoints())
+
+    def status(self) -> dict[str, dict[str, Any]]:
         procs = self.client.call("system.status", timeout=5)["processes"]
         return {p["name"]: p for p in procs}
 
@@ -124,8 +133,7 @@ class Harness:
         self._wait_ready([])
         self._wait_ready([self._buffer_process()])
         for key in FAKES:    # system.spawn answers once the process is ready
-            self._retry_bus(lambda key=key: self.client.call(
-                "system.spawn", {"kind": "fake", "key": key}, timeout=30))
+            self._spawn_fake(key)
         rel = f".rio-faults-{self.tag}.txt"
         path = self.instance.root / rel
         if not path.exists():
@@ -160,6 +168,11 @@ class Harness:
         while time.monotonic() < until:
             self.client.pump()            # keep up with the fake agents' events meanwhile
             time.sleep(min(0.2, max(0.0, until - time.monotonic())))
+
+    def _spawn_fake(self, key: str) -> None:
+        """Start one of :data:`FAKES` (answered once it is ready), riding out a restart."""
+        self._retry_bus(lambda: self.client.call(
+            "system.spawn", {"kind": "fake", "key": key}, timeout=30))
 
     def _retry_bus(self, fn: Callable[[], Any]) -> Any:
         deadline = time.monotonic() + RECOVER_TIMEOUT_S
@@ -330,8 +343,7 @@ class Harness:
         self.typist.open()
         took = time.monotonic() - started   # the fakes' start is not the core's recovery
         for key in FAKES:    # answered once ready
-            self._retry_bus(lambda key=key: self.client.call(
-                "system.spawn", {"kind": "fake", "key": key}, timeout=30))
+            self._spawn_fake(key)
         result = self._check("supervisor", "kill -9", "supervisor", True, took)
         if left:
             self.results[-1] = FaultResult(**{**result.__dict__, "orphans": result.orphans
@@ -455,13 +467,14 @@ class Harness:
                 self._planted.kill()
                 self._planted.wait(10)
             if isinstance(self.instance, OwnInstance):
-                shutdown_orphans = self.instance.stop(self.client.conn if self.client else None)
+                shutdown_orphans = self.instance.stop(
+                    self._client.conn if self._client else None)
             else:
                 self._tidy_attached()
             if self._scratch_file is not None:
                 self._scratch_file.unlink(missing_ok=True)
-            if self.client is not None:
-                self.client.close()
+            if self._client is not None:
+                self._client.close()
             # A scratch instance that broke is kept (logs, journal, project) for inspection.
             kept = self.instance.cleanup(keep=failed)
             if kept:
@@ -471,7 +484,7 @@ class Harness:
             f"{self.aborted.kind}: {self.aborted.message} — {self.aborted.next}"
         return Report(self.instance.name, self.seed, tuple(summaries), tuple(self.results),
                       shutdown_orphans, time.monotonic() - began,
-                      {"deltas_seen": self.client.deltas if self.client else 0,
+                      {"deltas_seen": self._client.deltas if self._client else 0,
                        "edits_acked": len(self.typist.acked) if self.typist else 0},
                       aborted=aborted)
 
@@ -503,9 +516,9 @@ class Harness:
     def _tidy_attached(self) -> None:
         """Leave a user's instance as we found it: no scratch buffer, file or fake agent.
         Each step on its own: a core that is down must not keep the fakes running."""
-        if self.client is None:
+        if self._client is None:
             return
-        steps: list[tuple[str, dict]] = []
+        steps: list[tuple[str, dict[str, Any]]] = []
         if self.typist is not None and self.typist.bid:
             steps.append(("buffer.close", {"buffer": self.typist.bid, "discard": True}))
         steps += [("system.restart", {"process": f"fake:{key}", "again": False})

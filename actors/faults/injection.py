@@ -36,19 +36,24 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import pykka
 
 from actors.runtime import process_control
 from actors.runtime.actor_registry import ActorHost, Ping, actor_factory, answer_ping
+from actors.runtime.child import Child
 from rio.config.instance import InstancePaths
-from rio.files.files import FileStat, OsFilePort
+from rio.files.files import FilePort, OsFilePort
+from rio.files.write_faults import FailingSaves, WriteFault
 from rio.protocol.errors import ConfigError, ProtocolError
-from rio.text.journal import OsJournalStore
+from rio.text.journal_store import OsJournalStore
+
+if TYPE_CHECKING:   # for the annotation only
+    from actors.bus.hub import Hub
 
 SAVE_FAIL_FILE = "fault.save_fail.json"
 JOURNAL_FAIL_FILE = "fault.journal_fail.json"
@@ -70,7 +75,16 @@ def journal_fail_path(instance: str) -> Path:
     return InstancePaths.for_name(instance).runtime / JOURNAL_FAIL_FILE
 
 
-def apply_fault(sup: Any, args: dict[str, Any]) -> dict[str, Any]:
+class FaultedSupervisor(Protocol):
+    """What a fault needs of the supervisor it is applied in (actors/runtime/supervisor.py)."""
+
+    name: str
+    lock: threading.Lock
+    children: dict[str, Child]
+    hub: Hub | None
+
+
+def apply_fault(sup: FaultedSupervisor, args: dict[str, Any]) -> dict[str, Any]:
     """``system.fault {fault, target, params}`` on a supervisor started with --fault-injection.
 
     * ``signal`` {target: process name, params: {signal: KILL|STOP|CONT|TERM}}
@@ -108,6 +122,7 @@ def apply_fault(sup: Any, args: dict[str, Any]) -> dict[str, Any]:
         write_switch(journal_fail_path(sup.name), spec)
         return {"fault": fault, "armed": spec.to_dict()}
     if fault == "hub_crash":
+        assert sup.hub is not None, "system.fault is served by the hub"
         sup.hub.crash_on_next_frame()
         return {"fault": fault, "armed": True}
     if fault == "clear":
@@ -160,56 +175,27 @@ def write_switch(path: Path, spec: SaveFailure) -> None:
 
 # -------------------------------------------------------------- the documents process's side
 
-class SwitchableFilePort:
-    """The real disk, except for saves while a failure is armed (see :func:`apply_fault`)."""
+class SwitchableFilePort(FailingSaves):
+    """The real disk, except for saves while a failure is armed (see :func:`apply_fault`):
+    the forwarding and the part-way failure are rio/files/write_faults.py's, shared with the
+    tests' FaultyFilePort; only where the fault comes from is this module's."""
 
-    def __init__(self, switch: Path, inner: Any = None) -> None:
+    def __init__(self, switch: Path, inner: FilePort | None = None) -> None:
+        super().__init__(inner or OsFilePort())
         self.switch = switch
-        self.inner = inner or OsFilePort()
-        self.failed = 0
         self._lock = threading.Lock()
 
     @classmethod
     def install(cls, host: ActorHost) -> "SwitchableFilePort":
         return cls(save_fail_path(host.args.instance or "default"))
 
-    def stat(self, path: Path) -> FileStat:
-        return self.inner.stat(path)
-
-    def read_bytes(self, path: Path, limit: int) -> tuple[bytes, FileStat]:
-        return self.inner.read_bytes(path, limit)
-
-    def sha256(self, path: Path) -> str:
-        return self.inner.sha256(path)
-
-    def write_atomic(self, path: Path, chunks: Iterable[bytes], mode: int | None = None, *,
-                     before_replace: Callable[[], None] | None = None,
-                     keep_exec: bool = True) -> FileStat:
-        spec = self._take()
-        if spec is not None:
-            chunks = self._failing(chunks, spec)
-        return self.inner.write_atomic(path, chunks, mode, before_replace=before_replace,
-                                       keep_exec=keep_exec)
-
-    def _take(self) -> SaveFailure | None:
-        """Consume one armed failure, if any (one stat per save when none is armed)."""
-        return take_armed(self.switch, self._lock)
-
-    def _failing(self, chunks: Iterable[bytes], spec: SaveFailure) -> Iterator[bytes]:
-        # Bytes up to after_bytes really reach the temp file: the failure is part-way through.
-        budget = spec.after_bytes
-        for chunk in chunks:
-            if len(chunk) > budget:
-                if budget:
-                    yield chunk[:budget]
-                self.failed += 1
-                if spec.hang_s:
-                    time.sleep(spec.hang_s)
-                raise OSError(spec.errno, os.strerror(spec.errno))
-            budget -= len(chunk)
-            yield chunk
-        self.failed += 1
-        raise OSError(spec.errno, os.strerror(spec.errno))  # the disk "fills" at the end too
+    def fault(self) -> WriteFault | None:
+        """Consume one armed failure, if any (one stat per save when none is armed); the
+        disk "fills" at the end of a save that fits in its budget too."""
+        spec = take_armed(self.switch, self._lock)
+        if spec is None:
+            return None
+        return WriteFault(spec.errno, spec.after_bytes, spec.hang_s, at_end=True)
 
 
 def take_armed(switch: Path, lock: threading.Lock) -> SaveFailure | None:
@@ -322,7 +308,7 @@ class Tick(NamedTuple):
     """From the ticker: stream the next ``fake.delta``."""
 
 
-def _ticker(ref: pykka.ActorRef, stop: threading.Event) -> None:
+def _ticker(ref: pykka.ActorRef[FakeAgentActor], stop: threading.Event) -> None:
     while not stop.wait(DELTA_INTERVAL_S):
         try:
             ref.tell(Tick())

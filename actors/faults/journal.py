@@ -41,14 +41,15 @@ SCALE_BUFFERS = 4_000
 class JournalBench(Protocol):
     """What these scenarios use of the harness."""
 
-    client: Client
+    @property
+    def client(self) -> Client: ...      # read only: the harness's is a property
     typist: Typist | None
     instance: Any
     rng: Any
     pacer: Any
     results: list[FaultResult]
 
-    def status(self) -> dict[str, dict]: ...
+    def status(self) -> dict[str, dict[str, Any]]: ...
     def _buffer_process(self) -> str: ...
     def _workload(self, edits: int) -> None: ...
     def _pace(self, target: Any) -> None: ...

@@ -17,12 +17,13 @@ import time
 from typing import Any, Protocol
 
 from actors.faults.journal import _kill_core
-from actors.faults.workload import Typist
+from actors.faults.workload import Client, Typist
 from rio.protocol.errors import DocumentError, RioError
 
 
 class ResendBench(Protocol):
-    client: Any
+    @property
+    def client(self) -> Client: ...      # read only: the harness's is a property
     typist: Typist | None
     rng: Any
     tag: str

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from actors.bus.client import Endpoints, connect, result_of
 from rio.faults.report import count_edits, disk_verdict
 from rio.protocol.errors import BusError, DocumentError, FileError
-from rio.protocol.frames import Request, encode
+from rio.protocol.frames import Reply, Request, encode
 
 RECOVER_TIMEOUT_S = 20.0
 EDIT_TIMEOUT_S = 3.0
@@ -57,7 +57,7 @@ class Client:
             raise BusError("timeout", f"No reply to {op} after {timeout:g} s.", op=op)
         return result_of(box[0])
 
-    def _wait(self, box: list, seconds: float) -> bool:
+    def _wait(self, box: list[Reply], seconds: float) -> bool:
         return self.conn.wait_for(lambda: box, seconds)
 
     def pump(self) -> None:
@@ -72,12 +72,17 @@ class _Instance(Protocol):
 
 
 class Bench(Protocol):
-    """What a workload uses of the harness that runs it (actors/faults/harness.py)."""
+    """What a workload uses of the harness that runs it (actors/faults/harness.py); read
+    only, so the harness may hold a wider type (its instance) or a property (its client)."""
 
-    client: "Client"
-    tag: str
-    rng: random.Random
-    instance: _Instance
+    @property
+    def client(self) -> Client: ...
+    @property
+    def tag(self) -> str: ...
+    @property
+    def rng(self) -> random.Random: ...
+    @property
+    def instance(self) -> _Instance: ...
 
 
 class Typist:

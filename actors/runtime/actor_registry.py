@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Protocol
 
 import pykka
 
 from actors.bus.service import BusThread, RequestContext
 
+# The ping an actor answers is liveness's (defined there, beside what answers it); it is part
+# of the face an actor module sees, so it is named here too (``as``: re-exported).
+from actors.runtime.liveness import Liveness
+from actors.runtime.liveness import Ping as Ping
+from actors.runtime.liveness import answer_ping as answer_ping
+
 Handler = Callable[[RequestContext], None]
-
-
-class LivenessPort(Protocol):
-    """The host's liveness (actors/runtime/liveness.py): what its ping answer depends on."""
-
-    def stamp(self, name: str) -> Any: ...
-
-    def watch_actor(self, name: str, ref: pykka.ActorRef[Any]) -> None: ...
 
 
 class ActorHost(Protocol):
@@ -38,12 +35,12 @@ class ActorHost(Protocol):
     root: Path
     bus: BusThread
     stopping: threading.Event
-    refs: list[pykka.ActorRef]
-    ping_targets: list[pykka.ActorRef]
+    refs: list[pykka.ActorRef[Any]]          # the actors of every kind it started
+    ping_targets: list[pykka.ActorRef[Any]]
     fault_injection: bool
     #: the threads and actors the process's ping answer watches (actors/runtime/liveness.py): a
     #: factory stamps its serving threads and names the actors the process cannot do without
-    liveness: LivenessPort
+    liveness: Liveness
     #: run on a thread of their own once the process is ready (registered on the bus): what
     #: can load after the start, out of the way of "ready" (imports a first request needs)
     after_ready: list[Callable[[], object]]
@@ -95,12 +92,3 @@ def actor_factory(name: str) -> Callable[[Factory], Factory]:
     return register
 
 
-class Ping(NamedTuple):
-    """``host.ping``, handed by the host to an actor of its process (a ping target), so a hung
-    actor misses it and the supervisor restarts the process."""
-    ctx: RequestContext
-
-
-def answer_ping(ping: Ping, process: str) -> None:
-    """A ping target's answer to :class:`Ping`."""
-    ping.ctx.reply({"process": process, "pid": os.getpid()})

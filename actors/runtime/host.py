@@ -46,8 +46,8 @@ class Host:
         self.root = Path(args.root).resolve()
         self.endpoints = Endpoints(args.requests, args.events)
         self.stopping = threading.Event()
-        self.refs: list[pykka.ActorRef] = []
-        self.ping_targets: list[pykka.ActorRef] = []
+        self.refs: list[pykka.ActorRef[Any]] = []
+        self.ping_targets: list[pykka.ActorRef[Any]] = []
         self.bus = BusThread(self.endpoints, name=self.name)
         self.fault_injection = bool(args.fault_injection)
         self.after_ready: list[Callable[[], object]] = []
@@ -197,7 +197,7 @@ STARTED_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
-def read_assignment(fd: int = 0) -> dict | None:
+def read_assignment(fd: int = 0) -> dict[str, Any] | None:
     """One JSON line from ``fd`` (raw reads: see :func:`_watch_stdin`); None at end of file.
     Reads byte by byte so that nothing after the line is taken from the stdin watchdog."""
     line = bytearray()

@@ -30,13 +30,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import pykka
 
-from actors.runtime.actor_registry import Ping, answer_ping
+from actors.bus.service import RequestContext
 
 log = logging.getLogger("rio.liveness")
+
+
+class Ping(NamedTuple):
+    """``host.ping``, handed by the host to an actor of its process (a ping target), so a hung
+    actor misses it and the supervisor restarts the process."""
+    ctx: RequestContext
+
+
+def answer_ping(ping: Ping, process: str) -> None:
+    """A ping target's answer to :class:`Ping`."""
+    ping.ctx.reply({"process": process, "pid": os.getpid()})
 
 
 def _hung_after() -> float:

@@ -47,11 +47,14 @@ from actors.bus.parent_watch import (
     on_parent_signals,
     watch_parent,
 )
+
+# The variables that tie a child to its spawner are named here too (``as``: re-exported), so
+# the rooms that read them (open_folder, the fault harness) ask the module that sets them.
+from actors.runtime.spawn_env import COOKIE_ENV as COOKIE_ENV
+from actors.runtime.spawn_env import LIFELINE_ENV as LIFELINE_ENV
+from actors.runtime.spawn_env import LINEAGE_ENV as LINEAGE_ENV
+from actors.runtime.spawn_env import PARENT_ENV as PARENT_ENV
 from actors.runtime.spawn_env import (
-    COOKIE_ENV,
-    LIFELINE_ENV,
-    LINEAGE_ENV,
-    PARENT_ENV,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
     load_prctl,
@@ -596,14 +599,18 @@ def stop(spawned: Spawned, *, stdin_grace: float = 1.0, term_grace: float = 1.0,
         (signal.SIGKILL, kill_grace, "killed"),
     ]
     if popen.stdin is not None:  # without a stdin pipe the child cannot see it close: skip
-        with contextlib.suppress(OSError):  # BrokenPipe when it is gone already
-            popen.stdin.close()
         steps.insert(0, (None, stdin_grace, "stdin_closed"))
     last: StopHow = "killed"
     for sig, grace, label in steps:
         if _tree_done(spawned, tree):
             break
-        if sig is not None:
+        # Each step's action is taken here, after the check above, so a child that ends at
+        # once (stdin closed, a quick exit) is labelled by this step below, not left "killed".
+        if sig is None:
+            assert popen.stdin is not None
+            with contextlib.suppress(OSError):  # BrokenPipe when it is gone already
+                popen.stdin.close()
+        else:
             _signal_tree(spawned, tree, sig)
         last = label
         deadline = time.monotonic() + grace

@@ -30,6 +30,7 @@ from typing import IO, Any, Protocol
 import psutil
 
 from actors.runtime import process_control
+from actors.runtime.child import Child
 from actors.runtime.log_relay import Stream
 from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig
 
@@ -43,12 +44,6 @@ SPARE_GRACES = {"stdin_grace": 0.5, "term_grace": 0.5, "kill_grace": 1.0}
 HOST_MODULE = ("-P", "-m", "actors.runtime.host")
 
 
-class _Child(Protocol):
-    spec: ProcessSpec
-    state: str
-    ready: bool
-
-
 class SpareOwner(Protocol):
     """What the spares need of the supervisor."""
 
@@ -57,7 +52,7 @@ class SpareOwner(Protocol):
     log_dir: Path
     desktop: bool
     config: SupervisorConfig
-    children: Any   # dict[str, Child]
+    children: dict[str, Child]
 
     def _child_env(self) -> dict[str, str]: ...
 

@@ -26,12 +26,16 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from actors.bus.local_ops import DEFERRED, Deferred
+from actors.runtime.child import Child
 from rio.protocol import ops
 from rio.protocol.errors import BusError, ProtocolError, RioError
 from rio.protocol.frames import Reply, Request
+
+if TYPE_CHECKING:   # for the annotation only: the hub is the supervisor's, started by it
+    from actors.bus.hub import Hub
 
 log = logging.getLogger("rio.supervisor")
 
@@ -49,10 +53,19 @@ class _Waiter:
     deadline: float
 
 
+class SpawnOwner(Protocol):
+    """What the waits need of the supervisor (actors/runtime/supervisor.py)."""
+
+    children: dict[str, Child]
+    hub: Hub | None
+
+    def spawn_on_demand(self, args: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class SpawnWaits:
     """The deferred ``system.spawn`` requests of one supervisor, by process name."""
 
-    def __init__(self, supervisor: Any) -> None:   # actors.runtime.supervisor.Supervisor (no cycle)
+    def __init__(self, supervisor: SpawnOwner) -> None:
         self.sup = supervisor
         self._lock = threading.Lock()   # not the supervisor's: _event runs under that one
         self._waiting: dict[str, list[_Waiter]] = {}
@@ -97,7 +110,7 @@ class SpawnWaits:
                                          "ready": True}
 
     # --- any thread: the supervisor's process events ---------------------------------------------
-    def on_event(self, child: Any, what: str) -> None:   # an actors.runtime.supervisor.Child
+    def on_event(self, child: Child, what: str) -> None:
         name = child.spec.name
         if what == "ready":
             child.extra.pop(RESPAWN, None)
@@ -127,10 +140,10 @@ class SpawnWaits:
 
     # --- helpers ---------------------------------------------------------------------------------
     @staticmethod
-    def _ready(child: Any) -> dict[str, Any]:
+    def _ready(child: Child) -> dict[str, Any]:
         return {"name": child.spec.name, "pid": child.pid, "state": "running", "ready": True}
 
-    def _answer(self, name: str, reply_for: Any) -> None:
+    def _answer(self, name: str, reply_for: Callable[[_Waiter], Reply]) -> None:
         with self._lock:
             waiters = self._waiting.pop(name, [])
         for w in waiters:
@@ -146,7 +159,7 @@ class SpawnWaits:
             log.exception("system.spawn: the deferred reply could not be sent")
 
 
-def _ended(child: Any) -> BusError:
+def _ended(child: Child) -> BusError:
     name = child.spec.name
     # --log-stderr: no file, its lines are on the supervisor's stderr (actors/runtime/log_relay.py)
     where = child.log_path or f"the lines marked [{name}] on the instance's stderr"

@@ -28,21 +28,22 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Iterator
 
 import psutil
 
-from actors.bus.client import Endpoints, connect
+from actors.bus.client import BusConnection, Endpoints, connect
 from actors.bus.hub import Hub
 from actors.bus.local_ops import Deferred, LocalRequest, answer
 from actors.bus.peer_guard import PeerGuard
 from actors.runtime import process_control
+from actors.runtime.child import LIVE, Child, describe_exit
 from actors.runtime.log_relay import LogRelay, Stream
 from actors.runtime.sd_notify import Notifier
 from actors.runtime.spares import HOST_MODULE, SPARE_GRACES, Spares
 from actors.runtime.spawn_waits import RESPAWN, SpawnWaits
+from actors.runtime.wake import Wake
 from actors.runtime.window_first import child_env, window_argv
 from actors.runtime.zygotes import Zygotes, stop_zygote
 from rio.config.instance import (
@@ -53,12 +54,15 @@ from rio.config.instance import (
     running_instances,
     state_base,
 )
-from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig, load_config
+from rio.config.supervisor import ProcessSpec, SupervisorConfig, load_config
 from rio.protocol import ops
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
 from rio.protocol.frames import Reply, Request
 from rio.protocol.op_table import OpTable
 from rio.service import health, notify
+
+if TYPE_CHECKING:   # started only with --listen: zmq.auth stays off the start path
+    from actors.bus.remote import RemoteListener
 
 log = logging.getLogger("rio.supervisor")
 
@@ -66,69 +70,6 @@ STARTING_PING_S = 0.05   # how often a process that has not answered yet is aske
 READY_PROBE_S = 2.0      # how long the readiness probe (buffer.list) waits for the core
 #: ``RIO_LOG_STDERR=1``: every process's log on the supervisor's stderr (``--log-stderr``)
 LOG_STDERR_ENV = "RIO_LOG_STDERR"
-
-
-#: States in which an on-demand process counts against its kind's max_live.
-_LIVE = ("starting", "running", "restarting", "stopping")
-
-
-@dataclass
-class Child:
-    spec: ProcessSpec
-    argv: list[str]
-    spawned: Any = None
-    state: str = "starting"   # starting | running | restarting | stopping | stopped | idle-stopped | failed
-    restarts: int = 0
-    last_exit: str | None = None
-    budget: RestartBudget | None = None
-    restart_at: float | None = None
-    missed_pings: int = 0
-    ping_outstanding: str | None = None
-    ping_sent_at: float = 0.0
-    started_at: float = 0.0
-    ready: bool = False
-    log_path: Path | None = None
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def pid(self) -> int | None:
-        return self.spawned.pid if self.spawned is not None else None
-
-
-class Wake:
-    """A wake-up the monitor loop polls beside its bus sockets: :meth:`set` from any thread
-    (a pipe: one byte, never blocking) ends its wait at once."""
-
-    def __init__(self) -> None:
-        self._r, self._w = os.pipe()
-        os.set_blocking(self._r, False)
-        os.set_blocking(self._w, False)
-
-    def fileno(self) -> int:
-        return self._r
-
-    def set(self) -> None:
-        if self._w < 0:
-            return        # closed: its number may belong to another file by now
-        try:
-            os.write(self._w, b"\0")
-        except OSError:   # full (a wake-up is pending already), or closed at shutdown
-            pass
-
-    def clear(self) -> None:
-        try:
-            while os.read(self._r, 4096):
-                pass
-        except OSError:   # empty
-            pass
-
-    def close(self) -> None:
-        fds, self._r, self._w = (self._r, self._w), -1, -1
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 class Supervisor:
@@ -157,7 +98,9 @@ class Supervisor:
         self.started = time.time()
         self.hub: Hub | None = None
         self.hub_restarts = 0
-        self.conn = None
+        self.conn: BusConnection | None = None
+        #: the CURVE tcp front (``--listen``), once started
+        self.remote: RemoteListener | None = None
         self.log_dir = state_base() / "logs"
         #: system.spawn requests waiting for their process to be ready (actors/runtime/spawn_waits.py)
         self.spawn_waits = SpawnWaits(self)
@@ -200,7 +143,7 @@ class Supervisor:
                        local_handler=self.handle_system, on_registered=self.on_registered,
                        peer_guard=PeerGuard(self._peer_names, nudge=self.wake.set)).start()
         if self.listen:
-            self._start_remote_listener()
+            self._start_remote_listener(self.listen)
         self.paths.write_info(InstanceInfo(self.name, str(self.root), os.getpid(),
                                            endpoints.requests, endpoints.events, self.started))
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -213,7 +156,6 @@ class Supervisor:
                 if spec.per != "instance":   # started on demand (system.spawn)
                     continue
                 child = Child(spec, self._argv_for(spec))
-                child.budget = spec.budget()
                 self.children[spec.name] = child
                 adopted = self.window if "ui" in spec.actors else None
                 self.window = None if adopted else self.window
@@ -223,9 +165,9 @@ class Supervisor:
             self.window = None
         self.conn = connect(endpoints, name="supervisor")
 
-    def _start_remote_listener(self) -> None:
+    def _start_remote_listener(self, listen: str) -> None:
         from actors.bus.remote import start_curve_proxy
-        self.remote = start_curve_proxy(self, self.listen)
+        self.remote = start_curve_proxy(self, listen)
 
     def _argv_for(self, spec: ProcessSpec) -> list[str]:
         if "ui" in spec.actors:
@@ -301,16 +243,24 @@ class Supervisor:
         self._running(child)
 
     # --- the monitor loop -----------------------------------------------------------------------
+    @property
+    def _bus(self) -> BusConnection:
+        """The supervisor's own connection to its hub: made by :meth:`start`, which the
+        monitor loop follows."""
+        if self.conn is None:
+            raise RuntimeError("the supervisor's bus connection is used before start()")
+        return self.conn
+
     def run(self) -> int:
         tick = 0.02
         # The loop wakes for a reply or event (a ping answered: "ready" at once), a wake-up
         # (system.spawn, a registration), or after `tick` — never later.
         try:
             while not self.stop_requested.is_set():
-                self.conn.wait(tick, wake_fd=self.wake.fileno())
+                self._bus.wait(tick, wake_fd=self.wake.fileno())
                 self.wake.clear()
                 self._check_hub()
-                self.conn.drain()
+                self._bus.drain()
                 now = time.monotonic()
                 self.spawn_waits.expire(now)
                 with self.lock:
@@ -350,7 +300,7 @@ class Supervisor:
             else:    # restarting again, or slow: ask again shortly
                 self._ready_probe_at = time.monotonic() + 0.1
 
-        self._ready_probe = self.conn.request(health.CORE_PROBE, {}, answered,
+        self._ready_probe = self._bus.request(health.CORE_PROBE, {}, answered,
                                               timeout=READY_PROBE_S)
 
     def _check_hub(self) -> None:
@@ -401,15 +351,16 @@ class Supervisor:
             child.restarts += 1
             self._spawn(child)
             return
-        if child.state != "running" or child.spawned is None:
+        spawned = child.spawned
+        if child.state != "running" or spawned is None:
             return
-        code = child.spawned.popen.poll()
+        code = spawned.popen.poll()
         if code is not None:
-            self._exited(child, code, now)
+            self._exited(child, spawned, code, now)
             return
-        self._ping(child, now)
+        self._ping(child, spawned, now)
 
-    def _ping(self, child: Child, now: float) -> None:
+    def _ping(self, child: Child, spawned: process_control.Spawned, now: float) -> None:
         spec = child.spec
         if "ui" in spec.actors or spec.ping_interval_s <= 0:
             return
@@ -425,9 +376,8 @@ class Supervisor:
             if child.missed_pings >= spec.ping_misses:
                 child.last_exit = f"hung: {child.missed_pings} pings missed"
                 self._event(child, "hung")
-                process_control.stop(child.spawned, stdin_grace=0, term_grace=0.5,
-                                     kill_grace=1.0)
-                self._exited(child, None, now, hung=True)
+                process_control.stop(spawned, stdin_grace=0, term_grace=0.5, kill_grace=1.0)
+                self._exited(child, spawned, None, now, hung=True)
             return
         if now - child.ping_sent_at < interval and child.ready:
             return
@@ -436,9 +386,8 @@ class Supervisor:
                 child.missed_pings = spec.ping_misses
                 child.last_exit = "hung: never answered a ping"
                 self._event(child, "hung")
-                process_control.stop(child.spawned, stdin_grace=0, term_grace=0.5,
-                                     kill_grace=1.0)
-                self._exited(child, None, now, hung=True)
+                process_control.stop(spawned, stdin_grace=0, term_grace=0.5, kill_grace=1.0)
+                self._exited(child, spawned, None, now, hung=True)
                 return
             if now - child.ping_sent_at < STARTING_PING_S and not self._just_registered(child):
                 return
@@ -458,7 +407,7 @@ class Supervisor:
                 child.ping_outstanding = None
 
         child.ping_sent_at = now
-        child.ping_outstanding = self.conn.request("host.ping", {"process": child.spec.name},
+        child.ping_outstanding = self._bus.request("host.ping", {"process": child.spec.name},
                                                    answered, timeout=interval)
 
     def on_registered(self, name: str) -> None:
@@ -476,7 +425,8 @@ class Supervisor:
         self._registered.discard(child.spec.name)
         return True
 
-    def _exited(self, child: Child, code: int | None, now: float, hung: bool = False) -> None:
+    def _exited(self, child: Child, spawned: process_control.Spawned, code: int | None,
+                now: float, hung: bool = False) -> None:
         # Gone is not ready: until its successor answers a ping of its own, nothing may read
         # the old "ready" beside the new pid (`rio status` between the spawn and _running).
         child.ready = False
@@ -485,7 +435,7 @@ class Supervisor:
             self.hub.drop_service(child.spec.name)
         if not hung:
             child.last_exit = describe_exit(code)
-        process_control.sweep(child.spawned.cookie)
+        process_control.sweep(spawned.cookie)
         if self.desktop and "ui" in child.spec.actors and code == 0 and not hung:
             # The user closed the window: the desktop app ends, and everything with it.
             child.state = "stopped"
@@ -577,7 +527,7 @@ class Supervisor:
         """The instance's processes; ``tree``: also what each one started (an agent session's
         ACP agent and its helpers …) with their memory, what the supervisor adopted, and the
         instance's total (actors/runtime/process_tree.py; ``rio status`` asks for it)."""
-        procs = []
+        procs: list[dict[str, Any]] = []    # the reply's records, as `rio status` reads them
         with self.lock:
             for child in self.children.values():
                 rss = None
@@ -597,15 +547,15 @@ class Supervisor:
                               "cookie": child.spawned.cookie if child.spawned else None,
                               "log": None if child.log_path is None else str(child.log_path),
                               # what `rio faults` paces its kills by (docs/faults.md)
-                              "budget": None if budget is None else {
+                              "budget": {
                                   "policy": budget.policy, "max_restarts": budget.max_restarts,
                                   "window_s": budget.window_s,
                                   "used": budget.restarts_in_window(time.monotonic())}})
             spares = self.spares.status() + self.zygotes.status()
-        status = {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
-                  "uptime_s": time.time() - self.started, "processes": procs,
-                  "hub_restarts": self.hub_restarts, "spares": spares,
-                  "rss": psutil.Process().memory_info().rss}
+        status: dict[str, Any] = {"instance": self.name, "root": str(self.root), "pid": os.getpid(),
+                                  "uptime_s": time.time() - self.started,
+                                  "processes": procs, "hub_restarts": self.hub_restarts,
+                                  "spares": spares, "rss": psutil.Process().memory_info().rss}
         if tree:   # outside the lock: a pass over the system's processes
             from actors.runtime import process_tree
             for spare in spares:
@@ -640,7 +590,7 @@ class Supervisor:
                 # "stopping" (an idle stop under way): the caller asks again once it is done.
                 return {"name": name, "pid": child.pid, "state": child.state}
             live = sum(1 for n, c in self.children.items()
-                       if n.startswith(kind + ":") and c.state in _LIVE)
+                       if n.startswith(kind + ":") and c.state in LIVE)
             if live >= spec.max_live:
                 raise BusError("spawn_limit", f"{live} {kind} processes are running already, "
                                f"the most supervisor.toml allows ([process.{kind}] max_live = "
@@ -649,7 +599,6 @@ class Supervisor:
                                "supervisor.toml", kind=kind, max_live=spec.max_live)
             spec = dataclasses.replace(spec, name=name)
             child = Child(spec, self._argv_for(spec))
-            child.budget = spec.budget()
             self.children[name] = child
         # Started by the monitor loop, not here on the hub's thread: a child's PDEATHSIG
         # follows the thread that forked it, and the hub's thread can die and be started
@@ -722,16 +671,16 @@ class Supervisor:
         def rank(c: Child) -> int:
             return 0 if "ui" in c.spec.actors else 2 if c.spec.name == "core" else 1
 
-        def stop_one(child: Child) -> None:
+        def stop_one(child: Child, spawned: process_control.Spawned) -> None:
             child.state = "stopping"
-            process_control.stop(child.spawned, **child.spec.stop_graces())
+            process_control.stop(spawned, **child.spec.stop_graces())
             child.state = "stopped"
 
         for level in (0, 1, 2):
-            group = [c for c in children if rank(c) == level and c.spawned is not None
-                     and c.state in ("running", "restarting", "starting")]
-            threads = [threading.Thread(target=stop_one, args=(c,), daemon=True,
-                                        name=f"stop-{c.spec.name}") for c in group]
+            group = [(c, c.spawned) for c in children if rank(c) == level
+                     and c.spawned is not None and c.state in ("running", "restarting", "starting")]
+            threads = [threading.Thread(target=stop_one, args=(c, spawned), daemon=True,
+                                        name=f"stop-{c.spec.name}") for c, spawned in group]
             for t in threads:
                 t.start()
             for t in threads:
@@ -749,7 +698,7 @@ class Supervisor:
         process_control.end_adopted(self.released | {i.pid for i in running_instances()})
         if self.conn is not None:
             self.conn.close()
-        if getattr(self, "remote", None) is not None:
+        if self.remote is not None:
             self.remote.stop()
         if self.hub is not None:
             self.hub.stop()
@@ -758,17 +707,6 @@ class Supervisor:
         if self.log_relay is not None:
             self.log_relay.stop()
         self.notifier.close()
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "unknown"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
 
 
 def log_stderr_wanted(flag: bool) -> bool:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from actors.runtime import process_control
+from actors.runtime.child import Child
 from actors.runtime.spares import HOST_MODULE, SpareOwner, kind_of
 from actors.runtime.spawn_env import COOKIE_ENV, LINEAGE_ENV, PARENT_ENV, own_lineage
 from actors.runtime.zygote import GO
@@ -60,24 +61,17 @@ _LIVE = ("starting", "running", "restarting", "stopping")
 MAX_MESSAGE = 1 << 16
 
 
-class _Child(Protocol):
-    spec: ProcessSpec
-    argv: list[str]
-    state: str
-    spawned: Any
-
-
 class ZygoteOwner(SpareOwner, Protocol):
     """What the zygotes need of the supervisor, besides what the spares need."""
 
-    def forked(self, child: Any, spawned: process_control.Spawned) -> None: ...
+    def forked(self, child: Child, spawned: process_control.Spawned) -> None: ...
 
-    def start_fresh(self, child: Any) -> None: ...
+    def start_fresh(self, child: Child) -> None: ...
 
 
 @dataclass
 class _Pending:
-    child: Any
+    child: Child
     log_path: Path | None
     cookie: str = ""
     stdin: int = -1                 # the write end of the session's stdin, once sent
@@ -107,7 +101,7 @@ class Zygotes:
         self.kinds: dict[str, _Zygote] = {}
 
     # --- a start ---------------------------------------------------------------------------------
-    def fork(self, child: Any, log_path: Path | None, now: float) -> bool:
+    def fork(self, child: Child, log_path: Path | None, now: float) -> bool:
         """Have ``child`` (a host of a ``zygote = true`` kind) forked by its kind's zygote,
         starting the zygote first when there is none. True: it will be (or is being) forked,
         and :meth:`check` hands it to the owner (``forked``, or ``start_fresh`` when that
@@ -190,9 +184,7 @@ class Zygotes:
             if kind.spawned.popen.poll() is not None:
                 self._lost(name, kind, now, f"exited ({kind.spawned.popen.returncode})")
                 continue
-            self._read(name, kind)
-            if kind.spawned is None:
-                continue
+            self._read(name, kind)    # never ends the zygote: its exit is seen by poll()
             late = [p for p in kind.pending.values()
                     if now - (p.since if p.stdin >= 0 else kind.started_at) > ANSWER_S]
             if late:

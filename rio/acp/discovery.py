@@ -34,12 +34,12 @@ import os
 import re
 import subprocess
 import time
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from rio.config.toml_file import parse_toml, read_config_text
 from rio.protocol.errors import AgentError, ConfigError
 
 #: The version probe's timeout (seconds). Agents that are node scripts start in ~0.3–1 s.
@@ -229,11 +229,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 def parse_agents_config(text: str, path: Path | None = None) -> dict[str, AgentSpec]:
     """The ``[agents.NAME]`` tables of config.toml. Other sections are not read here."""
     where = str(path or "config.toml")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("invalid", f"{where}: {exc}.", f"Fix the TOML in {where}.") from None
-    tables = data.get("agents", {})
+    tables = parse_toml(text, path).get("agents", {})
     if not isinstance(tables, dict):
         raise ConfigError("invalid", f"{where}: [agents] must hold tables like [agents.NAME].",
                           f"Fix [agents] in {where}.")
@@ -278,14 +274,7 @@ def parse_agents_config(text: str, path: Path | None = None) -> dict[str, AgentS
 def load_agents_config(config_directory: Path) -> dict[str, AgentSpec]:
     """``[agents.*]`` from ``config_directory/config.toml``; a missing file means none."""
     path = config_directory / "config.toml"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("invalid", f"{path} cannot be read ({exc}).",
-                          "Check the file's permissions and encoding (UTF-8).") from None
-    return parse_agents_config(text, path)
+    return parse_agents_config(read_config_text(path), path)
 
 
 # ------------------------------------------------------------------------------ lookup

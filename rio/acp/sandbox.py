@@ -38,12 +38,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rio.config.toml_file import parse_toml, read_config_text
 from rio.protocol.errors import AgentError, ConfigError
 
 Mode = Literal["auto", "off", "required"]
@@ -123,11 +123,7 @@ def parse_config(text: str, path: Path | None = None,
     mode. A typo is an error naming the key, never a silent default (the box is a safety
     setting)."""
     where = str(path or "config.toml")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("invalid", f"{where}: {exc}.", f"Fix the TOML in {where}.") from None
-    table = data.get("sandbox", {})
+    table = parse_toml(text, path).get("sandbox", {})
     if not isinstance(table, dict):
         raise ConfigError("invalid", f"{where}: [sandbox] must be a table.",
                           f"Fix [sandbox] in {where}.")
@@ -159,14 +155,7 @@ def parse_config(text: str, path: Path | None = None,
 def load_config(config_directory: Path, env: Mapping[str, str] | None = None) -> SandboxConfig:
     """``[sandbox]`` from ``config_directory/config.toml`` (a missing file: the defaults)."""
     path = config_directory / "config.toml"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("invalid", f"{path} cannot be read ({exc}).",
-                          "Check the file's permissions and encoding (UTF-8).") from None
-    return parse_config(text, path, env)
+    return parse_config(read_config_text(path), path, env)
 
 
 # ----------------------------------------------------------------------------------- probe

@@ -40,15 +40,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rio.acp.port import PermissionQuestion, WriteOutcome
+from rio.agent.approval import AnswersProposals, Proposals, refusal
 from rio.agent.tools import Proposal, ToolOutcome, Tools
-from rio.agent.turn import (
-    INTERRUPTED,
-    STOPPED,
-    AnswersProposals,
-    PendingProposal,
-    TurnPort,
-    TurnResult,
-)
+from rio.agent.turn import TurnPort, TurnResult
 from rio.agent.turn_mcp import QUESTION_TIMEOUT_S, McpCalls
 from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import Message, ToolCall
@@ -197,11 +191,11 @@ class AcpTurn(AnswersProposals):
         self.permission_timeout_s = permission_timeout_s
         self._snapshot = snapshot or disk_changes.take
         self._diff = diff or disk_changes.changes
-        self.pending: dict[str, PendingProposal] = {}
+        #: the writes put to the user (rio/agent/approval.py, shared with the API turn)
+        self.proposals = Proposals(spec.turn, tools, self.publish, port.remember)
         self.questions: dict[str, _Question] = {}
         self.new: list[Message] = []
         self._writes = 0
-        self._proposals = 0
         #: the calls of Rio's MCP tools in this turn (forwarded by the endpoint)
         self.mcp = McpCalls(self, port, question_timeout_s=question_timeout_s)
         self._began = False
@@ -340,9 +334,7 @@ class AcpTurn(AnswersProposals):
         self._close_for_stop()
 
     def _close_for_stop(self) -> None:
-        for pending in self.pending.values():
-            if not pending.future.done():
-                pending.future.set_result("stopped")
+        self.proposals.close("stopped")
         for q in self.questions.values():
             if not q.future.done():
                 q.future.set_result(None)
@@ -364,22 +356,17 @@ class AcpTurn(AnswersProposals):
         """A new message while a write or a question waits: both are declined, the agent's
         prompt is cancelled and the turn ends "stopped" (interrupted). False when nothing
         waits (the new message is then agent.busy)."""
-        waiting = [p for p in self.pending.values() if not p.future.done()]
         asking = [q for q in self.questions.values() if not q.future.done()]
-        if not waiting and not asking:
+        if not self.proposals.waiting() and not asking:
             return False
         self._interrupted = True
-        for p in waiting:
-            p.future.set_result("interrupted")
+        self.proposals.close("interrupted")
         for q in asking:
             q.future.set_result(None)
         client = self.brain.client
         if client is not None:
             asyncio.get_running_loop().create_task(client.cancel())
         return True
-
-    def pending_ids(self) -> list[str]:
-        return [p.id for p in self.pending.values() if not p.future.done()]
 
     # --- AcpTurnPort -----------------------------------------------------------------------
     async def read_text(self, path: str) -> str:
@@ -405,64 +392,18 @@ class AcpTurn(AnswersProposals):
         call = ToolCall(call.id, name, args)
         self.publish("agent.tool", {"call": call.id, "name": name,
                                     "input": {"path": path, "via": "fs/write_text_file"}})
-        outcome = await self._write_outcome(call, name, args)
+        verdict = await self.port.gate_check(name, args)
+        outcome = refusal(name, verdict) or await self.proposals.write(call, verdict)
         self.publish("agent.tool_result", {"call": call.id, "name": name, "ok": outcome.ok,
                                            "summary": outcome.summary, "truncated": False})
         return WriteOutcome(outcome.ok, "" if outcome.ok else outcome.content)
 
-    async def _write_outcome(self, call: ToolCall, name: str,
-                             args: Mapping[str, Any]) -> ToolOutcome:
-        verdict = await self.port.gate_check(name, args)
-        if verdict.get("decision") == "refuse":
-            return ToolOutcome(f"Refused: {verdict.get('reason', '')}", False, f"{name}: refused")
-        prepared = await self.tools.prepare(name, args)
-        if isinstance(prepared, ToolOutcome):
-            return prepared
-        if verdict.get("decision") == "allow":
-            return await self.tools.apply(prepared)
-        return await self.ask_proposal(call, prepared, verdict)
-
     async def ask_proposal(self, call: ToolCall, proposal: Proposal,
                            verdict: Mapping[str, Any], timeout: float | None = None
                            ) -> ToolOutcome:
-        """Ask the user about ``proposal`` (an ``agent.propose``, answered by ``agent.approve``)
-        and apply it when approved — a write of the agent's own (``fs/write_text_file``) or
-        of Rio's MCP tools alike. Not answered within ``timeout``: declined."""
-        loop = asyncio.get_running_loop()
-        self._proposals += 1
-        pid = f"{self.spec.turn}.{self._proposals}"
-        pending = PendingProposal(pid, call, proposal, loop.create_future(), loop.create_future())
-        self.pending[pid] = pending
-        self.publish("agent.propose", {"proposal": pid, "call": call.id, **proposal.event(),
-                                       "reason": verdict.get("reason", "")})
-        outcome: ToolOutcome | None = None
-        try:
-            try:
-                answer: str | None = await asyncio.wait_for(asyncio.shield(pending.future),
-                                                            timeout)
-            except asyncio.TimeoutError:
-                answer = None
-            if answer in ("approve", "always"):
-                if answer == "always":
-                    await self.port.remember(call.name)
-                outcome = await self.tools.apply(proposal)
-            elif answer == "reject":
-                outcome = ToolOutcome("The user rejected this change. Do not repeat it "
-                                      "unchanged; ask them what they want.", False,
-                                      f"{proposal.path}: rejected")
-            elif answer is None:
-                outcome = ToolOutcome("The user did not answer in time, so the change was "
-                                      "declined. Do not repeat it unchanged; say what you "
-                                      "wanted to change.", False,
-                                      f"{proposal.path}: not answered")
-            else:
-                outcome = ToolOutcome(INTERRUPTED if answer == "interrupted" else STOPPED,
-                                      False, f"{proposal.path}: {answer}")
-            return outcome
-        finally:
-            self.pending.pop(pid, None)
-            if not pending.outcome.done():
-                pending.outcome.set_result(outcome or ToolOutcome(STOPPED, False, "stopped"))
+        """Ask the user about a proposal of Rio's MCP tools (rio/agent/turn_mcp.py) as about
+        the agent's own writes: this turn's :class:`~rio.agent.approval.Proposals`."""
+        return await self.proposals.ask(call, proposal, verdict, timeout)
 
     def pending_events(self) -> list[dict[str, Any]]:
         """The waiting proposals, then the agent's permission questions still open."""

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import Any
 
 import platformdirs
 
+from rio.config.toml_file import parse_toml, read_config_text
 from rio.protocol.errors import AgentError, ConfigError
 
 CONFIG_FILE = "config.toml"
@@ -175,14 +175,7 @@ def parse_agent_config(text: str, path: Path | None = None,
                        overrides: Mapping[str, Any] | None = None) -> AgentConfig:
     """Parse config.toml text; see the module docstring for precedence."""
     env = os.environ if env is None else env
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"line (\d+)", str(exc))
-        line = int(found.group(1)) if found else None
-        where = f"{path or CONFIG_FILE}" + (f", line {line}" if line else "")
-        raise ConfigError("invalid", f"{where}: {exc}.", f"Fix the TOML at {where}.",
-                          path=str(path) if path else None, line=line) from None
+    data = parse_toml(text, path)
 
     agent = _check_table(data.get("agent", {}), "agent", _AGENT_KEYS, path, text)
     for key in ("max_requests_per_turn", "max_tool_calls_per_turn",
@@ -292,12 +285,4 @@ def load_agent_config(config_directory: Path | None = None,
     """Read ``config.toml`` from the config folder; a missing file means all defaults."""
     folder = config_directory or config_dir(env)
     path = folder / CONFIG_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("invalid", f"{path} cannot be read ({exc}).",
-                          "Check the file's permissions and encoding (UTF-8).",
-                          path=str(path)) from None
-    return parse_agent_config(text, path, env, overrides)
+    return parse_agent_config(read_config_text(path), path, env, overrides)

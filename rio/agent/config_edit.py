@@ -35,6 +35,7 @@ from rio.agent.config import (
     config_dir,
     parse_agent_config,
 )
+from rio.config.toml_file import parse_toml, read_config_text
 from rio.protocol.errors import ConfigError
 
 #: The keys of ``[providers.NAME]`` the dialog edits.
@@ -61,27 +62,15 @@ def config_path(folder: Path | None = None) -> Path:
     return (folder or config_dir()) / CONFIG_FILE
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("invalid", f"{path} cannot be read ({exc}).",
-                          "Check the file's permissions and encoding (UTF-8).",
-                          path=str(path)) from None
-
-
 def provider_forms(folder: Path | None = None, env: Mapping[str, str] | None = None
                    ) -> list[ProviderForm]:
     """The built-in providers, then any other ``[providers.NAME]`` of config.toml, with what
     the file sets for each. Raises ``config.invalid`` (where to fix it) for a broken file."""
     env = os.environ if env is None else env
     path = config_path(folder)
-    text = _read(path)
+    text = read_config_text(path)
     parse_agent_config(text, path, env={})          # a broken file is said, not overwritten
-    import tomllib
-    tables = tomllib.loads(text).get("providers", {}) if text else {}
+    tables = parse_toml(text, path).get("providers", {})
     names = list(DEFAULT_PROVIDERS) + sorted(n for n in tables if n not in DEFAULT_PROVIDERS)
     forms = []
     for name in names:
@@ -203,7 +192,7 @@ def save_provider_settings(changes: Mapping[str, Mapping[str, str]],
     written in a form this edit does not touch — an inline table, dotted keys — is refused
     with where to change it by hand)."""
     path = config_path(folder)
-    text = _read(path)
+    text = read_config_text(path)
     before = parse_agent_config(text, path, env={})
     new = text
     for name, values in changes.items():

@@ -27,8 +27,9 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from rio.agent.approval import INTERRUPTED, STOPPED, AnswersProposals, Proposals, refusal
 from rio.agent.output_limits import StreamBudget, output_limit
-from rio.agent.tools import READ_TOOLS, TOOL_NAMES, Proposal, ToolOutcome, Tools, missing_args
+from rio.agent.tools import READ_TOOLS, TOOL_NAMES, ToolOutcome, Tools, missing_args
 from rio.protocol.errors import AgentError, RioError
 from rio.providers.base import (
     Delta,
@@ -46,10 +47,6 @@ from rio.providers.base import (
 log = logging.getLogger("rio.agent.turn")
 
 TurnStatus = Literal["done", "stopped", "error"]
-Decision = Literal["approve", "reject", "always", "interrupted", "stopped"]
-
-INTERRUPTED = "interrupted: the user sent a new message instead of deciding on this call."
-STOPPED = "stopped: the user pressed Stop before this call finished."
 NOT_RUN = "not run: the turn ended (a limit or an error) before this call ran."
 
 
@@ -95,44 +92,6 @@ class TurnResult:
         if self.error is not None:
             out["error"] = {**self.error.to_wire(), "partial": self.partial}
         return out
-
-
-@dataclass
-class PendingProposal:
-    id: str
-    call: ToolCall
-    proposal: Proposal
-    future: asyncio.Future[Decision]
-    #: What the decision led to (the edit applied or refused at approval), for the approver.
-    outcome: asyncio.Future[ToolOutcome]
-
-
-class AnswersProposals:
-    """How a turn (an API model's or an ACP agent's) is told the user's decision on one of its
-    pending proposals."""
-
-    pending: dict[str, PendingProposal]
-
-    def decide(self, proposal: str, decision: Decision) -> bool:
-        pending = self.pending.get(str(proposal))
-        if pending is None or pending.future.done():
-            return False
-        pending.future.set_result(decision)
-        return True
-
-    def pending_events(self) -> list[dict[str, Any]]:
-        """The proposals still waiting, as the ``agent.propose`` events that announced them
-        (``session.pending``: a window that starts later draws them with Approve/Reject)."""
-        return [{"topic": "agent.propose",
-                 "data": {"proposal": p.id, "call": p.call.id, **p.proposal.event()}}
-                for p in self.pending.values() if not p.future.done()]
-
-    async def answer(self, proposal: str, decision: Decision) -> ToolOutcome | None:
-        """:meth:`decide`, then wait for what it led to; None for an unknown proposal."""
-        pending = self.pending.get(str(proposal))
-        if pending is None or not self.decide(proposal, decision):
-            return None
-        return await asyncio.shield(pending.outcome)
 
 
 def close_dangling(messages: Sequence[Message], reason: str = INTERRUPTED) -> list[Message]:
@@ -236,8 +195,8 @@ class Turn(AnswersProposals):
         self.tools = tools
         self.port = port
         self.new: list[Message] = []
-        self.pending: dict[str, PendingProposal] = {}
-        self._proposals = 0
+        #: the writes put to the user (rio/agent/approval.py, shared with the ACP turn)
+        self.proposals = Proposals(spec.turn, tools, self.publish, port.remember)
         self._collector: _Collector | None = None
         self._results: list[ToolResultBlock] = []   # of the tool round in progress
         self._round: tuple[ToolCall, ...] = ()
@@ -336,9 +295,7 @@ class Turn(AnswersProposals):
 
     def _close_for(self, why: Literal["stopped"]) -> None:
         """Cancelled (Stop): keep the partial text, answer every open tool call."""
-        for pending in list(self.pending.values()):
-            if not pending.future.done():
-                pending.future.set_result("stopped")
+        self.proposals.close("stopped")
         collector, self._collector = self._collector, None
         if collector is not None:
             collector.flush()
@@ -364,13 +321,10 @@ class Turn(AnswersProposals):
     def interrupt(self) -> bool:
         """A new message arrived: close pending proposals as interrupted. False when there
         was none (then the new message must wait: agent.busy)."""
-        waiting = [p for p in self.pending.values() if not p.future.done()]
-        if not waiting:
+        if not self.proposals.waiting():
             return False
         self._interrupted = True
-        for p in waiting:
-            p.future.set_result("interrupted")
-        return True
+        return self.proposals.close("interrupted")
 
     # --- one tool call ----------------------------------------------------------------------
     async def _run_tool(self, call: ToolCall) -> ToolResultBlock:
@@ -394,54 +348,12 @@ class Turn(AnswersProposals):
             return ToolOutcome(f"Error: {call.name} needs {', '.join(missing)}.", False,
                                f"{call.name}: missing {', '.join(missing)}")
         verdict = await self.port.gate_check(call.name, call.input)
-        decision = verdict.get("decision")
-        if decision == "refuse":
-            return ToolOutcome(f"Refused: {verdict.get('reason', '')}", False,
-                               f"{call.name}: refused")
+        refused = refusal(call.name, verdict)
+        if refused is not None:
+            return refused
         if call.name in READ_TOOLS:
             return await self.tools.read(call.name, call.input)
-        prepared = await self.tools.prepare(call.name, call.input)
-        if isinstance(prepared, ToolOutcome):
-            return prepared
-        if decision == "allow":
-            return await self.tools.apply(prepared)
-        pending = self._ask(call, prepared, verdict)
-        outcome: ToolOutcome | None = None
-        try:
-            answer = await pending.future
-            if answer in ("approve", "always"):
-                if answer == "always":
-                    await self.port.remember(call.name)
-                outcome = await self.tools.apply(prepared)
-            elif answer == "reject":
-                outcome = ToolOutcome("The user rejected this proposal. Do not repeat it "
-                                      "unchanged; ask what they want instead.", False,
-                                      f"{call.name}: rejected")
-            else:
-                outcome = ToolOutcome(INTERRUPTED if answer == "interrupted" else STOPPED,
-                                      False, f"{call.name}: {answer}")
-            return outcome
-        finally:
-            self.pending.pop(pending.id, None)
-            if not pending.outcome.done():
-                pending.outcome.set_result(outcome or ToolOutcome(STOPPED, False, "stopped"))
-
-    def _ask(self, call: ToolCall, proposal: Proposal,
-             verdict: Mapping[str, Any]) -> PendingProposal:
-        self._proposals += 1
-        pid = f"{self.spec.turn}.{self._proposals}"
-        loop = asyncio.get_running_loop()
-        pending = PendingProposal(pid, call, proposal, loop.create_future(), loop.create_future())
-        self.pending[pid] = pending
-        event = {"proposal": pid, "call": call.id, **proposal.event(),
-                 "reason": verdict.get("reason", "")}
-        if verdict.get("danger") and "danger" not in event:
-            event["danger"] = verdict["danger"]
-        self.publish("agent.propose", event)
-        return pending
-
-    def pending_ids(self) -> list[str]:
-        return [p.id for p in self.pending.values() if not p.future.done()]
+        return await self.proposals.write(call, verdict)
 
 
 #: Longest string of a tool's input shown in agent.tool (a whole new file can be an input; the

@@ -8,8 +8,9 @@ does through Rio, whichever way it came — its own ``fs/write_text_file`` or an
 * the gate decides (``gate.agent_check``: allowed, asked or refused per tool and mode, counted
   against the turn's limits; "always allow" keyed on the agent Rio started, never on a name the
   caller declares);
-* a proposal is the turn's (:meth:`AcpTurn._ask`: an ``agent.propose`` answered by
-  ``agent.approve``, which the hub routes to this process), applied by the turn's own
+* a proposal is the turn's (:meth:`rio.agent.approval.Proposals.ask`, as for the agent's own
+  writes: an ``agent.propose`` answered by ``agent.approve``, which the hub routes to this
+  process), applied by the turn's own
   :class:`~rio.agent.tools.Tools` — so it is listed in the turn's result, merged into the turn's
   undo step, saved by ``--save`` and ``/save`` like the API agent's edits;
 * a question not answered in the question timeout (4 minutes) is declined; Stop, a new

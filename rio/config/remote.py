@@ -20,14 +20,13 @@ saves (never the owner's) until it is fixed: a list that guards code must not fa
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rio.agent.config import CONFIG_FILE, _check_table, _invalid, config_dir
-from rio.protocol.errors import ConfigError
+from rio.config.toml_file import parse_toml, read_config_text
 
 MIB = 1024 * 1024
 SECTION = "remote"
@@ -58,18 +57,8 @@ def config_path(config_directory: Path | None = None,
 
 def _section(path: Path) -> tuple[dict[str, Any], str]:
     """``[remote]`` of ``path`` (checked) and the file's text; empty when there is no file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}, ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("invalid", f"{path}: cannot be read ({exc}).",
-                          f"Fix or remove {path}.", path=str(path)) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("invalid", f"{path}: {exc}.", f"Fix the TOML at {path}.",
-                          path=str(path)) from None
+    text = read_config_text(path)
+    data = parse_toml(text, path)
     return _check_table(data.get(SECTION, {}), SECTION, _KEYS, path, text), text
 
 

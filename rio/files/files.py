@@ -16,7 +16,8 @@ Three promises (ADR-0003):
   :class:`Fingerprint` taken at load and refuses with ``file.conflict`` when they differ.
 
 All disk access goes through a :class:`FilePort`, so the logic is tested against
-:class:`FaultyFilePort` (ENOSPC / EIO part-way through a write) as well as the real disk.
+:class:`rio.files.write_faults.FaultyFilePort` (ENOSPC / EIO part-way through a write) as well
+as the real disk.
 """
 
 from __future__ import annotations
@@ -460,54 +461,6 @@ class OsFilePort:
                     pass
         fsync_dir_fd(dfd)
         return st
-
-
-FaultKind = Literal["enospc", "eio"]
-_FAULT_ERRNO = {"enospc": errno.ENOSPC, "eio": errno.EIO}
-
-
-class FaultyFilePort:
-    """A port whose writes fail with ENOSPC or EIO after ``after_bytes`` bytes (fault harness).
-
-    The first ``after_bytes`` bytes really reach the temp file, so the failure happens part-way
-    through the write, as a full disk would make it.
-    """
-
-    def __init__(self, inner: FilePort, fail: FaultKind = "enospc", after_bytes: int = 0):
-        if fail not in _FAULT_ERRNO:
-            raise ValueError(f"fail must be one of {sorted(_FAULT_ERRNO)}, not {fail!r}")
-        self.inner = inner
-        self.fail = fail
-        self.after_bytes = after_bytes
-        self.writes_failed = 0
-
-    def stat(self, path: Path) -> FileStat:
-        return self.inner.stat(path)
-
-    def read_bytes(self, path: Path, limit: int) -> tuple[bytes, FileStat]:
-        return self.inner.read_bytes(path, limit)
-
-    def sha256(self, path: Path) -> str:
-        return self.inner.sha256(path)
-
-    def write_atomic(self, path: Path, chunks: Iterable[bytes], mode: int | None = None, *,
-                     before_replace: Callable[[], None] | None = None,
-                     keep_exec: bool = True) -> FileStat:
-        return self.inner.write_atomic(path, self._failing(chunks), mode,
-                                       before_replace=before_replace, keep_exec=keep_exec)
-
-    def _failing(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        budget = self.after_bytes
-        for chunk in chunks:
-            if len(chunk) > budget:
-                if budget:
-                    yield chunk[:budget]
-                self.writes_failed += 1
-                code = _FAULT_ERRNO[self.fail]
-                raise OSError(code, os.strerror(code))
-            budget -= len(chunk)
-            yield chunk
-        # A write that fits in the budget succeeds: the fault is "the disk fills up at byte N".
 
 
 # --------------------------------------------------------------------------------------------

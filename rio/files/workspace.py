@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rio.files.files import link_refused
+from rio.files.files import kind_of_mode, link_refused
 from rio.files.ignore import IgnoreRules
 from rio.protocol.errors import PathError
 
@@ -395,11 +395,9 @@ def _binary_name(name: str) -> bool:
     return dot > 0 and name[dot + 1:].lower() in BINARY_EXTENSIONS
 
 
+#: What a special file is called when it is refused (the kinds are the file port's).
+_SPECIAL_NAMES = {"fifo": "named pipe (FIFO)", "socket": "socket", "device": "device"}
+
+
 def _special_name(mode: int) -> str:
-    if stat_module.S_ISFIFO(mode):
-        return "named pipe (FIFO)"
-    if stat_module.S_ISSOCK(mode):
-        return "socket"
-    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
-        return "device"
-    return "special file"
+    return _SPECIAL_NAMES.get(kind_of_mode(mode), "special file")

@@ -1,7 +1,7 @@
 """The catalogue of events: every topic Rio publishes, with its fields, checked in tests.
 
 Ops are typed at the edge (:mod:`rio.protocol.ops`); events are read by key all over — the
-agent panel (ui/tk/agent_*.py), ``rio chat`` (ui/term/chat*.py), the desktop's editors, the
+agent panel (ui/tk/agent/), ``rio chat`` (ui/term/chat*.py), the desktop's editors, the
 core's own conversations actor — so a field a publisher forgets or misspells becomes a reader's
 silent ``None``. This module is the one list of topics, one :class:`EventSpec` per topic, each
 field an :class:`~rio.protocol.ops.Arg` (name, type, required or not, a line of doc) and nested

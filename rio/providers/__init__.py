@@ -2,8 +2,10 @@
 
 ``anthropic`` (:mod:`.anthropic` + :mod:`.anthropic_auth`) and ``openai``
 (:mod:`.openai_compat`) are found like any third-party provider, through the
-``rio.providers`` entry point group (:func:`discover_providers`). Importing this package does
-not import httpx; the provider modules do when they stream.
+``rio.providers`` entry point group (:func:`discover_providers`). Both are one
+:class:`.sse_provider.SseProvider` with a wire format of their own, their keys one
+:class:`.key_auth.KeyAuth`. Importing this package does not import httpx; the provider
+modules do when they stream.
 """
 
 from rio.providers.base import (

@@ -23,15 +23,12 @@ appear without a version change.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rio.agent.config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
+from rio.agent.config import ProviderSettings
 from rio.agent.failures import (
-    RetryPolicy,
     classify_stream_error,
     output_truncated,
     stream_cut,
@@ -44,16 +41,14 @@ from rio.providers.base import (
     Message,
     Post,
     ProviderRequest,
-    Sleep,
     TextBlock,
     ToolCall,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
-    is_loopback_url,
-    stream_with_retries,
 )
-from rio.providers.sse import SseEvent, post_event_stream
+from rio.providers.sse import SseEvent
+from rio.providers.sse_provider import SseProvider, ToolInProgress, WireFormat, event_object
 
 if TYPE_CHECKING:
     from rio.agent.secrets import SecretStore
@@ -104,14 +99,11 @@ def messages_url(endpoint: str) -> str:
     return endpoint.rstrip("/") + "/v1/messages"
 
 
+def version_header(settings: ProviderSettings) -> dict[str, str]:
+    return {"anthropic-version": settings.api_version or "2023-06-01"}
+
+
 # --- SSE parsing ------------------------------------------------------------------------------
-
-@dataclass
-class _ToolInProgress:
-    id: str
-    name: str
-    pieces: list[str] = field(default_factory=list)
-
 
 class AnthropicStreamParser:
     """Turns the Messages API's SSE events into Delta / ToolCall / Done posts."""
@@ -119,7 +111,7 @@ class AnthropicStreamParser:
     def __init__(self, post: Post, provider: str = NAME) -> None:
         self._post = post
         self._provider = provider
-        self._tools: dict[int, _ToolInProgress] = {}
+        self._tools: dict[int, ToolInProgress] = {}
         self._stop_reason = "end_turn"
         self._usage: dict[str, int] = {}
         self._broken_tool: str | None = None
@@ -127,13 +119,7 @@ class AnthropicStreamParser:
         self.finished = False
 
     def handle(self, event: SseEvent) -> None:
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            raise unexpected_response(self._provider, f"malformed JSON in a {event.event!r} "
-                                      "event") from None
-        if not isinstance(data, dict):
-            raise unexpected_response(self._provider, f"a {event.event!r} event is not an object")
+        data = event_object(event, self._provider, f"a {event.event!r} event")
         kind = event.event if event.event != "message" else str(data.get("type", ""))
         try:
             handler = getattr(self, f"_on_{kind}", None)
@@ -150,7 +136,7 @@ class AnthropicStreamParser:
     def _on_content_block_start(self, data: dict[str, Any]) -> None:
         block = data["content_block"]
         if block["type"] == "tool_use":
-            self._tools[int(data["index"])] = _ToolInProgress(str(block["id"]), str(block["name"]))
+            self._tools[int(data["index"])] = ToolInProgress(str(block["id"]), str(block["name"]))
             # Some servers put the whole input in the start block instead of deltas.
             if block.get("input"):
                 self._tools[int(data["index"])].pieces.append(json.dumps(block["input"]))
@@ -173,9 +159,8 @@ class AnthropicStreamParser:
         tool = self._tools.pop(int(data["index"]), None)
         if tool is None:
             return
-        raw = "".join(tool.pieces).strip() or "{}"
         try:
-            tool_input = json.loads(raw)
+            tool_input = tool.input()
         except ValueError:
             # Judged at message_stop: after a max_tokens stop this is a truncation the user
             # can fix, otherwise the server sent garbage.
@@ -207,6 +192,11 @@ class AnthropicStreamParser:
         raise classify_stream_error(self._provider, str(error.get("type", "api_error")),
                                     str(error.get("message", "")))
 
+    def end(self) -> None:
+        """The stream ended: a reply without ``message_stop`` was cut."""
+        if not self.finished:
+            raise stream_cut(self._provider)
+
     def _merge_usage(self, usage: Any) -> None:
         # message_delta's usage counts are cumulative, so the latest value wins.
         if isinstance(usage, Mapping):
@@ -217,47 +207,15 @@ class AnthropicStreamParser:
 
 # --- the provider -------------------------------------------------------------------------
 
-class AnthropicProvider:
+class AnthropicProvider(SseProvider):
     """Provider ``anthropic``. Ports: ``auth`` (credential headers; default: the API key from
     ``secrets``, or from a default :class:`SecretStore`), ``transport`` (an httpx transport;
-    None = the network), ``sleep`` (retry delays)."""
+    None = the network), ``sleep`` (retry delays), ``retry`` (rio/providers/sse_provider.py)."""
 
     name = NAME
+    wire = WireFormat(messages_url, build_body, AnthropicStreamParser, version_header)
 
-    def __init__(self, settings: ProviderSettings | None = None, *,
-                 secrets: SecretStore | None = None,
-                 auth: AuthFace | None = None, transport: Any = None,
-                 sleep: Sleep = asyncio.sleep, retry: RetryPolicy | None = None) -> None:
-        if settings is None:
-            settings = load_agent_config().provider_settings(NAME)
-        if not settings.endpoint:
-            settings = DEFAULT_PROVIDERS[NAME]
-        if auth is None:
-            # Imported here: the inference module must not depend on a credential scheme.
-            from rio.providers.anthropic_auth import ApiKeyAuth
-            auth = ApiKeyAuth.from_store(secrets)
-        self.settings = settings
-        self._auth = auth
-        self._transport = transport
-        self._sleep = sleep
-        self._retry = retry or RetryPolicy()
-
-    async def stream(self, request: ProviderRequest, post: Post) -> None:
-        await stream_with_retries(lambda p: self._attempt(request, p), post,
-                                  policy=self._retry, sleep=self._sleep)
-
-    async def _attempt(self, request: ProviderRequest, post: Post) -> None:
-        settings = self.settings
-        url = messages_url(settings.endpoint)
-        headers = {**self._auth.headers(url),
-                   "anthropic-version": settings.api_version or "2023-06-01",
-                   "content-type": "application/json", "accept": "text/event-stream"}
-        parser = AnthropicStreamParser(post)
-        await post_event_stream(provider=NAME, url=url, headers=headers,
-                                body=build_body(request, settings), on_event=parser.handle,
-                                timeout_s=settings.timeout_s,
-                                max_response_bytes=settings.max_response_bytes,
-                                transport=self._transport, trust_env=not is_loopback_url(url))
-        if not parser.finished:
-            raise stream_cut(NAME)
-
+    def default_auth(self, secrets: SecretStore | None) -> AuthFace:
+        # Imported here: the inference module must not depend on a credential scheme.
+        from rio.providers.anthropic_auth import ApiKeyAuth
+        return ApiKeyAuth.from_store(secrets)

@@ -18,23 +18,17 @@ never over plain http to another machine.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from rio.agent.config import DEFAULT_PROVIDERS, ProviderSettings, load_agent_config
+from rio.agent.config import ProviderSettings
 from rio.agent.failures import (
-    RetryPolicy,
     classify_stream_error,
-    insecure_endpoint,
     output_truncated,
     stream_cut,
     unexpected_response,
-    unusable_endpoint,
 )
-from rio.agent.secrets import Secret, SecretStore
+from rio.agent.secrets import SecretStore
 from rio.providers.base import (
     AuthFace,
     Delta,
@@ -42,18 +36,15 @@ from rio.providers.base import (
     Message,
     Post,
     ProviderRequest,
-    Sleep,
     TextBlock,
     ToolCall,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
-    is_loopback_url,
-    key_may_travel_to,
-    stream_with_retries,
-    usable_url,
 )
-from rio.providers.sse import SseEvent, post_event_stream
+from rio.providers.key_auth import KeyAuth
+from rio.providers.sse import SseEvent
+from rio.providers.sse_provider import SseProvider, ToolInProgress, WireFormat, event_object
 
 NAME = "openai"
 
@@ -61,28 +52,13 @@ _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": 
                  "length": "max_tokens", "content_filter": "refusal"}
 
 
-class BearerKeyAuth:
+class BearerKeyAuth(KeyAuth):
     """An optional key as ``Authorization: Bearer``; no key means no header."""
 
-    def __init__(self, key_source: Callable[[], tuple[Secret | None, str | None]],
-                 provider: str = NAME) -> None:
-        self._key_source = key_source
-        self._provider = provider
+    PROVIDER = NAME
 
-    @classmethod
-    def from_store(cls, store: SecretStore | None = None, provider: str = NAME) -> BearerKeyAuth:
-        store = store or SecretStore()
-        return cls(lambda: store.get(provider), provider)
-
-    def headers(self, url: str) -> dict[str, str]:
-        if not usable_url(url):
-            raise unusable_endpoint(self._provider, url)
-        key, _source = self._key_source()
-        if key is None:
-            return {}
-        if not key_may_travel_to(url):
-            raise insecure_endpoint(self._provider, url)
-        return {"authorization": f"Bearer {key.reveal()}"}
+    def key_headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
 
 
 # --- request shaping --------------------------------------------------------------------------
@@ -138,18 +114,11 @@ def completions_url(endpoint: str) -> str:
 
 # --- SSE parsing ------------------------------------------------------------------------------
 
-@dataclass
-class _ToolInProgress:
-    id: str = ""
-    name: str = ""
-    pieces: list[str] = field(default_factory=list)
-
-
 class OpenAIStreamParser:
     def __init__(self, post: Post, provider: str = NAME) -> None:
         self._post = post
         self._provider = provider
-        self._tools: dict[int, _ToolInProgress] = {}
+        self._tools: dict[int, ToolInProgress] = {}
         self._finish_reason: str | None = None
         self._usage = Usage()
         self._had_tools = False
@@ -165,12 +134,7 @@ class OpenAIStreamParser:
         if event.data.strip() == "[DONE]":
             self.finish()
             return
-        try:
-            chunk = json.loads(event.data)
-        except ValueError:
-            raise unexpected_response(self._provider, "malformed JSON in a stream chunk") from None
-        if not isinstance(chunk, dict):
-            raise unexpected_response(self._provider, "a stream chunk is not a JSON object")
+        chunk = event_object(event, self._provider, "a stream chunk")
         if "error" in chunk:
             error = chunk["error"]
             kind = str(error.get("type") or error.get("code") or "api_error") \
@@ -196,7 +160,7 @@ class OpenAIStreamParser:
             self._post(Delta(content))
         for position, call in enumerate(delta.get("tool_calls") or []):
             index = call.get("index", position)
-            tool = self._tools.setdefault(int(index), _ToolInProgress())
+            tool = self._tools.setdefault(int(index), ToolInProgress())
             tool.id = call.get("id") or tool.id
             function = call.get("function") or {}
             tool.name = function.get("name") or tool.name
@@ -213,9 +177,8 @@ class OpenAIStreamParser:
     def _flush_tools(self) -> None:
         for index in sorted(self._tools):
             tool = self._tools[index]
-            raw = "".join(tool.pieces).strip() or "{}"
             try:
-                arguments = json.loads(raw)
+                arguments = tool.input()
             except ValueError:
                 if self._finish_reason == "length":
                     raise output_truncated(self._provider, tool.name or "tool") from None
@@ -227,6 +190,14 @@ class OpenAIStreamParser:
             self._post(ToolCall(tool.id or f"call_{index}", tool.name, arguments))
         self._had_tools = self._had_tools or bool(self._tools)
         self._tools.clear()
+
+    def end(self) -> None:
+        """The stream ended: complete once a choice finished (some servers omit [DONE]),
+        else cut."""
+        if not self.finished:
+            if not self.finish_seen:
+                raise stream_cut(self._provider)
+            self.finish()
 
     def finish(self) -> None:
         """[DONE], or a clean end of stream after finish_reason (some servers omit [DONE])."""
@@ -243,41 +214,11 @@ class OpenAIStreamParser:
 
 # --- the provider -------------------------------------------------------------------------
 
-class OpenAICompatProvider:
-    """Provider ``openai``. Ports as for the Anthropic provider."""
+class OpenAICompatProvider(SseProvider):
+    """Provider ``openai``. Ports as for the Anthropic provider; the key is optional."""
 
     name = NAME
+    wire = WireFormat(completions_url, build_body, OpenAIStreamParser)
 
-    def __init__(self, settings: ProviderSettings | None = None, *,
-                 secrets: SecretStore | None = None, auth: AuthFace | None = None,
-                 transport: Any = None, sleep: Sleep = asyncio.sleep,
-                 retry: RetryPolicy | None = None) -> None:
-        if settings is None:
-            settings = load_agent_config().provider_settings(NAME)
-        if not settings.endpoint:
-            settings = DEFAULT_PROVIDERS[NAME]
-        self.settings = settings
-        self._auth = auth or BearerKeyAuth.from_store(secrets)
-        self._transport = transport
-        self._sleep = sleep
-        self._retry = retry or RetryPolicy()
-
-    async def stream(self, request: ProviderRequest, post: Post) -> None:
-        await stream_with_retries(lambda p: self._attempt(request, p), post,
-                                  policy=self._retry, sleep=self._sleep)
-
-    async def _attempt(self, request: ProviderRequest, post: Post) -> None:
-        settings = self.settings
-        url = completions_url(settings.endpoint)
-        headers = {**self._auth.headers(url), "content-type": "application/json",
-                   "accept": "text/event-stream"}
-        parser = OpenAIStreamParser(post)
-        await post_event_stream(provider=NAME, url=url, headers=headers,
-                                body=build_body(request, settings), on_event=parser.handle,
-                                timeout_s=settings.timeout_s,
-                                max_response_bytes=settings.max_response_bytes,
-                                transport=self._transport, trust_env=not is_loopback_url(url))
-        if not parser.finished:
-            if not parser.finish_seen:
-                raise stream_cut(NAME)
-            parser.finish()
+    def default_auth(self, secrets: SecretStore | None) -> AuthFace:
+        return BearerKeyAuth.from_store(secrets)

@@ -233,14 +233,14 @@ class OpenBuffer:
 
     @handles("buffer.undo")
     def op_undo(self, args: dict[str, Any]) -> tuple[Any, Events]:
-        changes = self.document.undo(origin=args["origin"])
-        self._journal(changes)
-        return ({"version": self.document.version, "changes": [change_wire(c) for c in changes]},
-                [change_event(self.id, c) for c in changes])
+        return self._stepped(self.document.undo(origin=args["origin"]))
 
     @handles("buffer.redo")
     def op_redo(self, args: dict[str, Any]) -> tuple[Any, Events]:
-        changes = self.document.redo(origin=args["origin"])
+        return self._stepped(self.document.redo(origin=args["origin"]))
+
+    def _stepped(self, changes: list[Change]) -> tuple[Any, Events]:
+        """An undo or redo step's changes, journaled: the reply names them, as the events do."""
         self._journal(changes)
         return ({"version": self.document.version, "changes": [change_wire(c) for c in changes]},
                 [change_event(self.id, c) for c in changes])

@@ -22,6 +22,7 @@ from rio.acp.client import AcpClient, AcpSettings
 from rio.acp.port import WriteOutcome, agent_environment
 from rio.acp.protocol_log import ProtocolLog
 from rio.protocol.errors import PathError
+from tests.support import wait_for_async
 
 FAKE = str(Path(__file__).parent.parent / "fakes" / "acp_agent.py")
 pytestmark = pytest.mark.timeout(120)
@@ -275,8 +276,8 @@ def test_cancel_of_a_hanging_prompt_and_of_the_calling_task(tmp_path):
             await client.cancel()
             out = await asyncio.wait_for(task, 30)
             task = asyncio.create_task(client.prompt("again"))
-            while client.state != "prompting":
-                await asyncio.sleep(0.01)
+            await wait_for_async(lambda: client.state == "prompting", 10, 0.01,
+                                 what="the client prompting")
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

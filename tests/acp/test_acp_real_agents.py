@@ -33,6 +33,7 @@ from tests.fakes.model_servers import (
     openai_text,
     sse,
 )
+from tests.support import wait_for_async
 
 PREFIX = Path(os.environ.get("ACP_AGENTS_PREFIX", "/tmp/acp-agents")) / "node_modules"
 CLAUDE = PREFIX / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
@@ -88,24 +89,30 @@ def no_survivors(client: AcpClient) -> None:
         psutil.Process(client.process.pid).status() == psutil.STATUS_ZOMBIE
 
 
+def said_hello(argv: tuple[str, ...], root: Path, env: dict[str, str], owner: Owner,
+               model: FakeModelServer) -> tuple[AcpClient, Any]:
+    """One text turn ("Say hello") in a new session of the agent ``argv``: the client (stopped)
+    and the turn's outcome; the loopback model server is closed after, whatever happened."""
+    async def main() -> tuple[AcpClient, Any]:
+        async with client_for(argv, root, env, owner) as client:
+            await client.new_session()
+            out = await client.prompt("Say hello")
+        return client, out
+
+    try:
+        return asyncio.run(main())
+    finally:
+        model.close()
+
+
 def test_claude_text_turn_against_a_loopback_anthropic_server(tmp_path):
     need(CLAUDE, node=True)
     server = FakeModelServer([lambda r: anthropic_text("Hello ", "from the fake model")] * 20)
     server.start()
     owner = Owner()
     env = base_env(tmp_path / "home", ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="test")
-
-    async def main():
-        async with client_for((NODE, str(CLAUDE)), tmp_path, env, owner) as client:
-            await client.new_session()
-            out = await client.prompt("Say hello")
-        return client, out
-
-    try:
-        (tmp_path / "home").mkdir()
-        client, out = asyncio.run(main())
-    finally:
-        server.close()
+    (tmp_path / "home").mkdir()
+    client, out = said_hello((NODE, str(CLAUDE)), tmp_path, env, owner, server)
     assert out.status == "done" and out.stop_reason == "end_turn"
     assert out.text == "Hello from the fake model"
     assert any(r.path.startswith("/v1/messages") for r in server.requests)
@@ -155,8 +162,8 @@ def test_claude_cancel_mid_stream(tmp_path):
         async with client_for((NODE, str(CLAUDE)), tmp_path, env, owner) as client:
             await client.new_session()
             task = asyncio.create_task(client.prompt("Talk"))
-            while not owner.of("agent.delta"):
-                await asyncio.sleep(0.05)
+            await wait_for_async(lambda: owner.of("agent.delta"), 120, 0.05,
+                                 what="streamed text")
             t0 = asyncio.get_running_loop().time()
             await client.cancel()
             out = await asyncio.wait_for(task, 30)
@@ -225,17 +232,7 @@ def test_codex_text_turn_against_a_loopback_responses_server(tmp_path):
         'env_key = "FAKE_KEY"\n')
     owner = Owner()
     env = base_env(tmp_path / "home", CODEX_HOME=str(codex_home), FAKE_KEY="test")
-
-    async def main():
-        async with client_for((str(CODEX),), tmp_path, env, owner) as client:
-            await client.new_session()
-            out = await client.prompt("Say hello")
-        return client, out
-
-    try:
-        client, out = asyncio.run(main())
-    finally:
-        server.close()
+    client, out = said_hello((str(CODEX),), tmp_path, env, owner, server)
     assert out.status == "done" and out.text == "Hello from Responses"
     assert [r.path for r in server.requests] == ["/v1/responses"]
     assert client.stop_result.how in ("terminated", "killed")
@@ -277,17 +274,7 @@ def test_opencode_text_turn_against_a_loopback_chat_completions_server(tmp_path)
     env = base_env(tmp_path / "home", OPENCODE_CONFIG_CONTENT=json.dumps(config),
                    OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_MODELS_FETCH="1",
                    OPENCODE_DISABLE_LSP_DOWNLOAD="1", npm_config_registry="http://127.0.0.1:9")
-
-    async def main():
-        async with client_for((str(OPENCODE), "acp"), tmp_path, env, owner) as client:
-            await client.new_session()
-            out = await client.prompt("Say hello")
-        return client, out
-
-    try:
-        client, out = asyncio.run(main())
-    finally:
-        server.close()
+    client, out = said_hello((str(OPENCODE), "acp"), tmp_path, env, owner, server)
     assert out.status == "done" and out.text == "Hello from chat completions"
     assert out.usage.get("total_tokens")
     assert all(r.path == "/v1/chat/completions" for r in server.requests)  # title + turn

@@ -66,7 +66,7 @@ from tests.fakes.model_servers import (
     openai_tool_call,
     responses_function_call,
 )
-from tests.support import RioServer, rio_env
+from tests.support import RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -281,9 +281,7 @@ def run_chat(rig: Rig, *args: str, typed: str | None = None, timeout: float = 20
             proc = subprocess.Popen(argv, env=server.env, cwd=str(server.root),
                                     stdin=fi if typed is not None else subprocess.DEVNULL,
                                     stdout=fo, stderr=fe)
-            deadline = time.monotonic() + timeout
-            while proc.poll() is None and time.monotonic() < deadline:
-                conn.wait(0.05)
+            wait_for(lambda: proc.poll() is not None, timeout, 0.05, pause=conn.wait)
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)

@@ -16,16 +16,15 @@ from rio.protocol.errors import RioError
 from rio.protocol.frames import thaw
 from tests.acp.test_acp_real_agents import CLAUDE, NODE, need, real_agent_sandbox
 from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
-from tests.support import RioServer, rio_env
+from tests.support import RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-@pytest.fixture
-def claude_rio(tmp_path):
-    need(CLAUDE, node=True)
-    model = FakeModelServer()
-    model.start()
+def serve_claude(tmp_path: Path, model: FakeModelServer) -> RioServer:
+    """A started ``rio serve`` whose ``[agents.claude]`` is claude-agent-acp against ``model``,
+    with a fresh empty HOME and a fake key (nobody's account), boxed as the real-agent tests
+    box it; the caller stops it."""
     root = tmp_path / "proj"
     root.mkdir()
     (tmp_path / "home").mkdir()
@@ -40,7 +39,15 @@ def claude_rio(tmp_path):
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(
         f'[agents.claude]\ncommand = "{NODE}"\nargs = [{json.dumps(str(CLAUDE))}]\n')
-    server = RioServer(root, tmp_path, env=env).start()
+    return RioServer(root, tmp_path, env=env).start()
+
+
+@pytest.fixture
+def claude_rio(tmp_path):
+    need(CLAUDE, node=True)
+    model = FakeModelServer()
+    model.start()
+    server = serve_claude(tmp_path, model)
     yield server, model
     server.stop()
     model.close()
@@ -155,40 +162,24 @@ def test_claude_after_a_stop_the_next_turn_is_never_silent_and_the_conversation_
         return anthropic_text("fine")
     need(CLAUDE, node=True)
     model = FakeModelServer([script] * 100).start()
-    root = tmp_path / "proj"
-    root.mkdir()
-    (tmp_path / "home").mkdir()
-    env = rio_env(tmp_path)
-    env.pop("IS_SANDBOX", None)
-    env.update({"HOME": str(tmp_path / "home"), "ANTHROPIC_BASE_URL": model.url,
-                "ANTHROPIC_API_KEY": "test", "RIO_AGENT_SANDBOX": real_agent_sandbox(),
-                "RIO_CACHE_DIR": str(tmp_path / "cache")})
-    config = Path(env["RIO_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text(
-        f'[agents.claude]\ncommand = "{NODE}"\nargs = [{json.dumps(str(CLAUDE))}]\n')
-    server = RioServer(root, tmp_path, env=env).start()
+    server = serve_claude(tmp_path, model)
     conn = server.connect("real-stop", subscribe=("agent.",))
     events: list[tuple[str, dict]] = []
     conn.subscribe("agent.", lambda e: events.append((e.topic, thaw(e.data))))
 
     def wait(topic: str, timeout: float = 120, **match: Any) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, d in events:
-                if t == topic and all(d.get(k) == v for k, v in match.items()):
-                    return d
-            conn.wait(0.05)
-        raise AssertionError(f"no {topic} {match}: {[t for t, _ in events]}")
+        def matching() -> dict | None:
+            return next((d for t, d in events
+                         if t == topic and all(d.get(k) == v for k, v in match.items())), None)
+        return wait_for(matching, timeout, 0.05, pause=conn.wait, what=f"{topic} {match}",
+                        seen=lambda: [t for t, _ in events])
 
     def _end_of(turn: str) -> dict:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            for t, d in events:
-                if t == "agent.turn" and d.get("turn") == turn and d["state"] != "started":
-                    return d
-            conn.wait(0.05)
-        raise AssertionError(f"turn {turn} did not end: {[t for t, _ in events]}")
+        def end() -> dict | None:
+            return next((d for t, d in events if t == "agent.turn" and d.get("turn") == turn
+                         and d["state"] != "started"), None)
+        return wait_for(end, 120, 0.05, pause=conn.wait, what=f"the end of turn {turn}",
+                        seen=lambda: [t for t, _ in events])
     try:
         cid = conn.call("agent.new", {"agent": "claude"})["conversation"]
         first = conn.call("agent.send", {"conversation": cid, "text": "go slowly"},

@@ -16,12 +16,10 @@ import pytest
 
 from rio.protocol.errors import BusError, RioError
 from rio.protocol.frames import thaw
-from tests.support import REPO, RioServer, rio_env, wait_for, wait_gone
+from tests.agent_processes import FakeAgentChat, chats, fake_agent_entry, serve_fake_agent
+from tests.support import RioServer, wait_for, wait_gone
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
-
-FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
-
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
@@ -38,79 +36,25 @@ def server(base: Path, script_file: Path):
     root = base / "proj"
     root.mkdir()
     (root / "notes.txt").write_text("alpha\nbeta\n")
-    env = rio_env(base)
-    config = Path(env["RIO_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text(
-        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script_file}"]\n'
-        # the same fake, with a short silence watchdog (config.toml's timing keys)
-        f'[agents.quiet]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script_file}"]\n'
-        'silent_after_s = 0.5\ngive_up_after_s = 2\n')
-    srv = RioServer(root, base, env=env).start()
+    # [agents.quiet]: the same fake, with a short silence watchdog (config.toml's timing keys)
+    srv = serve_fake_agent(root, base, script_file, config=fake_agent_entry(script_file, "quiet")
+                           + "silent_after_s = 0.5\ngive_up_after_s = 2\n")
     yield srv
     srv.stop()
 
 
-class Chat:
-    """One conversation with the fake agent, driven through the core's agent.* ops."""
+class Chat(FakeAgentChat):
+    """One conversation with the fake agent, seeing its agent.* and buffer.* events."""
 
     def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any],
                  agent: str = "fake"):
-        self.server = server
-        script_file.write_text(json.dumps(script))
-        self.script_file = script_file
-        self.conn = server.connect("acp-e2e", subscribe=("agent.", "buffer."))
-        self.events: list[tuple[str, dict]] = []
-        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
-        self.conn.subscribe("buffer.", lambda e: self.events.append((e.topic, thaw(e.data))))
-        created = self.call("agent.new", {"title": "acp", "agent": agent})
-        assert created["agent"] == agent
-        self.conversation = created["conversation"]
-
-    def script(self, script: dict[str, Any]) -> None:
-        """The script the *next* agent process reads (a restarted one, after a crash)."""
-        self.script_file.write_text(json.dumps(script))
-
-    def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
-        return self.conn.call(op, args or {}, timeout=timeout)
-
-    def wait(self, topic: str, timeout: float = 40.0, **match: Any) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == topic and all(data.get(k) == v for k, v in match.items()):
-                    return data
-            self.conn.wait(0.02)
-        raise AssertionError(f"no {topic} {match}; saw {self.events}")
-
-    def text(self, turn: str) -> str:
-        self.conn.drain()
-        return "".join(d.get("text", "") for t, d in self.events
-                       if t == "agent.delta" and d.get("turn") == turn)
-
-    def send(self, text: str) -> str:
-        return self.call("agent.send", {"conversation": self.conversation, "text": text})["turn"]
-
-    def close(self) -> None:
-        self.conn.close()
-        try:
-            self.server.call("system.restart", {"process": f"agent:{self.conversation}",
-                                                "again": False}, timeout=10)
-        except RioError:
-            pass
+        super().__init__(server, script_file, script, name="acp-e2e", agent=agent, title="acp",
+                         prefixes=("agent.", "buffer."))
 
 
 @pytest.fixture
 def chat(server, script_file):
-    made: list[Chat] = []
-
-    def make(script: dict[str, Any], agent: str = "fake") -> Chat:
-        c = Chat(server, script_file, script, agent)
-        made.append(c)
-        return c
-    yield make
-    for c in made:
-        c.close()
+    yield from chats(lambda script, agent="fake": Chat(server, script_file, script, agent))
 
 
 def _buffer_text(server: RioServer, path: str) -> tuple[str, dict]:

@@ -11,6 +11,7 @@ from rio.acp.client import PromptOutcome
 from rio.acp.port import PermissionOption, PermissionQuestion
 from rio.acp.turn import AcpBrain, AcpTurn, AcpTurnSpec
 from rio.agent.tools import Proposal, ToolOutcome
+from tests.support import wait_for_async
 
 
 class Port:
@@ -112,8 +113,7 @@ def test_a_write_waits_for_approval_then_lands_through_the_tools():
             return "done"
         turn = _turn(script, port, tools)
         task = asyncio.ensure_future(turn.run())
-        while not turn.pending_ids():
-            await asyncio.sleep(0)
+        await wait_for_async(turn.pending_ids, what="a pending proposal")
         [pid] = turn.pending_ids()
         answered = await turn.answer(pid, "approve")
         return await task, (answered, outcome[0])
@@ -136,8 +136,7 @@ def test_a_new_message_while_a_question_waits_interrupts_the_turn():
         turn = _turn(script, port, tools)
         turn_box.append(turn)
         task = asyncio.ensure_future(turn.run())
-        while not turn.questions:
-            await asyncio.sleep(0)
+        await wait_for_async(lambda: turn.questions, what="the agent's question")
         assert turn.interrupt() and turn.interrupted
         result = await task
         return result, turn.brain.client.cancelled

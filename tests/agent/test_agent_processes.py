@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,12 +19,11 @@ import psutil
 import pytest
 
 from rio.protocol.errors import RioError
-from rio.protocol.frames import thaw
-from tests.support import REPO, RioServer, rio_env, wait_for
+from tests.agent_processes import FAKE, FakeAgentChat, chats, serve_fake_agent
+from tests.support import RioServer, wait_for
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
-FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
 #: The session gives up on a sign-in after this long here (300 s as shipped).
 SIGN_IN_TIMEOUT_S = 4
 
@@ -42,65 +40,25 @@ def script_file(base: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def server(base: Path, script_file: Path):
-    root = base / "proj"
-    root.mkdir()
-    env = rio_env(base)
-    env["RIO_AGENT_SIGN_IN_TIMEOUT_S"] = str(SIGN_IN_TIMEOUT_S)
-    config = Path(env["RIO_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text(
-        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script_file}"]\n')
-    srv = RioServer(root, base, env=env).start()
+    srv = serve_fake_agent(base / "proj", base, script_file,
+                           env={"RIO_AGENT_SIGN_IN_TIMEOUT_S": str(SIGN_IN_TIMEOUT_S)})
     yield srv
     srv.stop()
 
 
-class Chat:
-    """One conversation with the fake agent, through the core's agent.* ops."""
+class Chat(FakeAgentChat):
+    """One conversation with the fake agent, its session process and the agent under it."""
 
     def __init__(self, server: RioServer, script_file: Path, script: dict[str, Any]):
-        self.server = server
-        self.script_file = script_file
-        self.script(script)
-        self.conn = server.connect("agent-processes", subscribe=("agent.",))
-        self.events: list[tuple[str, dict]] = []
-        self.conn.subscribe("agent.", lambda e: self.events.append((e.topic, thaw(e.data))))
-        self.conversation = self.call("agent.new", {"agent": "fake"})["conversation"]
-
-    def script(self, script: dict[str, Any]) -> None:
-        """What the *next* agent process reads (its configuration, as the user fixes it)."""
-        self.script_file.write_text(json.dumps(script))
-
-    def call(self, op: str, args: dict | None = None, timeout: float = 15.0) -> Any:
-        return self.conn.call(op, args or {}, timeout=timeout)
-
-    def wait(self, topic: str, timeout: float = 40.0, **match: Any) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == topic and all(data.get(k) == v for k, v in match.items()):
-                    return data
-            self.conn.wait(0.02)
-        raise AssertionError(f"no {topic} {match}; saw {self.events}")
+        super().__init__(server, script_file, script, name="agent-processes")
 
     def ended(self, turn: str, timeout: float = 40.0) -> dict:
         """The turn's end, however it ended."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for t, data in self.events:
-                if t == "agent.turn" and data.get("turn") == turn and data.get("state") != \
-                        "started":
-                    return data
-            self.conn.wait(0.02)
-        raise AssertionError(f"turn {turn} did not end; saw {self.events}")
-
-    def send(self, text: str) -> str:
-        return self.call("agent.send", {"conversation": self.conversation, "text": text})["turn"]
-
-    def text(self, turn: str) -> str:
-        self.conn.drain()
-        return "".join(d.get("text", "") for t, d in self.events
-                       if t == "agent.delta" and d.get("turn") == turn)
+        def end() -> dict | None:
+            return next((data for t, data in self.events if t == "agent.turn"
+                         and data.get("turn") == turn and data.get("state") != "started"), None)
+        return wait_for(end, timeout, 0.02, pause=self.conn.wait, what=f"the end of turn {turn}",
+                        seen=lambda: self.events)
 
     def session_pid(self) -> int:
         return self.server.pids()[f"agent:{self.conversation}"]
@@ -112,26 +70,10 @@ class Chat:
         assert len(found) == 1, found
         return found[0]
 
-    def close(self) -> None:
-        self.conn.close()
-        try:
-            self.server.call("system.restart", {"process": f"agent:{self.conversation}",
-                                                "again": False}, timeout=10)
-        except RioError:
-            pass
-
 
 @pytest.fixture
 def chat(server, script_file):
-    made: list[Chat] = []
-
-    def make(script: dict[str, Any]) -> Chat:
-        c = Chat(server, script_file, script)
-        made.append(c)
-        return c
-    yield make
-    for c in made:
-        c.close()
+    yield from chats(lambda script: Chat(server, script_file, script))
 
 
 def _signing_in(chat, base: Path, name: str) -> tuple[Any, Path]:

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -262,14 +261,12 @@ class Rig:
     def turn(self, conversation: str, text: str = "go", timeout: float = 60) -> dict:
         turn = self.conn.call("agent.send", {"conversation": conversation, "text": text},
                               timeout=30)["turn"]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ended = [d for t, d in self.events if t == "agent.turn" and d.get("turn") == turn
-                     and d.get("state") != "started"]
-            if ended:
-                return {**ended[0], "said": self.said(turn)}
-            self.conn.wait(0.05)
-        raise AssertionError(f"turn {turn} did not end: {self.events}")
+        def end() -> dict | None:
+            return next((d for t, d in self.events if t == "agent.turn" and d.get("turn") == turn
+                         and d.get("state") != "started"), None)
+        ended = wait_for(end, timeout, 0.05, pause=self.conn.wait, what=f"the end of turn {turn}",
+                         seen=lambda: self.events)
+        return {**ended, "said": self.said(turn)}
 
     def said(self, turn: str) -> str:
         self.conn.drain()

@@ -138,11 +138,7 @@ def session(server):
     s.close()
     # The supervisor's stop sequence, and the process stays stopped (host.stop alone ends it
     # with SIGABRT, which the supervisor restarts): live agents are capped by max_live.
-    try:
-        server.call("system.restart", {"process": f"agent:{s.conversation}", "again": False},
-                    timeout=5)
-    except RioError:
-        pass
+    s.end_session(s.conversation)
 
 
 def test_text_turn(session: Session, model: FakeModelServer) -> None:
@@ -353,11 +349,7 @@ def chat(server):
     c.close()
     # End the conversation's process: the supervisor caps live agent processes (max_live),
     # and this module's instance serves every test.
-    try:
-        server.call("system.restart", {"process": f"agent:{c.conversation}", "again": False},
-                    timeout=5)
-    except RioError:
-        pass
+    c.end_session(c.conversation)
 
 
 def test_e2e_edit_approved_is_one_undo_step_and_history_is_recorded(
@@ -396,6 +388,23 @@ def test_e2e_kill_9_mid_stream_keeps_the_conversation(chat: Chat, model: FakeMod
     history = chat.call("agent.history", {"conversation": chat.conversation})
     texts = [m["content"][0].get("text") for m in history["messages"] if m["content"]]
     assert "first" in texts and "second" in texts and "I am back" in texts
+
+
+def test_e2e_a_message_sent_on_the_last_turns_end_is_never_busy(chat: Chat,
+                                                                 model: FakeModelServer) -> None:
+    """The store publishes a turn's end (``agent.turn``) before the session hears back from
+    it, so a client that sends its next message on that event — `rio chat` fed a file, a
+    script, a fast user — once met ``agent.busy`` (seen in the sandbox test). A turn that has
+    run only has its record left: the next message waits behind it instead."""
+    count = 24
+    for i in range(count):
+        model.push(anthropic_text(f"answer {i}"))
+    turn = chat.send("message 0")
+    for i in range(1, count):
+        chat.wait("agent.turn", turn=turn, state="done")
+        turn = chat.send(f"message {i}")     # at once, on the event
+    assert chat.wait("agent.turn", turn=turn, state="done")
+    assert len([d for d in chat.of("agent.turn") if d.get("state") == "done"]) >= count
 
 
 def test_e2e_stop_button(chat: Chat, model: FakeModelServer) -> None:

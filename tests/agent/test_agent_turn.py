@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
 
 from rio.agent.gate import Gate, Limits
 from rio.agent.tools import TOOL_SPECS, Tools
-from rio.agent.turn import INTERRUPTED, STOPPED, Turn, TurnSpec, close_dangling, merge_interrupted
+from rio.agent.turn import (
+    INTERRUPTED,
+    STOPPED,
+    Turn,
+    TurnResult,
+    TurnSpec,
+    close_dangling,
+    merge_interrupted,
+)
 from rio.protocol.errors import AgentError, DocumentError, PathError
 from rio.providers.base import (
     Delta,
@@ -23,6 +31,7 @@ from rio.providers.base import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from tests.support import wait_for_async
 
 C, T = "conv1", "t1"
 
@@ -254,6 +263,24 @@ def test_big_read_is_cut_with_a_marker_that_says_how_to_read_on() -> None:
     assert port.of("agent.tool_result")[0]["truncated"] is True
 
 
+def run_stopped(turn: Turn, when: Callable[[], Awaitable[object]]) -> TurnResult:
+    """Run the turn and stop it (the user's Stop: the task cancelled) once ``when()`` is done;
+    the turn's result, ``stopped``."""
+    async def go() -> TurnResult:
+        task = asyncio.create_task(turn.run())
+        await when()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return turn.result()
+    return run(go())
+
+
+def propose_y3() -> list:
+    """The model's call that proposes ``y = 2`` → ``y = 3`` in a.py (FakeCore's default file)."""
+    return tool("c1", "propose_edit", path="a.py", old_text="y = 2", new_text="y = 3")
+
+
 async def _approve_when_proposed(turn: Turn, port: FakePort, decision: str,
                                  before=None) -> dict:
     await port.proposed.wait()
@@ -264,17 +291,22 @@ async def _approve_when_proposed(turn: Turn, port: FakePort, decision: str,
     return event
 
 
+def run_deciding(turn: Turn, port: FakePort, decision: str,
+                 before: Callable[[], object] | None = None) -> tuple[dict, TurnResult]:
+    """Run the turn and answer its first proposal with ``decision`` (after ``before()``: what
+    the user does meanwhile); the proposal's event and the turn's result."""
+    async def go() -> tuple[dict, TurnResult]:
+        task = asyncio.create_task(turn.run())
+        event = await _approve_when_proposed(turn, port, decision, before)
+        return event, await task
+    return run(go())
+
+
 def test_propose_edit_then_approve_lands_in_a_buffer() -> None:
-    provider = FakeProvider(tool("c1", "propose_edit", path="a.py", old_text="y = 2",
-                                 new_text="y = 3"), text("Done."))
+    provider = FakeProvider(propose_y3(), text("Done."))
     turn, port, core = make(provider)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        event = await _approve_when_proposed(turn, port, "approve")
-        return event, await task
-
-    event, result = run(go())
+    event, result = run_deciding(turn, port, "approve")
     assert event["kind"] == "edit" and "-y = 2" in event["diff"] and "+y = 3" in event["diff"]
     assert result.status == "done"
     (bid, since), = result.buffers
@@ -285,16 +317,10 @@ def test_propose_edit_then_approve_lands_in_a_buffer() -> None:
 
 
 def test_reject_tells_the_model() -> None:
-    provider = FakeProvider(tool("c1", "propose_edit", path="a.py", old_text="y = 2",
-                                 new_text="y = 3"), text("OK."))
+    provider = FakeProvider(propose_y3(), text("OK."))
     turn, port, core = make(provider)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        await _approve_when_proposed(turn, port, "reject")
-        return await task
-
-    result = run(go())
+    result = run_deciding(turn, port, "reject")[1]
     assert result.status == "done" and not core.buffers
     answer = provider.requests[1].messages[-1].content[0]
     assert answer.is_error and "rejected" in answer.content
@@ -303,17 +329,11 @@ def test_reject_tells_the_model() -> None:
 def test_relocation_at_approval_follows_the_users_typing() -> None:
     core = FakeCore({"a.py": "x = 1\ny = 2\n"})
     bid = core.open_as_user("a.py")
-    provider = FakeProvider(tool("c1", "propose_edit", path="a.py", old_text="y = 2",
-                                 new_text="y = 3"), text("ok"))
+    provider = FakeProvider(propose_y3(), text("ok"))
     turn, port, _ = make(provider, core)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        await _approve_when_proposed(turn, port, "approve", before=lambda: core.type_as_user(
-            bid, "# new first line\nx = 1\ny = 2\n"))
-        return await task
-
-    result = run(go())
+    result = run_deciding(turn, port, "approve", before=lambda: core.type_as_user(
+        bid, "# new first line\nx = 1\ny = 2\n"))[1]
     assert core.buffers[bid]["text"] == "# new first line\nx = 1\ny = 3\n"
     assert result.buffers == ((bid, 1),)
 
@@ -327,13 +347,8 @@ def test_relocation_refuses_typed_over_and_ambiguous(typed: str, reason: str) ->
                                  new_text="y = 3\n"), text("ok"))
     turn, port, _ = make(provider, core)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        await _approve_when_proposed(turn, port, "approve",
-                                     before=lambda: core.type_as_user(bid, typed))
-        return await task
-
-    result = run(go())
+    result = run_deciding(turn, port, "approve",
+                          before=lambda: core.type_as_user(bid, typed))[1]
     assert core.buffers[bid]["text"] == typed
     answer = provider.requests[1].messages[-1].content[0]
     assert answer.is_error and f"({reason})" in answer.content
@@ -356,12 +371,7 @@ def test_always_remembers_and_the_next_edit_applies_without_asking() -> None:
                                  new_text="y = 20"), text("ok"))
     turn, port, core = make(provider)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        await _approve_when_proposed(turn, port, "always")
-        return await task
-
-    run(go())
+    run_deciding(turn, port, "always")
     assert len(port.of("agent.propose")) == 1
     assert ("fake", "propose_edit") in port.gate.always_allowed()
     assert list(core.buffers.values())[0]["text"] == "x = 10\ny = 20\n"
@@ -381,12 +391,7 @@ def test_propose_create_refuses_an_existing_path_and_creates_a_new_one() -> None
                             text("ok"))
     turn, port, core = make(provider)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        await _approve_when_proposed(turn, port, "approve")
-        return await task
-
-    run(go())
+    run_deciding(turn, port, "approve")
     first = provider.requests[1].messages[-1].content[0]
     assert first.is_error and "(exists)" in first.content
     event = port.of("agent.propose")[0]
@@ -398,12 +403,7 @@ def test_run_command_asks_shows_danger_and_returns_output() -> None:
     provider = FakeProvider(tool("c1", "run_command", command="rm -rf build"), text("ok"))
     turn, port, core = make(provider, mode="allow_all")
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        await _approve_when_proposed(turn, port, "approve")
-        return await task
-
-    run(go())
+    run_deciding(turn, port, "approve")
     event = port.of("agent.propose")[0]
     assert event["kind"] == "command" and event["command"] == "rm -rf build"
     assert event["danger"]["rule"] == "rm_rf" and event["cwd"] == "."
@@ -439,16 +439,8 @@ def test_stop_mid_stream_keeps_the_partial_text() -> None:
     provider = FakeProvider("hang")
     turn, port, _ = make(provider)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        while not port.of("agent.delta"):
-            await asyncio.sleep(0)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return turn.result("stopped")
-
-    result = run(go())
+    result = run_stopped(turn, lambda: wait_for_async(lambda: port.of("agent.delta"),
+                                                      what="streamed text"))
     assert provider.cancelled
     assert result.status == "stopped" and result.error.kind == "agent.stopped"
     assert result.messages[0].text == "partial "
@@ -460,15 +452,7 @@ def test_stop_while_a_proposal_waits_answers_the_tool_call() -> None:
                                  new_text="x = 2"))
     turn, port, core = make(provider)
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        await port.proposed.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return turn.result()
-
-    result = run(go())
+    result = run_stopped(turn, port.proposed.wait)
     assert [m.role for m in result.messages] == ["assistant", "user"]
     answer = result.messages[1].content[0]
     assert answer.tool_use_id == "c1" and answer.content == STOPPED
@@ -479,16 +463,8 @@ def test_stop_during_a_command_ends_it() -> None:
     provider = FakeProvider(tool("c1", "run_command", command="sleep forever"))
     turn, port, core = make(provider, mode="allow_all")
 
-    async def go():
-        task = asyncio.create_task(turn.run())
-        while not core.runs:
-            await asyncio.sleep(0)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return turn.result()
-
-    result = run(go())
+    result = run_stopped(turn, lambda: wait_for_async(lambda: core.runs,
+                                                      what="the command's run"))
     assert result.messages[-1].content[0].content == STOPPED
 
 
@@ -564,8 +540,7 @@ def test_merge_interrupted_puts_the_earlier_turn_before_the_new_message() -> Non
 def test_answer_reports_what_the_decision_led_to() -> None:
     core = FakeCore({"a.py": "x = 1\ny = 2\n"})
     bid = core.open_as_user("a.py")
-    provider = FakeProvider(tool("c1", "propose_edit", path="a.py", old_text="y = 2",
-                                 new_text="y = 3"), text("ok"))
+    provider = FakeProvider(propose_y3(), text("ok"))
     turn, port, _ = make(provider, core)
 
     async def go():

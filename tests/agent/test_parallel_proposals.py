@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.agent_events import AgentEvents
-from tests.support import REPO, RioServer, rio_env
+from tests.support import REPO, RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -65,9 +65,8 @@ def test_approve_and_stop_answer_at_once_with_16_proposals_waiting(tmp_path: Pat
             cids.append(chat.call("agent.new", {"agent": f"fake-{tag}"})["conversation"])
         turns = [chat.call("agent.send", {"conversation": cid, "text": "make files"},
                            timeout=30)["turn"] for cid in cids]
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(chat.of("agent.propose")) < 2 * EACH:
-            chat.conn.wait(0.05)
+        wait_for(lambda: len(chat.of("agent.propose")) >= 2 * EACH, 120, 0.05,
+                 pause=chat.conn.wait)
         proposals = chat.of("agent.propose")
         assert len(proposals) == 2 * EACH, ([p.get("path") for p in proposals],
                                             [chat.said(t) for t in turns],

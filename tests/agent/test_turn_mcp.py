@@ -14,6 +14,7 @@ import pytest
 from rio.acp.turn import AcpTurn
 from rio.protocol.errors import AgentError
 from tests.acp.test_acp_turn import FakeTools, Port, _turn
+from tests.support import wait_for_async
 
 
 class McpPort(Port):
@@ -56,22 +57,28 @@ def mcp_turn(root: Path, port: McpPort, tools: FakeTools, script: Any = None,
 EDIT = {"path": "a.txt", "old_text": "old", "new_text": "new"}
 
 
-async def _running(turn: AcpTurn) -> asyncio.Future[Any]:
+async def _running(root: Path, port: McpPort, tools: FakeTools,
+                   **kw: Any) -> tuple[AcpTurn, asyncio.Future[Any]]:
+    """An ACP turn (``mcp_turn``) that has begun, and the task running it."""
+    turn = mcp_turn(root, port, tools, **kw)
     task = asyncio.ensure_future(turn.run())
-    while not turn._began:
-        await asyncio.sleep(0)
-    return task
+    await wait_for_async(lambda: turn._began, what="the turn's start")
+    return turn, task
+
+
+async def _proposed(turn: AcpTurn, call_id: str) -> asyncio.Future[Any]:
+    """An MCP ``propose_edit`` call in flight, once its proposal waits for an answer."""
+    call = asyncio.ensure_future(turn.mcp.run(call_id, "propose_edit", EDIT))
+    await wait_for_async(turn.pending_ids, what="a pending proposal")
+    return call
 
 
 def test_an_mcp_edit_approved_is_the_turns_own_change(root):
     port, tools = McpPort(), FakeTools()
 
     async def main() -> Any:
-        turn = mcp_turn(root, port, tools)
-        task = await _running(turn)
-        call = asyncio.ensure_future(turn.mcp.run("http-1", "propose_edit", EDIT))
-        while not turn.pending_ids():
-            await asyncio.sleep(0)
+        turn, task = await _running(root, port, tools)
+        call = await _proposed(turn, "http-1")
         [pid] = turn.pending_ids()
         assert pid.startswith("c1.1.")       # the turn's proposal: agent.approve reaches it
         answered = await turn.answer(pid, "approve")
@@ -94,11 +101,8 @@ def test_a_cancelled_mcp_call_closes_its_question_and_applies_nothing(root):
     port, tools = McpPort(), FakeTools()
 
     async def main() -> Any:
-        turn = mcp_turn(root, port, tools)
-        task = await _running(turn)
-        call = asyncio.ensure_future(turn.mcp.run("http-7", "propose_edit", EDIT))
-        while not turn.pending_ids():
-            await asyncio.sleep(0)
+        turn, task = await _running(root, port, tools)
+        call = await _proposed(turn, "http-7")
         assert turn.mcp.cancel("http-7") is True
         with pytest.raises(asyncio.CancelledError):
             await call
@@ -117,8 +121,7 @@ def test_a_cancel_that_arrives_before_its_call_still_cancels_it(root):
     port, tools = McpPort(), FakeTools()
 
     async def main() -> Any:
-        turn = mcp_turn(root, port, tools)
-        task = await _running(turn)
+        turn, task = await _running(root, port, tools)
         assert turn.mcp.cancel("http-9") is False
         with pytest.raises(AgentError) as err:
             await turn.mcp.run("http-9", "propose_edit", EDIT)
@@ -134,11 +137,8 @@ def test_a_new_message_while_only_an_mcp_proposal_waits_interrupts_the_turn(root
     port, tools = McpPort(), FakeTools()
 
     async def main() -> Any:
-        turn = mcp_turn(root, port, tools)
-        task = await _running(turn)
-        call = asyncio.ensure_future(turn.mcp.run("http-2", "propose_edit", EDIT))
-        while not turn.pending_ids():
-            await asyncio.sleep(0)
+        turn, task = await _running(root, port, tools)
+        call = await _proposed(turn, "http-2")
         assert turn.interrupt() is True and turn.interrupted
         got = await call
         return await asyncio.wait_for(task, 5), got
@@ -152,8 +152,7 @@ def test_an_unanswered_mcp_proposal_is_declined_after_the_question_timeout(root)
     port, tools = McpPort(), FakeTools()
 
     async def main() -> Any:
-        turn = mcp_turn(root, port, tools, question_timeout_s=0.05)
-        task = await _running(turn)
+        turn, task = await _running(root, port, tools, question_timeout_s=0.05)
         got = await turn.mcp.run("http-3", "propose_edit", EDIT)
         turn._done_for_test = True
         await task
@@ -167,8 +166,7 @@ def test_calls_after_the_turn_ended_and_refusals_of_the_gate_are_errors(root):
     port, tools = McpPort(agent_decision="refuse"), FakeTools()
 
     async def main() -> Any:
-        turn = mcp_turn(root, port, tools)
-        task = await _running(turn)
+        turn, task = await _running(root, port, tools)
         with pytest.raises(AgentError) as refused:
             await turn.mcp.run("http-4", "propose_edit", EDIT)
         with pytest.raises(AgentError) as unknown:
@@ -189,11 +187,8 @@ def test_a_read_runs_without_asking_while_a_proposal_waits(root):
     port.agent_decision = "ask"
 
     async def main() -> Any:
-        turn = mcp_turn(root, port, tools)
-        task = await _running(turn)
-        waiting = asyncio.ensure_future(turn.mcp.run("http-1", "propose_edit", EDIT))
-        while not turn.pending_ids():
-            await asyncio.sleep(0)
+        turn, task = await _running(root, port, tools)
+        waiting = await _proposed(turn, "http-1")
         port.agent_decision = "allow"
         read = await turn.mcp.run("http-2", "read_buffer", {"path": "a.txt"})
         turn.mcp.cancel("http-1")

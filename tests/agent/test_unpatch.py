@@ -95,7 +95,7 @@ def test_revert_of_a_created_or_deleted_file_is_refused_naming_what_to_do():
     panel = SimpleNamespace(model=SimpleNamespace(shown=SimpleNamespace(blocks=[block])))
     said = {}
     for path in ("new.txt", "gone.txt", "big.txt"):
-        agent_changed.revert(panel, path, lambda r, p=path: said.__setitem__(p, r))
+        agent_changed.ChangedFiles(panel).revert(path, lambda r, p=path: said.__setitem__(p, r))
     assert all(isinstance(r, RioError) for r in said.values())
     assert "created by the agent" in said["new.txt"].message
     assert "Delete it yourself" in said["new.txt"].message

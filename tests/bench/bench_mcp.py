@@ -30,10 +30,10 @@ import httpx
 import psutil
 
 from rio.protocol.frames import thaw
+from tests.agent_processes import fake_agent_entry
 from tests.bench.common import Row, percentiles
-from tests.support import REPO, RioServer, rio_env, wait_for
+from tests.support import RioServer, rio_env, wait_for
 
-FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 BARE_SERVER = textwrap.dedent('''
@@ -151,8 +151,7 @@ def run(quick: bool = False) -> list[Row]:
         config = Path(env["RIO_CONFIG_DIR"])
         config.mkdir(parents=True, exist_ok=True)
         (config / "config.toml").write_text(
-            f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script}"]\n'
-            "[agent]\nidle_stop_s = 0\n")
+            fake_agent_entry(script) + "[agent]\nidle_stop_s = 0\n")
         server = RioServer(root, tmp, env=env).start()
         bare = None
         try:

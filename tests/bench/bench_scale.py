@@ -12,7 +12,6 @@ after every restart.
 from __future__ import annotations
 
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -20,44 +19,8 @@ import psutil
 
 from rio.protocol.errors import RioError
 from tests.bench.common import Row, percentiles
+from tests.core_pinger import Pinger, core_process
 from tests.support import RioServer, rio_env
-
-
-class Pinger:
-    """``host.ping`` of the core every 50 ms on a connection of its own."""
-
-    def __init__(self, srv: RioServer) -> None:
-        self.srv = srv
-        self.times: list[float] = []
-        self.missed = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Pinger:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(10)
-
-    def _run(self) -> None:
-        conn = self.srv.connect("bench-pinger")
-        try:
-            while not self.stop.wait(0.05):
-                t = time.perf_counter()
-                try:
-                    conn.call("host.ping", {"process": "core"}, timeout=5)
-                except RioError:
-                    self.missed += 1
-                    continue
-                self.times.append(time.perf_counter() - t)
-        finally:
-            conn.close()
-
-
-def _core(srv: RioServer) -> dict:
-    return next(p for p in srv.call("system.status")["processes"] if p["name"] == "core")
 
 
 def _listed(srv: RioServer, count: int, started: float, timeout: float = 120) -> float:
@@ -74,13 +37,13 @@ def _listed(srv: RioServer, count: int, started: float, timeout: float = 120) ->
 
 
 def _kill_to_listed(srv: RioServer, count: int) -> float:
-    old = _core(srv)["pid"]
+    old = core_process(srv)["pid"]
     started = time.monotonic()
     psutil.Process(old).kill()
     deadline = started + 120
     while time.monotonic() < deadline:
         try:
-            p = _core(srv)
+            p = core_process(srv)
             if p["pid"] not in (None, old) and p.get("ready"):
                 break
         except RioError:
@@ -99,13 +62,13 @@ def run(quick: bool = False) -> list[Row]:
         env = rio_env(tmp)
         srv = RioServer(root, tmp, env=env).start()
         try:
-            with Pinger(srv) as idle:
+            with Pinger(srv, "bench-pinger") as idle:
                 time.sleep(3)
             conn = srv.connect("bench-scale")
             srv.call("buffer.new", {"text": "one\n"})
             one = _kill_to_listed(srv, 1)
             costs: list[float] = []
-            with Pinger(srv) as busy:
+            with Pinger(srv, "bench-pinger") as busy:
                 for i in range(count - 1):
                     t = time.perf_counter()
                     conn.call("buffer.new", {"text": f"buffer {i}\n"}, timeout=30)
@@ -119,7 +82,7 @@ def run(quick: bool = False) -> list[Row]:
             rows.append(Row("scale", f"ping p99 while opening {count}", ping["p99"] * 1e3, "ms",
                             floor["p99"] * 1e3, "none missed", busy.missed == 0,
                             {"missed": busy.missed, "max_ms": ping["max"] * 1e3}))
-            proc = psutil.Process(_core(srv)["pid"])
+            proc = psutil.Process(core_process(srv)["pid"])
             rows.append(Row("scale", f"core threads with {count} buffers",
                             float(proc.num_threads()), "", None, "< 64",
                             proc.num_threads() < 64,

@@ -29,18 +29,17 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from rio.protocol.frames import thaw
-from tests.bench.common import Row, bare_import_floor
+from tests.agent_processes import fake_agent_entry
+from tests.bench.common import Row, bare_import_floor, session_start
 from tests.fakes.model_servers import FakeModelServer, anthropic_text
-from tests.support import REPO, RioServer, rio_env
+from tests.support import RioServer, rio_env
 
-FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
 MB = 1 / (1 << 20)
 COUNTS = (0, 1, 5, 10)
 
@@ -144,8 +143,7 @@ def measure_kind(kind: str, tmp: Path, zygote: bool = True) -> dict[str, Any]:
     config = Path(env["RIO_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(
-        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script}"]\n'
-        "[agent]\nidle_stop_s = 0\n")
+        fake_agent_entry(script) + "[agent]\nidle_stop_s = 0\n")
     (config / "supervisor.toml").write_text(
         f"[process.agent]\nzygote = {'true' if zygote else 'false'}\n")
     if kind == "api":
@@ -172,29 +170,6 @@ def measure_kind(kind: str, tmp: Path, zygote: bool = True) -> dict[str, Any]:
         if model is not None:
             model.__exit__(None, None, None)
     return out
-
-
-def session_start(server: RioServer) -> float:
-    """system.spawn of an agent session → it answers ``session.status``."""
-    key = f"b{uuid.uuid4().hex[:10]}"
-    conn = server.connect("bench-sessions-start")
-    try:
-        t = time.perf_counter()
-        conn.call("system.spawn", {"kind": "agent", "key": key}, timeout=30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                conn.call("session.status", {"conversation": key}, timeout=1)
-                return time.perf_counter() - t
-            except Exception:  # noqa: BLE001 -- not registered yet
-                time.sleep(0.002)
-        return float("nan")
-    finally:
-        try:
-            conn.call("system.restart", {"process": f"agent:{key}", "again": False}, timeout=10)
-        except Exception:  # noqa: BLE001 -- gone already
-            pass
-        conn.close()
 
 
 FORK_FLOOR = """
@@ -241,8 +216,9 @@ def run(quick: bool = False) -> list[Row]:
         root.mkdir()
         server = RioServer(root, tmp, env=env).start()
         try:
-            session_start(server)       # the first may start the zygote: timed on its own
-            starts = [session_start(server) for _ in range(n)]
+            name = "bench-sessions-start"
+            session_start(server, name)       # the first may start the zygote: timed on its own
+            starts = [session_start(server, name) for _ in range(n)]
         finally:
             server.stop()
         start = statistics.median(starts)

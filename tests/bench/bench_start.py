@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.bench.common import Row, bare_import_floor
+from tests.bench.common import Row, bare_import_floor, session_start
 from tests.fakes.model_servers import FakeModelServer, anthropic_text
 from tests.support import RioServer, rio_env
 
@@ -88,29 +88,6 @@ def chat_once(root: Path, env: dict, model: FakeModelServer) -> float:
     return took
 
 
-def session_start(srv: RioServer) -> float:
-    """system.spawn of an agent session → ``session.status`` answered by it."""
-    key = f"b{uuid.uuid4().hex[:10]}"
-    conn = srv.connect("bench-start")
-    try:
-        t = time.perf_counter()
-        conn.call("system.spawn", {"kind": "agent", "key": key}, timeout=30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                conn.call("session.status", {"conversation": key}, timeout=1)
-                return time.perf_counter() - t
-            except Exception:  # noqa: BLE001 -- not registered yet
-                time.sleep(0.002)
-        return float("nan")
-    finally:
-        try:
-            conn.call("system.restart", {"process": f"agent:{key}", "again": False}, timeout=10)
-        except Exception:  # noqa: BLE001 -- gone already
-            pass
-        conn.close()
-
-
 def _med(xs: list[float]) -> float:
     xs = [x for x in xs if x == x]
     return statistics.median(xs) if xs else float("nan")
@@ -143,7 +120,7 @@ def run(quick: bool = False, lean: bool = False) -> list[Row]:
             warm = _med([chat_once(warm_root, srv.env, model) for _ in range(n + 2)])
             rows.append(Row("start", 'rio chat "hi", attached to a running one', warm * 1e3,
                             "ms", floor * 1e3, "≤ 0.6 s", warm <= 0.6))
-            sess = _med([session_start(srv) for _ in range(n)])
+            sess = _med([session_start(srv, "bench-start") for _ in range(n)])
             rows.append(Row("start", "agent session: spawn → answers session.status",
                             sess * 1e3, "ms", floor * 1e3, "≤ 0.3 s", sess <= 0.3))
         finally:

@@ -6,9 +6,13 @@ import json
 import platform
 import statistics
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from tests.support import RioServer
 
 RESULTS = Path(__file__).with_name("results.json")
 
@@ -81,3 +85,27 @@ def bare_import_floor(n: int) -> list[float]:
         subprocess.run([sys.executable, "-c", BARE_IMPORTS], check=True)
         out.append(time.perf_counter() - t)
     return out
+
+
+def session_start(server: RioServer, name: str = "bench-session-start") -> float:
+    """Seconds from ``system.spawn`` of an agent session to ``session.status`` answered by it
+    (NaN after 30 s); the session is ended after, so repeated samples do not pile up."""
+    key = f"b{uuid.uuid4().hex[:10]}"
+    conn = server.connect(name)
+    try:
+        t = time.perf_counter()
+        conn.call("system.spawn", {"kind": "agent", "key": key}, timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                conn.call("session.status", {"conversation": key}, timeout=1)
+                return time.perf_counter() - t
+            except Exception:  # noqa: BLE001 -- not registered yet
+                time.sleep(0.002)
+        return float("nan")
+    finally:
+        try:
+            conn.call("system.restart", {"process": f"agent:{key}", "again": False}, timeout=10)
+        except Exception:  # noqa: BLE001 -- gone already
+            pass
+        conn.close()

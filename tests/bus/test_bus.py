@@ -7,34 +7,13 @@ import msgpack
 import pytest
 import zmq
 
-from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Hub
 from actors.bus.service import BusThread
 from rio.protocol.errors import BusError, ProtocolError
 from rio.protocol.frames import Request, decode, encode
+from tests.bus.settle import settle
+from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-def endpoints(tmp_path):
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    return Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
-
-
-@pytest.fixture
-def hub(endpoints):
-    h = Hub(endpoints.requests, endpoints.events).start()
-    yield h
-    h.stop()
-
-
-@pytest.fixture
-def client(hub, endpoints):
-    c = connect(endpoints, name="test")
-    yield c
-    c.close()
 
 
 class EchoService:
@@ -66,8 +45,7 @@ def test_request_is_routed_by_prefix_and_events_are_numbered(client, service):
     client.subscribe("system.", seen.append)
     assert client.call("system.ping")["calls"] == 1
     assert client.call("system.ping")["calls"] == 2
-    while len(seen) < 2:
-        client.wait(1)
+    wait_for(lambda: len(seen) >= 2, 10, 1, pause=client.wait, what="two system.* events")
     assert [e.seq for e in seen] == [1, 2]
     assert [e.data["n"] for e in seen] == [1, 2]
 
@@ -114,14 +92,12 @@ def test_duplicate_request_frames_run_once(client, service):
     replies = []
     client.request("system.ping", {}, replies.append, request_id=rid)
     client.send_raw(payload)                  # the same frame again (a bus fault)
-    while not replies:
-        client.wait(1)
+    wait_for(lambda: replies, 10, 1, pause=client.wait, what="the reply")
     assert replies[0].ok and replies[0].result["calls"] == 1
     # after completion, the duplicate is answered from the cache, not run again
     again = []
     client.request("system.ping", {}, again.append, request_id=rid)
-    while not again:
-        client.wait(1)
+    wait_for(lambda: again, 10, 1, pause=client.wait, what="the cached reply")
     assert again[0].result["calls"] == 1
     assert handler.calls == 1
 
@@ -131,13 +107,9 @@ def test_outstanding_requests_fail_when_the_service_goes(client, service, hub):
     replies = []
     client.request("system.status", {}, replies.append, timeout=10)
     # the service is now busy with it; the supervisor reports its process dead
-    import time
-    deadline = time.monotonic() + 5
-    while handler.calls == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: handler.calls > 0, 5, 0.01)
     hub.drop_service("echo")
-    while not replies:
-        client.wait(1)
+    wait_for(lambda: replies, 10, 1, pause=client.wait, what="the reply")
     assert replies[0].error["kind"] == "bus.actor_dead"
     assert "Try again" in replies[0].error["next"]
 
@@ -151,18 +123,14 @@ def test_timeout_reaches_the_callback(client, service):
 def test_sequence_gap_is_reported(client, hub):
     gaps = []
     client.on_gap = lambda topic, expected, got: gaps.append((topic, expected, got))
-    seen = []
-    client.subscribe("t.", seen.append)
-    while not seen:               # until the subscription has reached the hub
-        hub.publish("t.x", {"a": 1})
-        client.wait(0.1)
+    seen = settle(client, hub)
     client.drain()
     gaps.clear()
     last = seen[-1].seq
     hub._seq["t.x"] = last + 3    # three events lost on the way
     hub.publish("t.x", {"a": 2})
-    while seen[-1].data["a"] != 2:
-        client.wait(1)
+    wait_for(lambda: seen[-1].data["a"] == 2, 10, 1, pause=client.wait,
+             what="the event after the gap")
     assert gaps == [("t.x", last + 1, last + 4)]
 
 
@@ -188,20 +156,9 @@ def test_second_service_cannot_steal_a_prefix(hub, endpoints, service):
 
 # --- waiting without touching the sockets: wait(), wait_for(), events() -------------------------
 
-def _settle(client, hub, prefix="t.", topic="t.x"):
-    """Until the hub sends ``prefix`` events to the client (a subscription travels
-    asynchronously); returns the list the settling handler fills."""
-    seen = []
-    client.subscribe(prefix, seen.append)
-    while not seen:
-        hub.publish(topic, {"a": 0})
-        client.wait(0.1)
-    return seen
-
-
 def test_wait_returns_false_when_nothing_arrives_and_true_as_soon_as_something_does(client, hub):
     import time
-    seen = _settle(client, hub)
+    seen = settle(client, hub)
     client.wait(0.05)                   # a second settling probe, if one is still in flight
     t0 = time.monotonic()
     assert client.wait(0.2) is False
@@ -235,7 +192,7 @@ def test_wait_for_gives_up_at_its_timeout(client):
 
 def test_events_yields_matching_events_once_each_in_order(client, hub):
     import itertools
-    _settle(client, hub)
+    settle(client, hub)
     client.wait(0.05)
     handlers_before = len(client._handlers)
     stream = client.events(("t.", "t.x"), timeout=10)    # t.x is under t.: delivered once

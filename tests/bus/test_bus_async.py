@@ -4,32 +4,17 @@ service's own, through a real hub over ipc:// sockets."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from actors.bus.async_client import AsyncLink
 from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Hub
 from actors.bus.service import BusThread
 from rio.protocol.errors import BusError, PathError
 from rio.protocol.frames import thaw
+from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-def endpoints(tmp_path):
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    return Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
-
-
-@pytest.fixture
-def hub(endpoints):
-    h = Hub(endpoints.requests, endpoints.events).start()
-    yield h
-    h.stop()
 
 
 def fs_handler(ctx) -> None:
@@ -70,9 +55,7 @@ def test_calls_errors_timeouts_and_events(service: BusThread, endpoints: Endpoin
             link.close()
 
     asyncio.run(go())
-    deadline = time.monotonic() + 5
-    while len(seen) < 3 and time.monotonic() < deadline:
-        watcher.wait(0.05)
+    wait_for(lambda: len(seen) >= 3, 5, 0.05, pause=watcher.wait)
     watcher.close()
     assert [d["text"] for d in seen] == ["t0", "t1", "t2"]
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Hub
+from actors.bus.client import connect
 from actors.bus.service import _BIG_KEEP_BYTES, _BIG_REPLY_BYTES, BusThread
 
 pytestmark = pytest.mark.timeout(60)
@@ -17,11 +16,7 @@ BIG = 1024 * 1024
 
 
 @pytest.fixture
-def served(tmp_path):
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    endpoints = Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
-    hub = Hub(endpoints.requests, endpoints.events).start()
+def served(endpoints, hub):
     calls: list[str] = []
 
     def handler(ctx):
@@ -36,7 +31,6 @@ def served(tmp_path):
     yield client, bus, calls
     client.close()
     bus.stop()
-    hub.stop()
 
 
 def _call(client, op, rid):

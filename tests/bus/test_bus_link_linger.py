@@ -9,19 +9,14 @@ import threading
 
 import pytest
 
-from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Hub
+from actors.bus.client import connect
 from actors.bus.service import BusThread
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def served(tmp_path):
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    endpoints = Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
-    hub = Hub(endpoints.requests, endpoints.events).start()
+def served(endpoints, hub):
 
     def handler(ctx):   # answered from a thread that ends as soon as it has sent
         threading.Thread(target=ctx.reply, args=({"id": ctx.request.id},)).start()
@@ -31,7 +26,6 @@ def served(tmp_path):
     yield client
     client.close()
     bus.stop()
-    hub.stop()
 
 
 def test_replies_from_threads_that_end_at_once_all_arrive(served) -> None:

@@ -10,43 +10,11 @@ import msgpack
 import pytest
 import zmq
 
-from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Hub
 from actors.bus.service import BusThread
 from rio.protocol.frames import Event, Reply, Request, decode, encode
+from tests.bus.settle import settle
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-def endpoints(tmp_path):
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    return Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
-
-
-@pytest.fixture
-def hub(endpoints):
-    h = Hub(endpoints.requests, endpoints.events).start()
-    yield h
-    h.stop()
-
-
-@pytest.fixture
-def client(hub, endpoints):
-    c = connect(endpoints, name="test")
-    yield c
-    c.close()
-
-
-def _settle(client, hub):
-    """Until the hub sends ``t.`` events to the client (subscriptions travel asynchronously)."""
-    seen: list[Event] = []
-    client.subscribe("t.", seen.append)
-    while not seen:
-        hub.publish("t.settle", {})
-        client.wait(0.1)
-    return seen
 
 
 class RecordingLink:
@@ -73,7 +41,7 @@ def test_an_actor_thread_sends_reply_and_events_as_one_message(hub, client, endp
     real_link = bus._link
     bus._link = lambda: RecordingLink(real_link(), sent)
     try:
-        seen = _settle(client, hub)
+        seen = settle(client, hub, topic="t.settle")
         seen.clear()
         assert client.call("buffer.replace", {"buffer": "b1", "start": 0, "end": 0,
                                               "text": "a"}) == {"version": 7}
@@ -90,7 +58,7 @@ def test_an_actor_thread_sends_reply_and_events_as_one_message(hub, client, endp
 
 def test_the_hub_sends_the_reply_and_publishes_the_good_events_of_one_message(hub, client,
                                                                                endpoints):
-    seen = _settle(client, hub)
+    seen = settle(client, hub, topic="t.settle")
     seen.clear()
     service = zmq.Context.instance().socket(zmq.DEALER)
     service.setsockopt(zmq.LINGER, 0)

@@ -10,7 +10,6 @@ import zmq
 
 from actors.bus import curve_keys
 from actors.bus.client import BusConnection, Endpoints, connect
-from actors.bus.hub import Hub
 from actors.bus.remote import RemoteListener, parse_listen
 from actors.bus.service import BusThread
 from rio.protocol.errors import BusError
@@ -47,18 +46,7 @@ def keys(tmp_path):
 
 
 @pytest.fixture
-def hub(tmp_path):
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    endpoints = Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
-    h = Hub(endpoints.requests, endpoints.events).start()
-    yield h, endpoints
-    h.stop()
-
-
-@pytest.fixture
-def service(hub):
-    _, endpoints = hub
+def service(hub, endpoints):
     calls = []
 
     def handle(ctx):
@@ -72,8 +60,7 @@ def service(hub):
 
 
 @pytest.fixture
-def listener(hub, keys):
-    _, endpoints = hub
+def listener(hub, keys, endpoints):
     base, server, _ = keys
     port = free_port_pair()
     remote = RemoteListener(f"tcp://127.0.0.1:{port}", endpoints.requests, endpoints.events,
@@ -217,8 +204,7 @@ def test_remote_clients_cannot_register_as_services(listener, keys, service):
         conn.close()
 
 
-def test_idle_remote_clients_release_their_hub_socket(hub, keys, service):
-    _, endpoints = hub
+def test_idle_remote_clients_release_their_hub_socket(hub, keys, service, endpoints):
     base, server, client = keys
     port = free_port_pair()
     remote = RemoteListener(f"tcp://127.0.0.1:{port}", endpoints.requests, endpoints.events,
@@ -235,8 +221,7 @@ def test_idle_remote_clients_release_their_hub_socket(hub, keys, service):
         remote.stop()
 
 
-def test_a_busy_port_is_a_clear_error(hub, keys):
-    _, endpoints = hub
+def test_a_busy_port_is_a_clear_error(hub, keys, endpoints):
     base, server, _ = keys
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -18,7 +18,6 @@ import actors.bus.remote as remote_module
 import rio.config.remote as remote_config
 from actors.bus import curve_keys
 from actors.bus.client import Endpoints, connect
-from actors.bus.hub import Hub
 from actors.bus.remote import RemoteListener
 from actors.bus.service import BusThread
 from rio.config.remote import MIB, RemoteLimits, remote_limits
@@ -36,11 +35,7 @@ DEPLOY = REPO / "docs" / "deploy.md"
 # --- an instance in this process: a hub, a service, the bridge with small limits --------------
 
 @pytest.fixture
-def bench(tmp_path):
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    endpoints = Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
-    hub = Hub(endpoints.requests, endpoints.events).start()
+def bench(tmp_path, endpoints, hub):
     held_back = []
     served = Counter()
 
@@ -103,7 +98,6 @@ def bench(tmp_path):
     for remote in listeners:
         remote.stop()
     bus.stop()
-    hub.stop()
 
 
 def read_all(sock, expected: int, timeout_ms=5000) -> list:

@@ -98,16 +98,13 @@ def test_a_key_file_from_before_roles_is_an_editor(tmp_path):
 # --- real CURVE over loopback -----------------------------------------------------------------
 
 @pytest.fixture
-def server(tmp_path):
+def server(tmp_path, endpoints):
     """A hub with a service for buffer/fs/run/gate, system.* answered by the hub's local
     handler (as the supervisor does), and a CURVE bridge; one client key per role."""
     base = tmp_path / "curve"
     server_keys, _ = curve_keys.create_server_keys(base)
     clients = {role: curve_keys.create_client_keys(role, base, role=role)[0]
                for role in roles.ROLES}
-    sock_dir = tmp_path / "s"
-    sock_dir.mkdir()
-    endpoints = Endpoints(f"ipc://{sock_dir}/r", f"ipc://{sock_dir}/e")
     served: list[str] = []
 
     def system(_sender, req):

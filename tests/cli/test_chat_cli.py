@@ -197,7 +197,10 @@ def test_on_a_terminal_the_diff_is_coloured(server, fakes):
     os.close(slave)
     chunks = []
     try:
-        while True:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if not select.select([master], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                continue
             try:
                 data = os.read(master, 4096)
             except OSError:   # EIO: the child closed the terminal

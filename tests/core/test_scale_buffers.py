@@ -31,6 +31,7 @@ from rio.protocol.errors import RioError
 from rio.protocol.frames import Reply, Request
 from rio.text.buffer_state import BufferFactory
 from rio.text.journal import MemoryJournalStore
+from tests.core_pinger import Pinger, core_process
 from tests.support import RioServer, rio_env, wait_for
 
 BUFFERS = 10_000
@@ -172,43 +173,6 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-class Pinger:
-    """host.ping of the core every 50 ms on a connection of its own, timing each answer."""
-
-    def __init__(self, server: RioServer) -> None:
-        self.server = server
-        self.times: list[float] = []
-        self.missed = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Pinger:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(10)
-
-    def _run(self) -> None:
-        conn = self.server.connect("pinger")
-        try:
-            while not self.stop.wait(0.05):
-                started = time.perf_counter()
-                try:
-                    conn.call("host.ping", {"process": "core"}, timeout=5)
-                except RioError:
-                    self.missed += 1
-                    continue
-                self.times.append(time.perf_counter() - started)
-        finally:
-            conn.close()
-
-
-def _core(server: RioServer) -> dict:
-    return next(p for p in server.call("system.status")["processes"] if p["name"] == "core")
-
-
 def _listed_within(server: RioServer, count: int, timeout: float) -> float | None:
     """Seconds until buffer.list answers with ``count`` buffers, or None."""
     started = time.monotonic()
@@ -243,7 +207,7 @@ def test_ten_thousand_buffers_answer_restart_and_serve_again(tmp_path: Path) -> 
                 conn.call("buffer.new", {"text": "one too many"}, timeout=30)
             assert refused.value.kind == "buffer.too_many_buffers"
         conn.close()
-        core = _core(server)
+        core = core_process(server)
         assert core["restarts"] == 0 and core["state"] == "running", core
         assert pinger.missed == 0
         proc = psutil.Process(core["pid"])
@@ -265,12 +229,12 @@ def test_ten_thousand_buffers_answer_restart_and_serve_again(tmp_path: Path) -> 
         # kill -9: the supervisor restarts the core, which recovers all of them and answers
         started = time.monotonic()
         proc.kill()
-        assert wait_for(lambda: _core(server)["pid"] not in (None, core["pid"])
-                        and _core(server).get("ready"), 120)
+        assert wait_for(lambda: core_process(server)["pid"] not in (None, core["pid"])
+                        and core_process(server).get("ready"), 120)
         took = _listed_within(server, BUFFERS, 120)
         restarted = time.monotonic() - started
         assert took is not None
-        again = _core(server)
+        again = core_process(server)
         assert again["restarts"] == 1 and again["state"] == "running", again
         print(f"after kill -9 of the core: {BUFFERS} buffers listed again {restarted:.2f} s "
               f"after the kill")
@@ -287,7 +251,7 @@ def test_ten_thousand_buffers_answer_restart_and_serve_again(tmp_path: Path) -> 
         took = _listed_within(server, BUFFERS, 60)
         total = time.monotonic() - started
         assert took is not None
-        core = _core(server)
+        core = core_process(server)
         assert core["restarts"] == 0, core
         recovered = server.call("buffer.recover", timeout=30)
         assert recovered["count"] == BUFFERS and not recovered["failures"]

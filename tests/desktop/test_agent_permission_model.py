@@ -115,7 +115,7 @@ def test_a_question_nobody_answered_is_closed_as_timed_out():
 
 
 class FakePanel:
-    """The controller as agent_actions sees it: a model, requests whose answers the test
+    """The controller as PanelActions sees it: a model, requests whose answers the test
     gives, and the changes the view would draw."""
 
     def __init__(self, conv: Conversation) -> None:
@@ -138,11 +138,11 @@ class FakePanel:
 
 
 def test_answering_in_the_panel_settles_the_card_with_the_reply():
-    from ui.tk.agent.actions import answer_permission
+    from ui.tk.agent.actions import PanelActions
     conv = Conversation(C)
     ask(conv)
     panel = FakePanel(conv)
-    answer_permission(panel, "perm:7", "allow_once")
+    PanelActions(panel).answer_permission("perm:7", "allow_once")
     op, args, done, _ = panel.requests[0]
     assert op == "agent.permission_answer" and args["kind"] == "allow_once"
     assert conv.blocks[-1].data["decision"] == "answering"
@@ -151,11 +151,11 @@ def test_answering_in_the_panel_settles_the_card_with_the_reply():
 
 
 def test_a_reply_after_the_closing_event_keeps_the_sessions_word():
-    from ui.tk.agent.actions import answer_permission
+    from ui.tk.agent.actions import PanelActions
     conv = Conversation(C)
     ask(conv)
     panel = FakePanel(conv)
-    answer_permission(panel, "perm:7", "reject_once")
+    PanelActions(panel).answer_permission("perm:7", "reject_once")
     conv.apply("agent.permission_closed", {"conversation": C, "turn": T1, "request": "7",
                                            "kind": None, "how": "timed_out"})
     panel.requests[0][2]({"answered": False})
@@ -163,11 +163,11 @@ def test_a_reply_after_the_closing_event_keeps_the_sessions_word():
 
 
 def test_an_answer_that_came_too_late_says_the_question_had_closed():
-    from ui.tk.agent.actions import answer_permission
+    from ui.tk.agent.actions import PanelActions
     conv = Conversation(C)
     ask(conv)
     panel = FakePanel(conv)
-    answer_permission(panel, "perm:7", "allow_once")
+    PanelActions(panel).answer_permission("perm:7", "allow_once")
     panel.requests[0][2]({"answered": False})
     assert conv.blocks[-1].data["decision"] == "gone"
     assert perm.settled_text("gone").startswith("Already closed")

@@ -1,4 +1,5 @@
-"""The agent panel in the real desktop under Xvfb, against the loopback Anthropic server.
+"""The agent panel in the real desktop under Xvfb, against the loopback Anthropic server: a
+conversation — answers, proposals, Stop, errors, resuming, a crash of its processes.
 
 The window (`rio PATH`), the core, and the real agent session process run for real; only the
 model is scripted (tests/fakes/model_servers.py, a fake key, never the internet). The panel is
@@ -10,96 +11,45 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 
-from rio.protocol.errors import RioError
-from tests.desktop_support import RioDesktop
-from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
-from tests.support import REPO, wait_for
+from tests.desktop.agent_panel_desktop import (
+    NOTES,
+    agent,
+    fresh_conversation,
+    fresh_model,
+    notes_buffer,
+    panel_desktop,
+    propose,
+    serve_model,
+)
+from tests.fakes.model_servers import anthropic_text
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(180)]
-
-NOTES = "alpha\nbeta\n"
 
 
 @pytest.fixture(scope="module")
 def model_server():
-    with FakeModelServer() as server:
-        yield server
+    yield from serve_model()
 
 
 @pytest.fixture
 def model(model_server):
-    with model_server.state.lock:
-        model_server.state.script.clear()
-    return model_server
+    return fresh_model(model_server)
 
 
 @pytest.fixture(scope="module")
 def desktop(tmp_path_factory, model_server, display):
-    base = tmp_path_factory.mktemp("agent-panel")
-    root = base / "proj"
-    root.mkdir()
-    (root / "notes.txt").write_text(NOTES)
-    (root / "other.txt").write_text("one\n")
-    d = RioDesktop(root, base, display, files=(str(root / "other.txt"),))
-    d.env.update({"ANTHROPIC_BASE_URL": model_server.url, "ANTHROPIC_API_KEY": "test-key",
-                  # keys the tests store go to the private file in the test's config folder,
-                  # never to a keyring of the machine
-                  "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
-    folder = Path(d.env["RIO_CONFIG_DIR"])
-    folder.mkdir(parents=True, exist_ok=True)
-    # An ACP agent too: the fake one (tests/fakes/acp_agent.py), scripted by base/acp.json.
-    (folder / "config.toml").write_text(
-        f'[agents.fake]\ncommand = "{sys.executable}"\n'
-        f'args = ["{REPO / "tests" / "fakes" / "acp_agent.py"}", "{base / "acp.json"}"]\n')
-    # A loaded machine can miss 3 pings of 1 s; a session killed as "hung" is not the point.
-    # Every test's conversation keeps its session process (idle ones stop after 5 minutes):
-    # room for all of this module's, not the shipped 16.
-    # The window is killed on purpose by several tests (a ui crash, a window started later):
-    # more than the shipped 5 restarts a minute when the module runs fast.
-    (folder / "supervisor.toml").write_text("[defaults]\nping_misses = 30\n\n"
-                                            "[process.agent]\nmax_live = 64\n\n"
-                                            "[process.ui]\nmax_restarts = 20\n")
-    d.start()
-    d.wait_state(lambda s: s.get("agent") is not None, 30)
-    yield d
-    d.stop()
+    yield from panel_desktop(tmp_path_factory, model_server, display)
 
 
 @pytest.fixture
 def fresh(desktop, model):
-    """A new, empty conversation shown in the open panel; notes.txt back to its text."""
-    for b in desktop.call("buffer.list"):
-        if b.get("path", "").endswith("notes.txt"):
-            desktop.call("buffer.close", {"buffer": b["buffer"], "discard": True})
-    # An API provider's conversation whatever the picker shows (New takes the picker's
-    # choice, which follows the conversation shown — an ACP one after an ACP test).
-    cid = desktop.call("agent.new", {})["conversation"]
-    desktop.call("ui.agent", {"action": "open", "conversation": cid})
-    desktop.wait_state(lambda s: s["agent"]["conversation"] == cid)
-    return cid
-
-
-def agent(desktop, predicate, timeout: float = 30.0) -> dict:
-    return desktop.wait_state(lambda s: s.get("agent") is not None and predicate(s["agent"]),
-                              timeout)["agent"]
-
-
-def notes_buffer(desktop) -> str | None:
-    return next((b["buffer"] for b in desktop.call("buffer.list")
-                 if b.get("path", "").endswith("notes.txt")), None)
-
-
-def propose(model, old: str, new: str, call: str) -> None:
-    model.push(anthropic_tool_use(call, "propose_edit", {
-        "path": "notes.txt", "old_text": old, "new_text": new}, text="Editing notes."),
-        anthropic_text("Done."))
+    return fresh_conversation(desktop)
 
 
 def test_a_streamed_answer_renders_and_the_status_bar_follows(desktop, fresh, model):
@@ -204,52 +154,6 @@ def test_kill_9_of_the_agent_process_mid_turn_is_one_line_and_the_next_message_w
                                 for p in desktop.call("system.status")["processes"]), 10)
 
 
-def test_docking_left_and_closing(desktop, fresh):
-    a = desktop.call("ui.agent", {"action": "open", "side": "left"})
-    assert a["open"] and a["side"] == "left"
-    a = desktop.call("ui.agent", {"action": "close"})
-    assert not a["open"]
-    a = desktop.call("ui.agent", {"action": "open", "side": "right"})
-    assert a["open"] and a["side"] == "right"
-    # Ctrl+Shift+A toggles it from the keyboard.
-    desktop.call("ui.key", {"keysym": "A", "state": "Control-Shift"})
-    agent(desktop, lambda a: not a["open"])
-    desktop.call("ui.key", {"keysym": "A", "state": "Control-Shift"})
-    agent(desktop, lambda a: a["open"])
-
-
-def test_ai_features_off_hides_every_ai_element_and_stops_the_turn(desktop, fresh, model):
-    model.push(anthropic_text("Slow ", "answer").slow(0.2, hold_open=True))
-    desktop.call("ui.agent", {"action": "send", "text": "go slowly"})
-    agent(desktop, lambda a: a["state"] == "thinking" and len(a["messages"]) == 2)
-    assert desktop.state()["agent"]["button"] is True
-    desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
-    desktop.wait_state(lambda s: any(d["name"] == "ai_preferences" for d in s["dialogs_open"]))
-    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
-                                      "fields": {"show_ai": False}})
-    a = agent(desktop, lambda a: not a["shown"] and not a["open"] and a["state"] == "idle")
-    assert a["button"] is False
-    s = desktop.state()
-    assert s["status"]["agent"] == "No agent"
-    assert model.disconnected.wait(10)          # the running turn was stopped
-    # ... and the agent processes were ended (the idle timer's way: a message restarts one).
-    assert wait_for(lambda: not [p for p in desktop.call("system.status")["processes"]
-                                 if p["name"].startswith("agent:")
-                                 and p["state"] in ("running", "starting")], 20)
-    with pytest.raises(Exception, match="turned off"):
-        desktop.call("ui.agent", {"action": "open"})
-    with pytest.raises(RioError):
-        desktop.call("ui.menu", {"path": "Agent/Agent Panel"})   # the Agent menu is gone
-    desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
-    desktop.wait_state(lambda s: any(d["name"] == "ai_preferences" for d in s["dialogs_open"]))
-    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
-                                      "fields": {"show_ai": True, "show_button": True}})
-    a = agent(desktop, lambda a: a["shown"] and a["button"])
-    assert desktop.state()["status"]["agent"] == "Agent idle"
-    desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
-    agent(desktop, lambda a: a["open"])
-
-
 def test_conversations_are_resumable_and_the_panel_survives_a_ui_crash(desktop, fresh, model):
     model.push(anthropic_text("First ", "answer."))
     desktop.call("ui.agent", {"action": "send", "text": "first"})
@@ -290,7 +194,6 @@ def test_ask_about_selection_quotes_it_with_path_and_lines(desktop, fresh):
 def test_a_question_asked_by_rio_chat_shows_up_in_the_desktop(desktop, fresh, model):
     """`rio chat` in a terminal asks; the open desktop shows the same question and may answer."""
     import subprocess
-    import sys
     propose(model, "beta", "epsilon", "toolu_c1")
     chat = subprocess.Popen(
         [sys.executable, "-m", "rio.cli", "chat", "--root", str(desktop.root),
@@ -343,44 +246,6 @@ def test_typing_stays_responsive_while_an_answer_streams(desktop, fresh, model):
     desktop.call("buffer.close", {"buffer": desktop.state()["active"], "discard": True})
 
 
-def test_minimised_the_strip_shows_the_state_and_the_questions_waiting(desktop, fresh, model):
-    a = desktop.call("ui.agent", {"action": "minimise"})
-    assert a["minimised"] and a["strip"] == {"dot": "#008000", "count": ""}
-    propose(model, "beta", "zeta", "toolu_m1")
-    desktop.call("ui.agent", {"action": "send", "text": "while folded"})
-    a = agent(desktop, lambda a: a["pending"])
-    assert a["minimised"] and a["strip"] == {"dot": "#ff0000", "count": "1"}
-    a = desktop.call("ui.agent", {"action": "open"})          # restores it
-    assert a["open"] and not a["minimised"] and a["strip"] is None
-    desktop.call("ui.agent", {"action": "reject"})
-    agent(desktop, lambda a: a["state"] == "idle")
-
-
-def test_the_mode_picker_sets_the_gate_and_a_theme_switch_keeps_the_panel(desktop, fresh,
-                                                                         model):
-    a = desktop.call("ui.agent", {"action": "open"})
-    assert agent(desktop, lambda a: a["mode"] == "review")
-    got = desktop.call("ui.agent", {"action": "mode", "mode": "auto_buffer"})
-    assert got["mode"] == "auto_buffer"
-    assert desktop.call("agent.mode", {})["mode"] == "auto_buffer"
-    agent(desktop, lambda a: a["mode"] == "auto_buffer")
-    desktop.call("ui.agent", {"action": "mode", "mode": "review"})
-    model.push(anthropic_text("Themed."))
-    desktop.call("ui.agent", {"action": "send", "text": "before the switch"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2)
-    desktop.call("ui.menu", {"path": "View/Dark Theme"})
-    try:
-        after = agent(desktop, lambda a: a["open"] and a["messages"] == a_msgs(a, 2))
-        assert after["messages"] == a["messages"] and after["conversation"] == fresh
-        assert desktop.state()["theme"] == "dark"
-    finally:
-        desktop.call("ui.menu", {"path": "View/Classic Theme"})
-
-
-def a_msgs(a: dict, n: int) -> list:
-    return a["messages"] if len(a["messages"]) == n else None
-
-
 def test_an_error_shows_what_to_do_next(desktop, fresh, model):
     from tests.fakes.model_servers import anthropic_error
     model.push(anthropic_error(401, "authentication_error", "invalid x-api-key"))
@@ -393,27 +258,6 @@ def test_an_error_shows_what_to_do_next(desktop, fresh, model):
     model.push(anthropic_text("Fine now."))
     desktop.call("ui.agent", {"action": "send", "text": "again"})
     agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] == "Fine now.")
-
-
-def test_dragging_the_caption_across_the_window_docks_the_panel_there(desktop, fresh):
-    import shutil
-    import subprocess
-    if shutil.which("xdotool") is None:
-        pytest.skip("xdotool is not installed")
-    a = desktop.call("ui.agent", {"action": "open", "side": "right"})
-    a = agent(desktop, lambda a: a["caption"] is not None)
-    x, y = a["caption"]
-    env = {**os.environ, "DISPLAY": desktop.env["DISPLAY"]}
-
-    def drag(to_x: int) -> None:
-        subprocess.run(["xdotool", "mousemove", str(x), str(y), "mousedown", "1",
-                        "mousemove", str((x + to_x) // 2), str(y), "mousemove", str(to_x), str(y),
-                        "mouseup", "1"], env=env, check=True, timeout=10)
-    drag(40)
-    a = agent(desktop, lambda a: a["side"] == "left" and a["open"] and a["caption"])
-    x, y = a["caption"]
-    drag(x + 700)
-    agent(desktop, lambda a: a["side"] == "right" and a["open"])
 
 
 def test_the_active_file_is_named_in_the_message_when_ticked(desktop, fresh, model):
@@ -430,218 +274,6 @@ def test_the_active_file_is_named_in_the_message_when_ticked(desktop, fresh, mod
         assert model.requests[-1].json["messages"][-1]["content"][0]["text"] == sent
     finally:
         desktop.call("ui.agent", {"action": "tick", "on": False})
-
-
-def test_ai_features_off_stay_off_in_a_restarted_window(desktop, fresh):
-    def set_ai(on: bool) -> None:
-        desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
-        desktop.wait_state(lambda s: any(d["name"] == "ai_preferences"
-                                         for d in s["dialogs_open"]))
-        desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
-                                          "fields": {"show_ai": on}})
-    set_ai(False)
-    try:
-        old_pid = desktop.pids()["ui"]
-        os.kill(old_pid, signal.SIGKILL)
-        assert wait_for(lambda: desktop.pids().get("ui") not in (None, old_pid), 30)
-        a = agent(desktop, lambda a: not a["shown"], 60)
-        assert not a["open"] and not a["button"]
-        assert desktop.state()["status"]["agent"] == "No agent"
-        with pytest.raises(RioError):
-            desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
-    finally:
-        set_ai(True)
-    agent(desktop, lambda a: a["shown"] and a["button"])
-    desktop.call("ui.menu", {"path": "Agent/Agent Panel"})
-
-
-def test_the_api_key_dialog_never_shows_a_key_nor_takes_one_over_the_bus(desktop, fresh,
-                                                                         model):
-    from tests.fakes.model_servers import anthropic_error
-    model.push(anthropic_error(401, "authentication_error", "invalid x-api-key"))
-    desktop.call("ui.agent", {"action": "send", "text": "who am I?"})
-    agent(desktop, lambda a: a["state"] == "error")
-    desktop.call("ui.menu", {"path": "Agent/Set API Key"})
-    s = desktop.wait_state(lambda s: any(d["name"] == "api_key" for d in s["dialogs_open"]))
-    dialog = next(d for d in s["dialogs_open"] if d["name"] == "api_key")
-    assert dialog["fields"]["key"] == "" and dialog["fields"]["provider"] == "anthropic"
-    # The environment variable wins, and the dialog says so.
-    assert "ANTHROPIC_API_KEY" in dialog["fields"]["state"]
-    secret = "sk-openai-test-0123456789"
-    with pytest.raises(Exception, match="never sent over the bus"):
-        desktop.call("ui.dialog_answer", {"name": "api_key", "button": "Save",
-                                          "fields": {"key": secret}})
-    desktop.call("ui.dialog_answer", {"name": "api_key", "button": "Save",
-                                      "fields": {"provider": "openai"}})   # nothing typed
-    s = desktop.wait_state(lambda s: any(
-        d["name"] == "api_key" and d["fields"]["state"] == "openai: not set"
-        and "empty" in d["message"] for d in s["dialogs_open"]))
-    assert not (Path(desktop.env["RIO_CONFIG_DIR"]) / "credentials.json").exists()
-    desktop.call("ui.dialog_answer", {"name": "api_key", "button": "Close"})
-    desktop.wait_state(lambda s: not any(d["name"] == "api_key" for d in s["dialogs_open"]))
-
-
-def test_an_acp_conversation_shows_like_an_api_one(desktop, model):
-    """The panel does not care what is behind a conversation: the fake ACP agent's thought,
-    plan, text and permission question, answered in the panel."""
-    script = {"turns": [[{"thought": "Let me look."}, {"plan": ["read", "answer"]},
-                         {"text": "Hello from ACP."}],
-                        [{"permission": {"id": "t1", "title": "rm -rf build",
-                                         "options": [["yes-1", "allow_once"],
-                                                     ["no-1", "reject_once"]]}}]]}
-    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
-    a = desktop.call("ui.agent", {"action": "open"})
-    assert "fake (ACP)" in agent(desktop, lambda a: "fake (ACP)" in a["choices"])["choices"]
-    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
-    desktop.call("ui.agent", {"action": "open", "conversation": cid})
-    desktop.call("ui.agent", {"action": "send", "text": "hi"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2, 60)
-    assert a["messages"][1] == {"role": "assistant", "text": "Hello from ACP."}
-    assert a["provider"] == "fake (ACP)"
-    assert {"thought", "plan"} <= set(a["blocks"])
-    desktop.call("ui.agent", {"action": "send", "text": "clean up"})
-    a = agent(desktop, lambda a: a["pending"], 60)
-    assert a["pending"][0]["kind"] == "permission" and a["state"] == "waiting"
-    assert a["pending"][0]["options"] == ["allow_once", "reject_once"]
-    got = desktop.call("ui.agent", {"action": "answer", "option": "reject_once"})
-    assert got["kind"] == "reject_once"
-    a = agent(desktop, lambda a: a["state"] == "idle" and not a["pending"], 60)
-    assert "permission: no-1" in a["messages"][-1]["text"]
-
-
-def test_the_acp_agents_own_mode_and_model_pickers_reach_the_agent(desktop, model):
-    """The fake ACP agent offers two modes and a model option: the header shows them after
-    session/new; picking one in the panel reaches the agent (it says what it has)."""
-    script = {"modes": {"current": "ask", "available": ["ask", "code"]},
-              "default_turn": [{"report_settings": True}]}
-    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
-    desktop.call("ui.agent", {"action": "open"})
-    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
-    desktop.call("ui.agent", {"action": "open", "conversation": cid})
-    desktop.call("ui.agent", {"action": "send", "text": "hi"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2, 60)
-    assert a["messages"][1]["text"] == "mode: ask model: fast"
-    assert [(p["id"], p["current"], p["values"]) for p in a["pickers"]] == [
-        ("mode", "ask", ["ask", "code"]), ("model", "fast", ["fast", "smart"])]
-    assert a["picker_boxes"] == ["mode", "model"]
-    desktop.call("ui.agent", {"action": "agent_setting", "picker": "mode", "value": "code"})
-    desktop.call("ui.agent", {"action": "agent_setting", "picker": "model", "value": "smart"})
-    a = agent(desktop, lambda a: [p["current"] for p in a["pickers"]] == ["code", "smart"])
-    desktop.call("ui.agent", {"action": "send", "text": "again"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 4, 60)
-    assert a["messages"][3]["text"] == "mode: code model: smart"
-    # An API provider's conversation has no such pickers, and the core says so.
-    api = desktop.call("agent.new", {})["conversation"]
-    with pytest.raises(RioError) as err:
-        desktop.call("agent.set_mode", {"conversation": api, "mode": "code"})
-    assert err.value.kind == "protocol.bad_args"
-
-
-def test_a_window_started_later_shows_the_agents_pickers_and_its_mcp_proposal_at_once(
-        desktop, model):
-    """The fake ACP agent offers modes and a model, and waits on a proposal of Rio's MCP tools
-    (the turn's, held by its session like any other) when the window is started again: the
-    new window shows the pickers without the agent's next update and the proposal with
-    Approve, and approving it from the panel lands the edit — listed as the turn's."""
-    script = {"modes": {"current": "ask", "available": ["ask", "code"]},
-              "turns": [[{"mcp": {"tool": "propose_edit", "args": {
-                  "path": "notes.txt", "old_text": "beta", "new_text": "theta"}}},
-                  {"text": "done"}]]}
-    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
-    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
-    desktop.call("agent.send", {"conversation": cid, "text": "beta to theta"})
-    assert wait_for(lambda: any(e["topic"] == "agent.propose" for e in desktop.call(
-        "agent.pending", {"conversation": cid})["events"]), 60)
-    old_pid = desktop.pids()["ui"]
-    os.kill(old_pid, signal.SIGKILL)
-    assert wait_for(lambda: desktop.pids().get("ui") not in (None, old_pid), 30)
-    a = agent(desktop, lambda a: a["conversation"] == cid and a["pending"]
-              and a["pickers"], 60)
-    assert [(p["id"], p["current"]) for p in a["pickers"]] == [("mode", "ask"),
-                                                               ("model", "fast")]
-    turn = next(e["data"]["turn"] for e in desktop.call(
-        "agent.pending", {"conversation": cid})["events"] if e["topic"] == "agent.propose")
-    assert a["pending"][0]["proposal"].startswith(f"{turn}.")
-    assert a["pending"][0]["path"] == "notes.txt"
-    assert desktop.call("ui.agent", {"action": "approve"})["applied"] is True
-    desktop.wait_text(notes_buffer(desktop), "alpha\ntheta\n")
-    a = agent(desktop, lambda a: a["state"] == "idle" and not a["pending"], 60)
-    # the edit made through Rio's MCP tool is the turn's: its "Changed, not saved yet" card
-    assert "turn_end" in a["blocks"] and a["undo"] == "available"
-    bid = notes_buffer(desktop)
-    desktop.call("buffer.close", {"buffer": bid, "discard": True})
-
-
-def test_the_sign_in_card_offers_the_agents_own_ways_and_its_button_signs_in(desktop, model):
-    """An agent that wants a sign-in at session/new: the card shows the terminal method as the
-    exact command, the variable of the env-var method, and a Sign in button for the agent's
-    own method — pressed, the agent is signed in and the next message is answered by the
-    same agent process (no restart)."""
-    script = {"auth": "new_session", "auth_methods": [
-        {"id": "browser", "name": "Log in with the browser"},
-        {"id": "term", "name": "Terminal login", "type": "terminal", "args": ["--login"]},
-        {"id": "key", "name": "API key", "type": "env_var", "vars": ["FAKE_API_KEY"]}]}
-    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
-    desktop.call("ui.agent", {"action": "open"})
-    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
-    desktop.call("ui.agent", {"action": "open", "conversation": cid})
-    desktop.call("ui.agent", {"action": "send", "text": "hi"})
-    a = agent(desktop, lambda a: a["sign_in"] is not None and a["state"] != "thinking", 60)
-    card = a["sign_in"]
-    assert card["state"] == "needed"
-    by_id = {m["id"]: m for m in card["methods"]}
-    # the configured agent's whole command (its args too: runnable as shown), then the
-    # method's (rio/acp/client.py settings_for, rio/acp/auth.py)
-    fake = REPO / "tests" / "fakes" / "acp_agent.py"
-    assert by_id["term"]["command"] == shlex.join(
-        [sys.executable, str(fake), str(desktop.root.parent / "acp.json"), "--login"])
-    assert "FAKE_API_KEY" in by_id["key"]["text"]
-    assert by_id["browser"]["type"] == "agent" and by_id["browser"]["command"] == ""
-    got = desktop.call("ui.agent", {"action": "sign_in"})
-    assert got == {"signed_in": True, "method": "browser"}
-    a = agent(desktop, lambda a: a["sign_in"]["state"] == "signed_in")
-    desktop.call("ui.agent", {"action": "send", "text": "again"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and a["messages"][-1]["text"] ==
-              "echo: again", 60)
-    assert "note" not in a["blocks"]          # signed in, not "the agent had stopped"
-
-
-def test_per_turn_limits_are_shown_checked_saved_and_applied_by_the_gate(desktop, fresh,
-                                                                       model):
-    """AI Preferences shows the gate's per-turn limits; a bad value keeps the dialog open and
-    says why; a good one is saved by the core's gate and ends the next turn at it."""
-    def open_prefs() -> dict:
-        desktop.call("ui.menu", {"path": "Edit/AI Preferences"})
-        s = desktop.wait_state(lambda s: any(
-            d["name"] == "ai_preferences" and d["fields"]["max_requests"]
-            for d in s["dialogs_open"]))
-        return next(d for d in s["dialogs_open"] if d["name"] == "ai_preferences")
-
-    d = open_prefs()
-    assert {k: d["fields"][k] for k in ("max_requests", "max_tool_calls", "max_agent_changes",
-                                        "max_agent_requests")} == {
-        "max_requests": "24", "max_tool_calls": "64", "max_agent_changes": "24",
-        "max_agent_requests": "400"}
-    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
-                                      "fields": {"max_agent_changes": "0"}})
-    d = next(d for d in desktop.state()["dialogs_open"] if d["name"] == "ai_preferences")
-    assert "max_agent_changes" in d["message"] and "1 to 100,000" in d["message"]
-    assert desktop.call("gate.status")["limits"]["max_agent_changes"] == 24
-    try:
-        desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "OK",
-                                          "fields": {"max_agent_changes": "24",
-                                                     "max_requests": "1"}})
-        assert wait_for(lambda: desktop.call("gate.status")["limits"]["max_requests"] == 1,
-                        10)
-        model.push(anthropic_tool_use("r1", "fs_read", {"path": "notes.txt"}),
-                   anthropic_text("Read it."))
-        desktop.call("ui.agent", {"action": "send", "text": "read notes"})
-        a = agent(desktop, lambda a: a["state"] == "error")
-        assert "limit of 1 model requests" in a["messages"][-1]["text"]
-    finally:
-        desktop.call("agent.limits", {"max_requests": 24})
-    assert open_prefs()["fields"]["max_requests"] == "24"
-    desktop.call("ui.dialog_answer", {"name": "ai_preferences", "button": "Cancel"})
 
 
 def test_a_proposal_waiting_before_the_window_started_is_shown_with_approve(desktop, fresh,
@@ -663,193 +295,6 @@ def test_a_proposal_waiting_before_the_window_started_is_shown_with_approve(desk
     assert desktop.call("ui.agent", {"action": "approve"})["applied"] is True
     desktop.wait_text(notes_buffer(desktop), "alpha\nzeta\n")
     agent(desktop, lambda a: a["state"] == "idle" and not a["pending"])
-
-
-def answer_revert(desktop, path: str, button: str = "Revert") -> None:
-    """Press the row's Revert (or Restore) as a user would: the agent_revert dialog opens,
-    and ``button`` answers it."""
-    assert desktop.call("ui.agent", {"action": "revert", "path": path})["asking"]
-    desktop.wait_state(lambda s: any(d["name"] == "agent_revert" for d in s["dialogs_open"]))
-    desktop.call("ui.dialog_answer", {"name": "agent_revert", "button": button})
-
-
-def test_files_changed_behind_rios_back_can_be_reviewed_and_reverted(desktop, fresh, model):
-    """The fake ACP agent rewrites notes.txt itself: the card offers Review (the tab and the
-    diff) and Revert (after asking; never over a tab's unsaved text)."""
-    notes = desktop.root / "notes.txt"
-    script = {"turns": [[{"write_disk": {"path": str(notes), "content": "alpha\nBETA\n"}},
-                         {"text": "Rewrote it."}]]}
-    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
-    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
-    desktop.call("ui.agent", {"action": "open", "conversation": cid})
-    desktop.call("ui.agent", {"action": "send", "text": "rewrite notes"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and a["changed_files"], 60)
-    assert a["changed_files"] == [{"path": "notes.txt", "change": "modified", "revert": True,
-                                   "state": None, "diff_shown": False}]
-    got = desktop.call("ui.agent", {"action": "review", "path": "notes.txt"})
-    assert got == {"path": "notes.txt", "diff_shown": True}
-    desktop.wait_state(lambda s: any(t["path"] == "notes.txt" and t["active"]
-                                     for t in s["tabs"]))
-    desktop.wait_active_ready()
-    bid = notes_buffer(desktop)
-    desktop.wait_text(bid, "alpha\nBETA\n")
-    desktop.call("ui.type", {"text": "typed "})       # unsaved text in the tab
-
-    def revert(button: str = "Revert") -> None:
-        answer_revert(desktop, "notes.txt", button)
-
-    revert("Cancel")
-    revert()
-    a = agent(desktop, lambda a: (a["changed_files"][0]["state"] or "").startswith("not"))
-    assert "unsaved changes" in a["changed_files"][0]["state"]
-    assert notes.read_text() == "alpha\nBETA\n"
-    assert "typed " in desktop.call("buffer.text", {"buffer": bid})["text"]
-    desktop.call("buffer.close", {"buffer": bid, "discard": True})
-    revert()
-    agent(desktop, lambda a: a["changed_files"][0]["state"] == "reverted")
-    assert notes.read_text() == "alpha\nbeta\n"
-    bid = notes_buffer(desktop)
-    assert desktop.call("buffer.info", {"buffer": bid})["undo_label"] == \
-        "Revert the agent's change on disk"
-
-
-def test_a_file_the_agent_deleted_is_restored_as_it_was_stored(desktop, fresh, model):
-    """The agent deletes a Latin-1 file with CRLF line ends itself: the card offers Restore,
-    which writes it back byte for byte (asking first), and never over a file that is there
-    again."""
-    gone = desktop.root / "gone.txt"
-    stored = b"caf\xe9 cr\xe8me\r\nsecond line\r\n"
-    gone.write_bytes(stored)
-    script = {"turns": [[{"delete_disk": {"path": str(gone)}}, {"text": "Deleted it."}]]}
-    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
-    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
-    desktop.call("ui.agent", {"action": "open", "conversation": cid})
-    desktop.call("ui.agent", {"action": "send", "text": "delete gone.txt"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and a["changed_files"], 60)
-    assert a["changed_files"] == [{"path": "gone.txt", "change": "deleted", "revert": True,
-                                   "state": None, "diff_shown": False}]
-    assert not gone.exists()
-
-    def restore() -> None:
-        # the dialog's button says Restore, as the row's does (it said Revert: issue 18)
-        answer_revert(desktop, "gone.txt", "Restore")
-
-    restore()
-    agent(desktop, lambda a: a["changed_files"][0]["state"] == "restored")
-    assert gone.read_bytes() == stored
-    assert not [b for b in desktop.call("buffer.list") if b.get("path") == "gone.txt"]
-    gone.write_bytes(b"written again\n")      # something is there again: never overwritten
-    restore()
-    a = agent(desktop, lambda a: (a["changed_files"][0]["state"] or "").startswith("not"))
-    assert "there is a file at gone.txt again" in a["changed_files"][0]["state"]
-    assert gone.read_bytes() == b"written again\n"
-
-
-def test_a_crlf_file_the_agent_rewrote_is_reverted_with_its_line_endings(desktop, fresh, model):
-    """Windows line endings: the diff is of the text as Rio reads it, so Revert puts the file
-    back (it was refused as "changed again since"), CRLF kept; a second Revert is refused."""
-    crlf = desktop.root / "crlf.txt"
-    crlf.write_bytes(b"one\r\ntwo \xf0\x9f\x98\x80\r\nthree")
-    script = {"turns": [[{"write_disk": {"path": str(crlf),
-                                         "content": "one\r\n2 \U0001F600\r\nthree"}},
-                         {"text": "Rewrote it."}]]}
-    (desktop.root.parent / "acp.json").write_text(json.dumps(script))
-    cid = desktop.call("agent.new", {"agent": "fake"})["conversation"]
-    desktop.call("ui.agent", {"action": "open", "conversation": cid})
-    desktop.call("ui.agent", {"action": "send", "text": "rewrite crlf"})
-    agent(desktop, lambda a: a["state"] == "idle" and a["changed_files"]
-          and a["changed_files"][0]["path"] == "crlf.txt", 60)
-
-    def revert() -> None:
-        answer_revert(desktop, "crlf.txt")
-
-    revert()
-    a = agent(desktop, lambda a: a["changed_files"][0]["state"] not in (None, "reverting"))
-    assert a["changed_files"][0]["state"] == "reverted"
-    assert crlf.read_bytes() == b"one\r\ntwo \xf0\x9f\x98\x80\r\nthree"
-    revert()
-    a = agent(desktop, lambda a: a["changed_files"][0]["state"] not in ("reverted",
-                                                                       "reverting"))
-    assert a["changed_files"][0]["state"].startswith("not reverted")
-    assert crlf.read_bytes() == b"one\r\ntwo \xf0\x9f\x98\x80\r\nthree"
-    for b in desktop.call("buffer.list"):
-        if b.get("path", "").endswith("crlf.txt"):
-            desktop.call("buffer.close", {"buffer": b["buffer"], "discard": True})
-
-
-# --- issue 18 -------------------------------------------------------------------------------
-
-def test_ui_state_reports_where_the_panel_is_and_it_reaches_the_windows_edge(desktop, fresh):
-    """Point 2, through the real window: docked right or left the panel reaches the window's
-    edge, every control whole — also after the window is resized to 1024×768 (xdotool)."""
-    import shutil
-    import subprocess
-    sizes = [None]
-    if shutil.which("xdotool"):
-        sizes += [(1024, 768), (1270, 780)]
-    env = {**os.environ, "DISPLAY": desktop.env["DISPLAY"]}
-    was = desktop.state()["agent"]["window"]
-
-    def resize(width: int, height: int) -> None:
-        # the window's title, "other.txt — Rio — proj": its dashes do not match
-        found = subprocess.run(["xdotool", "search", "--name", "Rio.*proj$"], env=env,
-                               capture_output=True, text=True, timeout=10)
-        for wid in found.stdout.split():
-            subprocess.run(["xdotool", "windowsize", wid, str(width), str(height)], env=env,
-                           timeout=10, check=False)
-
-    def resized(width: int, height: int) -> bool:
-        for _ in range(3):       # a resize racing the window's own geometry: asked again
-            resize(width, height)
-            if wait_for(lambda: desktop.state()["agent"]["window"]["width"] == width, 8):
-                return True
-        return False
-    try:
-        for size in sizes:
-            if size is not None:
-                assert resized(*size), size
-            for side in ("right", "left"):
-                desktop.call("ui.agent", {"action": "open", "side": side})
-                a = agent(desktop, lambda a, side=side, size=size: a["geometry"] is not None
-                          and a["side"] == side and a["cut"] == [] and edge(a)
-                          and (size is None or a["window"]["width"] == size[0]), 20)
-                assert a["geometry"]["width"] >= 220 and a["geometry"]["height"] > 300
-    finally:
-        if len(sizes) > 1:
-            resize(was["width"], was["height"])
-        desktop.call("ui.agent", {"action": "open", "side": "right"})
-
-
-def edge(a: dict) -> bool:
-    g, w = a["geometry"], a["window"]
-    if a["side"] == "right":
-        return abs(g["x"] + g["width"] - w["width"]) <= 4
-    return g["x"] <= 240
-
-
-def test_picking_another_agent_starts_a_new_conversation_with_it_and_says_so(desktop, fresh,
-                                                                           model):
-    """Point 3: with a conversation shown, a pick in the Provider picker had no effect (the
-    next message went to the old provider and the picker snapped back)."""
-    (desktop.root.parent / "acp.json").write_text(json.dumps({}))       # echo
-    model.push(anthropic_text("From the API."))
-    desktop.call("ui.agent", {"action": "send", "text": "first"})
-    agent(desktop, lambda a: a["state"] == "idle" and len(a["messages"]) == 2)
-    agent(desktop, lambda a: "fake (ACP)" in a["choices"])
-    got = desktop.call("ui.agent", {"action": "provider", "value": "fake (ACP)"})
-    assert got["new"] is True and got["left"] == fresh and got["conversation"] != fresh
-    a = agent(desktop, lambda a: a["conversation"] == got["conversation"])
-    assert a["provider"] == "fake (ACP)" and a["blocks"] == ["note"]
-    desktop.call("ui.agent", {"action": "send", "text": "to the agent"})
-    a = agent(desktop, lambda a: a["state"] == "idle" and a["messages"]
-              and a["messages"][-1]["text"] == "echo: to the agent", 60)
-    assert a["provider"] == "fake (ACP)" and a["chooser"].startswith("fake (ACP) · to the ")
-    assert desktop.call("agent.history", {"conversation": got["conversation"]})["agent"] == \
-        "fake"
-    # the earlier conversation is as it was, and the same pick again changes nothing
-    assert len(desktop.call("agent.history", {"conversation": fresh})["turns"]) == 1
-    again = desktop.call("ui.agent", {"action": "provider", "value": "fake (ACP)"})
-    assert again["new"] is False and again["conversation"] == got["conversation"]
 
 
 def test_a_conversation_reloaded_in_a_restarted_window_shows_what_it_showed(desktop, model):

@@ -128,7 +128,6 @@ CODEX_OPTIONS = [
 def test_codexs_three_pickers_wrap_and_stay_whole(tk_root, server, monkeypatch, width):
     """Issue 18 point 7: codex's Model and Reasoning pickers were cut off the panel, and its
     mode was offered twice ("Agent mode: Approval Preset:")."""
-    from ui.tk.agent import pickers as agent_pickers
     desk = start(tk_root, server, monkeypatch, width=width)
     try:
         panel = desk.app.agent_panel
@@ -139,8 +138,8 @@ def test_codexs_three_pickers_wrap_and_stay_whole(tk_root, server, monkeypatch, 
         conv.agent_modes = {"current": "auto", "available": [
             {"id": o["value"], "name": o["name"]} for o in CODEX_OPTIONS[0]["options"]]}
         conv.agent_config = CODEX_OPTIONS
-        panel._pickers_key = None
-        agent_pickers.sync(panel)
+        panel.agent_pickers.forget()
+        panel.agent_pickers.sync()
         a = settle(desk)
         assert [p["label"] for p in a["pickers"]] == ["Approval Preset", "Model",
                                                       "Reasoning Effort"]

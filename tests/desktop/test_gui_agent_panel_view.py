@@ -260,7 +260,7 @@ def test_at_file_completion_picks_a_project_file(tk_root, tmp_path):
     box = tk.Text(tk_root, height=3)
     box.pack()
     tk_root.update()
-    completer = PathCompleter(SimpleNamespace(app=app), box)
+    completer = PathCompleter(SimpleNamespace(app=app, model=SimpleNamespace(shown=None)), box)
     box.insert("end", "please read @fore")
     assert completer.update() == []           # asked the core (fs.walk); nothing known yet
     assert conn.asked == [("fs.walk", {"path": ".", "max_files": 5000})]

@@ -19,19 +19,6 @@ EMOJI = "\U0001F600"       # 😀
 PARTY = "\U0001F389"       # 🎉
 
 
-@pytest.fixture
-def editor(tk_root):
-    opened = []
-
-    def make(text: str, name: str = "notes.txt", **settings):
-        ed, core = open_editor(tk_root, text, name, settings or None)
-        opened.append(ed)
-        return ed, core
-    yield make
-    for ed in opened:
-        close_editor(ed)
-
-
 def _settled(ed, core) -> str:
     core.pump()
     ed.update_idletasks()
@@ -49,6 +36,46 @@ def test_tk_counts_an_emoji_as_two_columns_and_steps_over_it(tk_root):
     assert t.index("1.1+1c") == "1.3"          # char arithmetic steps over the pair
     assert t.get("1.1", "1.3") == EMOJI        # and get joins it
     t.destroy()
+
+
+def test_the_offsets_part_maps_emoji_columns_around_a_plain_text(tk_root):
+    """The editor's offset mapping is a part (ui/tk/editor/offsets.py) made from a Text, its
+    door and a small document (ui/tk/editor/seams.py ``Document``), no tab: it maps Tk's
+    UTF-16 columns to code points once it is told the text is not all ASCII (the flag it owns),
+    and a Tk index inside a pair stands for the pair's start, or its end when rounding up."""
+    import tkinter as tk
+    from dataclasses import dataclass
+
+    from rio.text.replica import Replica
+    from ui.tk.editor.bigfile import LineWindow
+    from ui.tk.editor.offsets import EditorOffsets
+    from ui.tk.editor.text_redirect import TextRedirect
+
+    @dataclass
+    class Doc:
+        replica: Replica | None
+        window: LineWindow | None = None
+        ready: bool = True
+
+    text = f"top\na{EMOJI}b{PARTY}c"
+    t = tk.Text(tk_root)
+    t.insert("1.0", text)
+    door = TextRedirect(t, live=lambda: False, insert=lambda i, c: None,
+                        replace=lambda a, b, c: None, refused=lambda err: None)
+    try:
+        offsets = EditorOffsets(Doc(Replica(text, 1, "test")), door)
+        assert offsets.offset("2.4") == 8        # ASCII so far: Tk's column taken as is
+        offsets.maybe_astral = True
+        assert [offsets.offset(f"2.{c}") for c in (0, 1, 3, 4, 6, 7)] == [4, 5, 6, 7, 8, 9]
+        assert [offsets.index(o) for o in range(4, 10)] == ["2.0", "2.1", "2.3", "2.4",
+                                                            "2.6", "2.7"]
+        assert offsets.locate("2.2") == (5, "2.1")
+        assert offsets.locate("2.2", round_up=True) == (6, "2.3")
+        assert offsets.index_after("2.0", 3) == "2.4"
+        assert offsets.context(7) == (text, 0)
+    finally:
+        door.remove()
+        t.destroy()
 
 
 # --- typing, Backspace, Delete, End next to emoji ------------------------------------------------
@@ -133,7 +160,7 @@ def test_an_agent_inserting_emoji_on_another_line(editor):
 
 def test_highlighting_does_not_shift_on_an_emoji_line(editor):
     ed, _core = editor(f"s = '{EMOJI}{EMOJI}' + name  # note\n", name="x.py")
-    ed._highlight_visible()
+    ed.decor.highlight_visible()
     comment = [str(i) for i in ed.orig("tag", "ranges", "syn.comment")]
     string = [str(i) for i in ed.orig("tag", "ranges", "syn.string")]
     assert ed.orig("get", *comment) == "# note"

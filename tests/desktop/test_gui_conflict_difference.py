@@ -23,14 +23,9 @@ SOURCE = "def f(x):\n    return x\n"
 
 
 @pytest.fixture
-def desktop(tmp_path, display):
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "f.py").write_text(SOURCE)
-    d = RioDesktop(root, tmp_path / "base", display, files=(str(root / "f.py"),))
-    d.start()
-    yield d
-    d.stop()
+def project_files():
+    """The project of tests/desktop/conftest.py's ``desktop`` (f.py open)."""
+    return {"f.py": SOURCE}
 
 
 def _x(desktop: RioDesktop, *args: str, check: bool = True) -> str:

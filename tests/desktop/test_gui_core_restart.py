@@ -17,14 +17,9 @@ START = "def hello():\n    return 1\n"
 
 
 @pytest.fixture
-def desktop(tmp_path, display):
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "hello.py").write_text(START)
-    d = RioDesktop(root, tmp_path / "base", display, files=(str(root / "hello.py"),))
-    d.start()
-    yield d
-    d.stop()
+def project_files():
+    """The project of tests/desktop/conftest.py's ``desktop`` (hello.py open)."""
+    return {"hello.py": START}
 
 
 def core_ready(desktop: RioDesktop, not_pid: int) -> bool:

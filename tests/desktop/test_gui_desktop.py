@@ -8,26 +8,15 @@ import signal
 
 import pytest
 
-from tests.desktop_support import RioDesktop
 from tests.support import wait_for, wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.gui]
 
 
 @pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "hello.py").write_text("def hello():\n    return 1\n")
-    return root
-
-
-@pytest.fixture
-def desktop(project, tmp_path, display):
-    d = RioDesktop(project, tmp_path / "base", display, files=(str(project / "hello.py"),))
-    d.start()
-    yield d
-    d.stop()
+def project_files():
+    """The project of tests/desktop/conftest.py's ``project`` and ``desktop``."""
+    return {"hello.py": "def hello():\n    return 1\n"}
 
 
 def _active(state):

@@ -8,7 +8,8 @@ from tkinter import ttk
 
 import pytest
 
-from ui.tk.app.dialog_bridge import bridge
+from tests.support import wait_for
+from ui.tk.widgets.dialog_bridge import bridge
 from ui.tk.widgets.dialogs import Dialog
 from ui.tk.widgets.theme import apply_theme
 
@@ -36,7 +37,6 @@ def _focus_on_editor(root: tk.Tk) -> tk.Text:
 
 
 def test_a_dialog_gives_the_focus_back_then_goes_once_x_caught_up(tk_root):
-    import time
     text = _focus_on_editor(tk_root)
     d = Dialog(_App(tk_root), "ask", "Ask", "Name?", ["OK", "Cancel"], lambda b, v: None,
                grab=False)
@@ -47,10 +47,7 @@ def test_a_dialog_gives_the_focus_back_then_goes_once_x_caught_up(tk_root):
     d.answer("OK")
     assert str(tk_root.tk.call("focus")) == str(text)     # at once
     assert not d.top.winfo_ismapped()                     # unmapped at once …
-    deadline = time.monotonic() + 5
-    while d.top.winfo_exists() and time.monotonic() < deadline:
-        tk_root.update()
-        time.sleep(0.01)
+    _settle(tk_root, lambda: not d.top.winfo_exists())
     assert not d.top.winfo_exists()                       # … destroyed a moment later
     assert str(tk_root.tk.call("focus")) == str(text)     # and the focus stayed
 
@@ -77,11 +74,10 @@ def _grab(root: tk.Tk) -> str:
 
 
 def _settle(root: tk.Tk, until, seconds: float = 5.0) -> None:
-    import time
-    deadline = time.monotonic() + seconds
-    while not until() and time.monotonic() < deadline:
+    def updated() -> bool:
         root.update()
-        time.sleep(0.01)
+        return bool(until())
+    wait_for(updated, seconds, 0.01)
 
 
 def test_a_window_opened_over_a_modal_dialog_takes_the_grab_and_gives_it_back(tk_root):
@@ -139,7 +135,6 @@ def test_a_dialog_asked_again_at_once_does_not_share_the_closing_ones_window(tk_
     a Toplevel of the same path makes tkinter destroy the closing one at once — what
     destroy_later exists to avoid — and the closing one's deferred destroy must not reach
     the new one."""
-    import time
     app = _App(tk_root)
     _focus_on_editor(tk_root)
     first = Dialog(app, "conflict", "File Changed", "Changed.", ["Reload"], lambda b, v: None)
@@ -148,10 +143,7 @@ def test_a_dialog_asked_again_at_once_does_not_share_the_closing_ones_window(tk_
     gone = str(first.top)
     again = Dialog(app, "conflict", "File Changed", "Changed.", ["Reload"], lambda b, v: None)
     assert str(again.top) != gone and first.top.winfo_exists()     # still closing, apart
-    deadline = time.monotonic() + 5
-    while int(tk_root.tk.call("winfo", "exists", gone)) and time.monotonic() < deadline:
-        tk_root.update()
-        time.sleep(0.01)
+    _settle(tk_root, lambda: not int(tk_root.tk.call("winfo", "exists", gone)))
     tk_root.update()
     assert not int(tk_root.tk.call("winfo", "exists", gone))
     assert again.top.winfo_exists() and again.top.winfo_ismapped()

@@ -16,20 +16,9 @@ SOURCE = "def f(x):\n    if x:\n        return 1\n    return 2\n"
 
 
 @pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "f.py").write_text(SOURCE)
-    (root / "notes.txt").write_text("one\ntwo\nthree\n")
-    return root
-
-
-@pytest.fixture
-def desktop(project, tmp_path, display):
-    d = RioDesktop(project, tmp_path / "base", display, files=(str(project / "f.py"),))
-    d.start()
-    yield d
-    d.stop()
+def project_files():
+    """The project of tests/desktop/conftest.py's ``project`` and ``desktop`` (f.py open)."""
+    return {"f.py": SOURCE, "notes.txt": "one\ntwo\nthree\n"}
 
 
 def _active(state):

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.editor_harness import close_editor, open_editor, widget_text
+from tests.editor_harness import widget_text
 
 pytestmark = [pytest.mark.gui, pytest.mark.timeout(120)]
 
 
-@pytest.fixture
-def editor(tk_root):
-    opened = []
-
-    def make(text: str, name: str = "notes.txt", **settings):
-        ed, core = open_editor(tk_root, text, name, settings or None)
-        opened.append(ed)
-        return ed, core
-    yield make
-    for ed in opened:
-        close_editor(ed)
-
-
 def _bracket_ranges(ed) -> list[str]:
-    ed._update_ui()
+    ed.decor.update_ui()
     return [str(i) for i in ed.orig("tag", "ranges", "bracket")]
 
 
@@ -79,13 +66,13 @@ def test_line_numbers_follow_a_font_change_at_the_same_size(editor, tk_root):
     ed, _core = editor("".join(f"line {i}\n" for i in range(40)))
     tk_root.geometry("500x400")          # the window's size, not the font's, sets the height
     tk_root.update()
-    ed._update_ui()
+    ed.decor.update_ui()
     before = _gutter_rows(ed)
     other = _family_spaced_otherwise(tk_root, ed.app.editor_font)
     ed.app.editor_font.configure(family=other)   # other line spacing, same size
     ed.apply_look(ed.app.theme)
     tk_root.update()
-    ed._update_ui()
+    ed.decor.update_ui()
     rows = _text_rows(ed)
     assert rows["3"] != before["3"], "the new font should change the line spacing"
     gutter = _gutter_rows(ed)
@@ -96,10 +83,10 @@ def test_line_numbers_follow_a_partial_line_scroll(editor, tk_root):
     ed, _core = editor("".join(f"line {i}\n" for i in range(200)))
     tk_root.geometry("400x300")
     tk_root.update()
-    ed._update_ui()
+    ed.decor.update_ui()
     ed.text.yview_scroll(3, "pixels")                    # a part of a line
     tk_root.update()
-    ed._update_ui()
+    ed.decor.update_ui()
     top = str(ed.orig("index", "@0,0")).split(".")[0]
     info = ed.orig("dlineinfo", f"{top}.0")
     y = int(str(info).split()[1]) if isinstance(info, str) else int(info[1])

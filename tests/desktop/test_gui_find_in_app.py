@@ -4,14 +4,12 @@ the line, the Project menu's Run streaming into the Output tab."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from rio.config.instance import project_state_dir
 from rio.runs.runner import ProjectCommands, save_project_commands
 from tests.desktop_support import InProcessApp
-from tests.support import RioServer
+from tests.support import RioServer, wait_for
 from ui.tk.find import dialog as find_dialog
 
 pytestmark = [pytest.mark.slow, pytest.mark.gui, pytest.mark.timeout(120)]
@@ -43,13 +41,10 @@ def desktop(tk_root, tmp_path, monkeypatch):
 
 
 def wait(root, predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def updated() -> bool:
         root.update()
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return bool(predicate())
+        return bool(predicate())
+    return bool(wait_for(updated, timeout, 0.005))
 
 
 def open_editor(app, path: str, line: int | None = None):

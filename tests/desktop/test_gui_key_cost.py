@@ -33,7 +33,7 @@ def _type_on_top_row(ed, core, tk_root, keys: int) -> None:
         ed.text.insert("insert", "x")
         core.pump()
         tk_root.update()
-        ed._update_ui()
+        ed.decor.update_ui()
 
 
 @pytest.mark.parametrize("text", ["".join(f"line {i}\n" for i in range(60)), "y" * 50_000],
@@ -56,7 +56,7 @@ def test_a_new_line_on_screen_still_redraws_the_gutter(editor, tk_root):
     ed.text.insert("1.0", "\n")
     core.pump()
     tk_root.update()
-    ed._update_ui()
+    ed.decor.update_ui()
     assert ed.gutter.find_all() != drawn
 
 

@@ -14,20 +14,9 @@ pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 
 @pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "hello.py").write_text("def hello():\n    return 1\n")
-    (root / "other.txt").write_text("the second file\n")
-    return root
-
-
-@pytest.fixture
-def desktop(project, tmp_path, display):
-    d = RioDesktop(project, tmp_path / "base", display, files=(str(project / "hello.py"),))
-    d.start()
-    yield d
-    d.stop()
+def project_files():
+    """The project of tests/desktop/conftest.py's ``project`` and ``desktop`` (hello.py open)."""
+    return {"hello.py": "def hello():\n    return 1\n", "other.txt": "the second file\n"}
 
 
 def _is_window(p: psutil.Process) -> bool:

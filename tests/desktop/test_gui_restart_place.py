@@ -11,13 +11,13 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import tkinter as tk
 from pathlib import Path
 
 import pytest
 
 from tests.desktop_support import RioDesktop
+from tests.support import wait_for
 from ui.tk.app.main_window import window_geometry
 
 LONG = "".join(f"row {i} " + "x" * 240 + "\n" for i in range(1, 40))
@@ -36,15 +36,8 @@ def _outer_corner_of(d: RioDesktop, display: str) -> tuple[int, int]:
     """The window's outer corner, found by its title as it is now: a title read from the
     state may change before xwininfo looks (the file's name is added once its tab is
     active), so a title no window has any more is read again."""
-    deadline = time.monotonic() + 10
-    while True:
-        title = d.state()["window"]["title"]
-        try:
-            return _outer_corner(display, title)
-        except subprocess.CalledProcessError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    return wait_for(lambda: _outer_corner(display, d.state()["window"]["title"]), 10, 0.1,
+                    what="the window's outer corner", ignore=(subprocess.CalledProcessError,))
 
 
 @pytest.mark.gui

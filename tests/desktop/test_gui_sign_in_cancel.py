@@ -17,7 +17,7 @@ import pytest
 
 from tests.desktop_support import InProcessApp
 from tests.support import REPO, RioServer, rio_env
-from ui.tk.agent import actions as agent_actions
+from ui.tk.agent import control as agent_control
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -64,8 +64,8 @@ def find(widget: tk.Misc, name: str) -> tk.Misc | None:
 def control(desk: InProcessApp, args: dict[str, Any]) -> list[Any]:
     """``ui.agent`` as the window's control op runs it; the answers land in the list."""
     got: list[Any] = []
-    result = agent_actions.control(desk.app.agent_panel, args, got.append)
-    if result is not None and result is not agent_actions.DEFER:
+    result = desk.app.agent_panel.control(args, got.append)
+    if result is not None and result is not agent_control.DEFER:
         got.append(result)
     return got
 

@@ -580,7 +580,7 @@ def main() -> int:
         return garbage_initialize()
     asyncio.run(run_agent(FakeAgent(script)))
     if script.get("on_eof") == "stay":   # like claude-agent-acp and codex-acp
-        while True:
+        while True:   # ends: the test ends this process (it outlives stdin on purpose)
             signal.pause()
     return 0
 

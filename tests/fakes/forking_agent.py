@@ -16,7 +16,7 @@ import time
 
 
 def sleep_forever() -> None:
-    while True:
+    while True:   # ends: the test ends this process (it checks that Rio does)
         time.sleep(3600)
 
 

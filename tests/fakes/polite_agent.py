@@ -9,29 +9,13 @@ synchronises on that line instead of sleeping.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-import time
 
-
-def _helper() -> None:
-    """A helper that sleeps until something signals it."""
-    while True:
-        time.sleep(3600)
+from agent_children import start_ready  # a sibling: this runs as a script
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--helpers", type=int, default=0)
-    args = parser.parse_args()
-    helpers = []
-    for _ in range(args.helpers):
-        pid = os.fork()
-        if pid == 0:
-            _helper()
-        helpers.append(pid)
-    print("ready", os.getpid(), *helpers, flush=True)
+    start_ready()            # helpers with the default signal handling
     sys.stdin.buffer.read()  # until end of input
     return 0
 

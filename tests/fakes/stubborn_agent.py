@@ -9,30 +9,15 @@ Prints ``ready <own pid> <helper pids…>`` on one line once everything is start
 
 from __future__ import annotations
 
-import argparse
-import os
 import signal
 import sys
-import time
 
-
-def sleep_forever() -> None:
-    while True:
-        time.sleep(3600)
+from agent_children import sleep_forever, start_ready  # a sibling: this runs as a script
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--helpers", type=int, default=0)
-    args = parser.parse_args()
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    helpers = []
-    for _ in range(args.helpers):
-        pid = os.fork()
-        if pid == 0:
-            sleep_forever()
-        helpers.append(pid)
-    print("ready", os.getpid(), *helpers, flush=True)
+    start_ready()            # the helpers inherit SIG_IGN for SIGTERM
     sys.stdin.buffer.read()  # end of input changes nothing
     sleep_forever()
     return 0

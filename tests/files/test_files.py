@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from rio.files.files import (
     LATIN1_WARNING,
-    FaultyFilePort,
     FileFormat,
     Fingerprint,
     OsFilePort,
@@ -26,6 +25,7 @@ from rio.files.files import (
     looks_binary,
     save_file,
 )
+from rio.files.write_faults import FaultyFilePort
 from rio.protocol.errors import FileError, PathError, ProtocolError
 
 

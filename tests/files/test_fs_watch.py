@@ -18,6 +18,7 @@ import pytest
 from rio.files.watch import ADDED, DELETED, MAX_FOLDERS, MODIFIED, Folded, ProjectWatch
 from rio.files.workspace import Workspace
 from rio.protocol.events import check_event
+from tests.support import wait_for
 
 
 @pytest.fixture
@@ -128,12 +129,7 @@ class Seen:
             return {f for e in self.events for f in e["folders"]}
 
     def wait(self, predicate: Any, timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.02)
-        return bool(predicate())
+        return bool(wait_for(predicate, timeout))
 
     def clear(self) -> None:
         with self.lock:

@@ -12,14 +12,8 @@ import pytest
 
 from rio.protocol.errors import PathError, RioError
 from rio.text.buffer_state import BufferFactory
+from tests.buffer_ops import args
 from tests.support import RioServer
-
-
-def args(**kw):
-    base = {"origin": "test", "base_version": None, "label": None, "start": 0, "end": None,
-            "path": None, "force": False, "encoding": None, "newline": None, "discard": False}
-    base.update(kw)
-    return base
 
 
 @pytest.fixture

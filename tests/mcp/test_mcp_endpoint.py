@@ -21,11 +21,11 @@ import pytest
 from rio.mcp.entry import read_token, token_path
 from rio.protocol.errors import RioError
 from tests.agent_events import AgentEvents
+from tests.agent_processes import serve_fake_agent
 from tests.support import REPO, RioServer, rio_env, wait_for
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
-FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
 QUESTION_TIMEOUT_S = 3.0
 TRANSPORTS = ["http", "stdio"]
 
@@ -42,14 +42,9 @@ def setup(tmp_path_factory):
     (root / "notes.txt").write_text("alpha\nbeta\n")
     os.symlink(outside / "secret.txt", root / "link_out")
     script = base / "script.json"
-    env = rio_env(base)
-    env["RIO_AGENT_QUESTION_TIMEOUT_S"] = str(QUESTION_TIMEOUT_S)
-    env["RIO_MCP_PROGRESS_S"] = "0.3"     # shipped: 15 s (opencode cuts a call at 60 s)
-    config = Path(env["RIO_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text(
-        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script}"]\n')
-    srv = RioServer(root, base, env=env).start()
+    srv = serve_fake_agent(root, base, script, env={
+        "RIO_AGENT_QUESTION_TIMEOUT_S": str(QUESTION_TIMEOUT_S),
+        "RIO_MCP_PROGRESS_S": "0.3"})     # shipped: 15 s (opencode cuts a call at 60 s)
     yield srv, script
     srv.stop()
 

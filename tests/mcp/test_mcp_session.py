@@ -8,8 +8,6 @@ conversation's agent ends."""
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +16,10 @@ import pytest
 from rio.mcp.entry import token_path
 from rio.protocol.errors import RioError
 from tests.agent_events import AgentEvents
-from tests.support import REPO, RioServer, rio_env, wait_for
+from tests.agent_processes import serve_fake_agent
+from tests.support import RioServer, wait_for
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
-
-FAKE = REPO / "tests" / "fakes" / "acp_agent.py"
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +29,7 @@ def setup(tmp_path_factory):
     root.mkdir()
     (root / "notes.txt").write_text("alpha\nbeta\n")
     script = base / "script.json"
-    env = rio_env(base)
-    config = Path(env["RIO_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text(
-        f'[agents.fake]\ncommand = "{sys.executable}"\nargs = ["{FAKE}", "{script}"]\n')
-    srv = RioServer(root, base, env=env).start()
+    srv = serve_fake_agent(root, base, script)
     yield srv, script
     srv.stop()
 
@@ -90,10 +82,8 @@ def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
         assert ended["buffers"] == [info["buffer"]]
         assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
             "alpha\ngamma\n"
-        deadline = time.monotonic() + 10
-        while server.call("buffer.info", {"buffer": info["buffer"]}).get("undo_label") != \
-                "Agent: beta to gamma" and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: server.call("buffer.info", {"buffer": info["buffer"]}).get(
+            "undo_label") == "Agent: beta to gamma", 10, 0.05)
         server.call("buffer.undo", {"buffer": info["buffer"]})
         assert server.call("buffer.text", {"buffer": info["buffer"]})["text"] == \
             "alpha\nbeta\n"
@@ -103,10 +93,7 @@ def test_an_acp_agent_uses_rios_tools_through_its_session(setup, monkeypatch):
                         timeout=20)
         except RioError:
             pass
-        deadline = time.monotonic() + 20
-        while token.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not token.exists()
+        assert wait_for(lambda: not token.exists(), 20, 0.05), "the token was not removed"
     finally:
         chat.close()
 

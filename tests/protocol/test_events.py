@@ -30,6 +30,7 @@ import pytest
 from rio.protocol import events, ops
 from rio.protocol.errors import KINDS, ProtocolError
 from rio.protocol.events import EVENTS, MARKER, check_event, describe_events
+from tests.buffer_ops import args as _buffer_args
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDERS = ("rio", "actors", "ui")
@@ -305,12 +306,6 @@ def test_describe_events_lists_every_topic_with_its_fields() -> None:
 
 
 # --- real shapes from the code that builds them (no processes) ----------------------------------
-
-def _buffer_args(**kw: Any) -> dict[str, Any]:
-    base = {"origin": "test", "base_version": None, "label": None, "start": 0, "end": None,
-            "path": None, "force": False, "encoding": None, "newline": None, "discard": False}
-    return {**base, **kw}
-
 
 def test_the_buffer_events_the_core_builds_pass(tmp_path: Path) -> None:
     from rio.text.buffer_state import BufferFactory

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import pytest
 
@@ -20,9 +19,7 @@ pytestmark = pytest.mark.timeout(90)
 
 
 def wait_replies(conn, box: list, count: int, timeout: float = 10.0) -> list:
-    deadline = time.monotonic() + timeout
-    while len(box) < count and time.monotonic() < deadline:
-        conn.wait(0.1)
+    wait_for(lambda: len(box) >= count, timeout, 0.1, pause=conn.wait)
     return box
 
 

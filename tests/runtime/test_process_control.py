@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from actors.runtime import process_control as pc
-from tests.support import REPO
+from tests.support import REPO, wait_for
 
 FAKES = Path(__file__).parent.parent / "fakes"
 PY = sys.executable
@@ -60,12 +60,7 @@ def alive(pid: int) -> bool:
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    return bool(wait_for(condition, timeout))
 
 
 class Fleet:
@@ -428,7 +423,7 @@ def test_a_forked_child_adopted_is_stopped_like_a_spawned_one() -> None:
 
     def deaf(_stdin_fd: int) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        while True:
+        while True:   # ends: pc.stop's SIGKILL, which the test checks
             time.sleep(1)
 
     first = _fork_child(polite)

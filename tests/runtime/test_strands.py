@@ -14,6 +14,7 @@ import actors.runtime.liveness as liveness_module
 from actors.runtime.actor_registry import Ping
 from actors.runtime.liveness import Liveness, LivenessActor, Stamp, process_failed
 from actors.runtime.strands import BATCH, StrandPool, StrandStopped
+from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -130,9 +131,7 @@ def test_a_worker_stuck_in_one_message_stops_the_ping_answer(pool) -> None:
     s = p.strand(lambda _: gate.wait(10))
     assert live.stuck() is None
     s.tell("stuck")
-    deadline = time.monotonic() + 10
-    while live.stuck() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(live.stuck, 10)
     assert "busy with one message" in (live.stuck() or "")
     gate.set()
     s.stop(timeout=10)
@@ -195,9 +194,7 @@ def test_the_ping_is_answered_only_while_nothing_is_stuck_and_every_actor_lives(
         assert stuck.replies == []
         stamp.busy_since = None
         other.tell("quit")
-        deadline = time.monotonic() + 10
-        while other.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: not other.is_alive(), 10, 0.01)
         dead = _Ctx()
         keeper.ask(Ping(dead))
         assert dead.replies == [] and "other actor has stopped" in (live.stuck() or "")

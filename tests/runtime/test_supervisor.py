@@ -143,11 +143,8 @@ def test_an_agent_process_dies_and_the_core_never_notices(server: RioServer) -> 
     assert text == "".join(reversed(typed)) + "first line\n"   # every edit, during and after
     assert server.pids()["core"] == core
     assert process(server, "core")["restarts"] == 0
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not any(e["event"] == "ready" and
-                                                  e["pid"] != fake for e in events):
-        watcher.drain()
-        time.sleep(0.05)
+    wait_for(lambda: any(e["event"] == "ready" and e["pid"] != fake for e in events), 5, 0.05,
+             pause=watcher.wait)
     mine = [e for e in events if e["name"] == "fake:polite-forking-1"]
     exited = next(e for e in mine if e["event"] == "exited")
     assert "SIGKILL" in exited["last_exit"] and exited["pid"] == fake
@@ -178,10 +175,8 @@ def test_a_process_that_keeps_dying_is_given_up_and_says_so(project: Path,
         assert wait_for(lambda: process(srv, "fake:crash").get("state") == "failed", 30)
         status = process(srv, "fake:crash")
         assert status["restarts"] == 2 and status["last_exit"] == "exit 3"
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and not any(e["event"] == "gave_up" for e in events):
-            watcher.drain()
-            time.sleep(0.05)
+        wait_for(lambda: any(e["event"] == "gave_up" for e in events), 5, 0.05,
+                 pause=watcher.wait)
         gave_up = [e for e in events if e["event"] == "gave_up"]
         assert gave_up and gave_up[0]["name"] == "fake:crash"
         assert gave_up[0]["reason"].startswith("gave up after 2 restarts")

@@ -11,13 +11,7 @@ from rio.protocol.errors import DocumentError
 from rio.text.buffer_state import EPOCH_BITS, BufferFactory
 from rio.text.document import Change
 from rio.text.journal import JournalWriter, MemoryJournalStore, recover
-
-
-def args(**kw):
-    base = {"origin": "test", "base_version": None, "label": None, "start": 0, "end": None,
-            "path": None, "force": False, "encoding": None, "newline": None, "discard": False}
-    base.update(kw)
-    return base
+from tests.buffer_ops import args
 
 
 @pytest.fixture

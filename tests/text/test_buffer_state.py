@@ -6,13 +6,7 @@ import pytest
 import rio.text.buffer_state as bs
 from rio.protocol.errors import DocumentError, FileError, PathError
 from rio.text.buffer_state import BufferFactory
-
-
-def args(**kw):
-    base = {"origin": "test", "base_version": None, "label": None, "start": 0, "end": None,
-            "path": None, "force": False, "encoding": None, "newline": None, "discard": False}
-    base.update(kw)
-    return base
+from tests.buffer_ops import args
 
 
 @pytest.fixture

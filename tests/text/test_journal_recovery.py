@@ -18,15 +18,9 @@ from hypothesis import strategies as st
 from rio.protocol.errors import FileError
 from rio.text.buffer_state import BufferFactory
 from rio.text.journal import FaultyJournalStore, MemoryJournalStore, OsJournalStore
+from tests.buffer_ops import args
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def args(**kw):
-    base = {"origin": "test", "base_version": None, "label": None, "start": 0, "end": None,
-            "path": None, "force": False, "encoding": None, "newline": None, "discard": False}
-    base.update(kw)
-    return base
 
 
 def typed(buf, at, text):

@@ -19,12 +19,15 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, TextIO
 
 from rio.agent.failures import CONFIG_ERRORS, keyless_choices, missing_key, shown_details
 from rio.protocol.errors import RioError, error_from_wire, error_line
 from rio.protocol.frames import Reply, thaw
 from rio.protocol.tool_input import short_input
+
+if TYPE_CHECKING:
+    from actors.bus.client import BusConnection
 
 EXIT_DONE, EXIT_ERROR, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_STOPPED, EXIT_REJECTED = range(6)
 
@@ -105,7 +108,7 @@ class TurnResult:
 
 @dataclass
 class _Inbox:
-    events: list[tuple[str, dict]] = field(default_factory=list)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def __call__(self, event: Any) -> None:
         self.events.append((event.topic, thaw(event.data)))
@@ -114,7 +117,7 @@ class _Inbox:
 class ChatClient:
     """One conversation over one bus connection (subscribed to ``agent.``)."""
 
-    def __init__(self, conn: Any, conversation: str, *, out: TextIO = sys.stdout,
+    def __init__(self, conn: BusConnection, conversation: str, *, out: TextIO = sys.stdout,
                  err: TextIO = sys.stderr, ask: Callable[[str], str] | None = None,
                  approve: Approve = "ask", color: bool = False, allow_dangerous: bool = False,
                  can_ask: bool | None = None):

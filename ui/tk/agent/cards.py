@@ -8,21 +8,36 @@ changes (:meth:`Card.refresh`); the view (ui/tk/agent/view.py) places them.
 from __future__ import annotations
 
 import tkinter as tk
+from functools import partial
 from tkinter import ttk
-from typing import Any
+from typing import Callable, Mapping, Protocol
 
 from ui.tk.agent import permission_model as perm
 from ui.tk.agent.extras import sign_in_lines
 from ui.tk.agent.model import Block, turn_end_text
+from ui.tk.agent.seams import ViewHost
 from ui.tk.agent.text import diff_line_tag
 
 #: The most diff lines a card shows before it scrolls.
 DIFF_ROWS = 14
-ConversationView = Any
+
+
+class CardHost(Protocol):
+    """The conversation view (ui/tk/agent/view.py) as its cards use it: the text they are
+    embedded in, its colours, how wide a card may be, and the panel their buttons call."""
+
+    @property
+    def panel(self) -> ViewHost: ...
+    @property
+    def text(self) -> tk.Text: ...
+    @property
+    def colours(self) -> Mapping[str, str]: ...
+    def card_chars(self) -> int: ...
+    def card_width(self) -> int: ...
 
 
 class Card:
-    def __init__(self, view: ConversationView, index: int, block: Block):
+    def __init__(self, view: CardHost, index: int, block: Block):
         self.view = view
         self.index = index
         self.block = block
@@ -41,7 +56,7 @@ class Card:
 class ProposalCard(Card):
     """A proposal: what and where, the coloured unified diff, Approve / Reject / Always."""
 
-    def __init__(self, view: ConversationView, index: int, block: Block):
+    def __init__(self, view: CardHost, index: int, block: Block):
         super().__init__(view, index, block)
         panel = view.panel
         d = block.data
@@ -49,7 +64,7 @@ class ProposalCard(Card):
         head = ttk.Frame(self.frame)
         head.pack(side="top", fill="x")
         kind = d.get("kind")
-        title = {"command": "Run a command", "create": "New file"}.get(kind, "Edit")
+        title = {"command": "Run a command", "create": "New file"}.get(str(kind), "Edit")
         ttk.Label(head, text=f"{title}:", font=(app.ui_font_family(), 9, "bold")) \
             .pack(side="left")
         if d.get("path") and kind != "command":
@@ -97,6 +112,9 @@ class ProposalCard(Card):
         self.buttons.pack(side="top", fill="x")
         self.refresh()
 
+    def _answer(self, pid: str, what: str) -> Callable[[], None]:
+        return lambda: self.view.panel.answer(pid, what)
+
     def fit(self, chars: int) -> None:
         self.diff.configure(width=chars)
         if self.longest > chars:
@@ -109,13 +127,12 @@ class ProposalCard(Card):
             w.destroy()
         d = self.block.data
         decision = d.get("decision")
-        panel = self.view.panel
         pid = str(d.get("proposal"))
         if decision is None:
             for label, what in (("Approve", "approve"), ("Reject", "reject"),
                                 ("Always", "always")):
                 b = ttk.Button(self.buttons, text=label, width=8,
-                               command=lambda w=what: panel.answer(pid, w),
+                               command=self._answer(pid, what),
                                name=f"btn_{what}")
                 b.pack(side="left", padx=(0, 4))
             return
@@ -135,7 +152,7 @@ class ProposalCard(Card):
 class TurnEndCard(Card):
     """After a turn that changed buffers: which ones are unsaved, Save all, Undo."""
 
-    def __init__(self, view: ConversationView, index: int, block: Block):
+    def __init__(self, view: CardHost, index: int, block: Block):
         super().__init__(view, index, block)
         self.label = ttk.Label(self.frame, text="", wraplength=320, justify="left")
         self.label.pack(side="top", anchor="w")
@@ -157,13 +174,13 @@ class TurnEndCard(Card):
         self.save.configure(state="disabled" if d.get("saved") or undo == "undone"
                             else "normal")
         self.undo.configure(state="normal" if undo == "available" else "disabled",
-                            text={"undone": "Undone"}.get(undo, "Undo"))
+                            text="Undone" if undo == "undone" else "Undo")
 
 
 class SignInCard(Card):
     """An agent that needs a sign-in, with its own ways to do it; never a key field."""
 
-    def __init__(self, view: ConversationView, index: int, block: Block):
+    def __init__(self, view: CardHost, index: int, block: Block):
         super().__init__(view, index, block)
         self.body = ttk.Frame(self.frame)
         self.body.pack(side="top", fill="x")
@@ -198,7 +215,7 @@ class SignInCard(Card):
                 ttk.Button(buttons, text="Signing in…" if signing == mid else "Sign in",
                            state="disabled" if signing else "normal",
                            name=f"btn_sign_in_{len(self.body.winfo_children())}",
-                           command=lambda m=mid: self.view.panel.sign_in(m)).pack(side="left")
+                           command=self._sign_in(mid)).pack(side="left")
                 if signing == mid:
                     # The agent may wait for a browser that never comes (offline): Cancel is
                     # Stop, which ends the sign-in and the agent (the session's own bound is
@@ -211,7 +228,7 @@ class SignInCard(Card):
                 # Copy first, from the right: the command takes what is left of the card's
                 # width (it scrolls inside the field), so the button is never cut off.
                 ttk.Button(row, text="Copy", width=6,
-                           command=lambda c=command: self._copy(c)).pack(side="right", padx=3)
+                           command=partial(self._copy, command)).pack(side="right", padx=3)
                 # The whole command, wrapped (a temp folder's path would hide its end in a
                 # one-line field), selectable, read-only.
                 width = max(16, min(len(command) + 1, self.view.card_chars() - 10))
@@ -225,8 +242,11 @@ class SignInCard(Card):
                 shown.configure(state="disabled")
                 shown.pack(fill="x", expand=True)
                 ttk.Button(self.body, text="Open a terminal here",
-                           command=lambda c=command: self._terminal(c)).pack(anchor="w",
+                           command=partial(self._terminal, command)).pack(anchor="w",
                                                                               pady=(2, 0))
+
+    def _sign_in(self, method: str) -> Callable[[], None]:
+        return lambda: self.view.panel.sign_in(method)
 
     def _copy(self, text: str) -> None:
         self.frame.clipboard_clear()
@@ -252,7 +272,7 @@ class PermissionCard(Card):
     STYLE = "AgentOption.TButton"
     GAP = 4
 
-    def __init__(self, view: ConversationView, index: int, block: Block):
+    def __init__(self, view: CardHost, index: int, block: Block):
         super().__init__(view, index, block)
         d = block.data
         app = view.panel.app
@@ -282,8 +302,7 @@ class PermissionCard(Card):
             for n, option in enumerate(d.get("options") or ()):
                 ttk.Button(self.buttons, text=str(option.get("name") or option.get("kind")),
                            style=self.STYLE, name=f"option_{n}",
-                           command=lambda o=option: self.view.panel.answer_permission(
-                               key, o.get("kind")))
+                           command=self._choose(key, option.get("kind")))
             self.fit(0)
             return
         text = perm.settled_text(str(d["decision"]), d.get("options") or (),
@@ -291,6 +310,9 @@ class PermissionCard(Card):
         ttk.Label(self.buttons, text=text, foreground=self.view.colours["note"],
                   wraplength=max(120, self._width), justify="left",
                   name="settled").pack(side="left")
+
+    def _choose(self, key: str, kind: str | None) -> Callable[[], None]:
+        return lambda: self.view.panel.answer_permission(key, kind)
 
     def fit(self, chars: int) -> None:
         """Lay the card out for the conversation's width (in pixels, whatever ``chars``):

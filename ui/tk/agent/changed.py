@@ -27,12 +27,12 @@ from typing import Any, Callable
 
 from rio.agent.unpatch import text_before
 from rio.protocol.errors import ProtocolError, RioError
-from ui.tk.agent.cards import DIFF_ROWS, Card
+from ui.tk.agent.cards import DIFF_ROWS, Card, CardHost
 from ui.tk.agent.extras import CHANGED_FILES_SHOWN
-from ui.tk.agent.model import Block
+from ui.tk.agent.model import Block, Conversation
+from ui.tk.agent.seams import Requests, Respond
 from ui.tk.agent.text import diff_line_tag
 
-Respond = Callable[[Any], None]
 REVERT_LABEL = "Revert the agent's change on disk"
 
 
@@ -50,7 +50,7 @@ def _deleted_text(entry: dict[str, Any]) -> str | None:
     return text_before(str(diff), "") if diff else None
 
 
-def describe(conv: Any) -> list[dict[str, Any]]:
+def describe(conv: Conversation | None) -> list[dict[str, Any]]:
     """``ui.state``'s ``agent.changed_files``: the last such card's rows."""
     block = next((b for b in reversed(conv.blocks if conv else ())
                   if b.data.get("changed_files")), None)
@@ -63,32 +63,12 @@ def describe(conv: Any) -> list[dict[str, Any]]:
             for f in block.data["changed_files"]]
 
 
-def _find(conv: Any, path: str | None) -> tuple[Block, dict[str, Any]] | None:
+def _find(conv: Conversation | None, path: str | None) -> tuple[Block, dict[str, Any]] | None:
     for block in reversed(conv.blocks if conv else ()):
         for entry in block.data.get("changed_files") or ():
             if path is None or entry.get("path") == path:
                 return block, entry
     return None
-
-
-def review(panel: Any, path: str | None, respond: Respond | None = None) -> None:
-    """Open the file in a tab (unless it was deleted) and unfold its diff in the card."""
-    found = _find(panel.model.shown, path)
-    if found is None:
-        _refuse(respond, "No file the agent changed on disk is shown.")
-        return
-    block, entry = found
-    path = str(entry.get("path"))
-    shown = block.data.setdefault("diff_shown", [])
-    if path in shown:
-        shown.remove(path)
-    else:
-        shown.append(path)
-        if entry.get("change") != "deleted":
-            panel.open_file(path)
-    panel.refresh_block(block)
-    if respond is not None:
-        respond({"path": path, "diff_shown": path in shown})
 
 
 #: The agent_revert dialog's title, question and detail, for a modified and a deleted file.
@@ -99,33 +79,6 @@ _RESTORE_ASK = ("Restore a file", "Put {path} back? The agent deleted it during 
                 "The file is written again with the text, encoding and line ends it had when "
                 "the turn started. Nothing is overwritten: if something is at that path now, "
                 "the restore is refused.")
-
-
-def revert(panel: Any, path: str | None, respond: Respond | None = None) -> None:
-    """Ask, then put the file back (see the module docstring). ``respond`` answers at once
-    with ``{path, asking}``; the row's state says how it went."""
-    found = _find(panel.model.shown, path)
-    if found is None or not can_revert(found[1]):
-        _refuse(respond, _why_not(found[1] if found else None))
-        return
-    block, entry = found
-    path = str(entry.get("path"))
-
-    deleted = entry.get("change") == "deleted"
-
-    # The dialog's button says what the row's button said: Restore a deleted file.
-    action = "Restore" if deleted else "Revert"
-
-    def answered(button: str, _values: dict[str, str]) -> None:
-        if button == action:
-            _set(panel, block, path, "reverting")
-            (_restore if deleted else _revert)(panel, block, entry)
-    from ui.tk.widgets.dialogs import Dialog
-    title, question, detail = _RESTORE_ASK if deleted else _REVERT_ASK
-    Dialog(panel.app, "agent_revert", title, question.format(path=path), [action, "Cancel"],
-           answered, icon="question", detail=detail)
-    if respond is not None:
-        respond({"path": path, "asking": True})
 
 
 def _why_not(entry: dict[str, Any] | None) -> str:
@@ -147,99 +100,155 @@ def _refuse(respond: Respond | None, message: str) -> None:
         respond(ProtocolError("bad_args", message, "Look at ui.state agent.changed_files."))
 
 
-def _set(panel: Any, block: Block, path: str, state: str) -> None:
-    block.data.setdefault("row_states", {})[path] = state
-    panel.refresh_block(block)
+class ChangedFiles:
+    """Review and Revert (Restore) on the last changed-files card, for one panel (it holds one
+    as ``changed``): its buttons, and ``ui.agent review/revert``."""
 
+    def __init__(self, panel: Requests) -> None:
+        self.panel = panel
 
-def _failing(panel: Any, block: Block, path: str) -> Callable[[str], Callable[[Any], None]]:
-    """``failed(why)``: a callback that sets the row's state to ``why`` (and the error's
-    message, when it is given one)."""
-    def failed(why: str) -> Callable[[Any], None]:
-        return lambda err=None: _set(panel, block, path, why + (
-            f" ({err.message})" if isinstance(err, RioError) else ""))
-    return failed
-
-
-def _revert(panel: Any, block: Block, entry: dict[str, Any]) -> None:
-    path = str(entry["path"])
-
-    failed = _failing(panel, block, path)
-
-    def got_disk(read: Any) -> None:
-        old = text_before(str(entry["diff"]), str(read.get("text") or ""))
-        if old is None or read.get("truncated"):
-            failed("not reverted: the file changed again since; Review shows the diff")()
+    def review(self, path: str | None, respond: Respond | None = None) -> None:
+        """Open the file in a tab (unless it was deleted) and unfold its diff in the card."""
+        panel = self.panel
+        found = _find(panel.model.shown, path)
+        if found is None:
+            _refuse(respond, "No file the agent changed on disk is shown.")
             return
-        panel.request("buffer.open", {"path": path}, lambda s: opened(s, old),
+        block, entry = found
+        path = str(entry.get("path"))
+        shown = block.data.setdefault("diff_shown", [])
+        if path in shown:
+            shown.remove(path)
+        else:
+            shown.append(path)
+            if entry.get("change") != "deleted":
+                panel.open_file(path)
+        panel.refresh_block(block)
+        if respond is not None:
+            respond({"path": path, "diff_shown": path in shown})
+
+    def revert(self, path: str | None, respond: Respond | None = None) -> None:
+        """Ask, then put the file back (see the module docstring). ``respond`` answers at once
+        with ``{path, asking}``; the row's state says how it went."""
+        panel = self.panel
+        found = _find(panel.model.shown, path)
+        if found is None or not can_revert(found[1]):
+            _refuse(respond, _why_not(found[1] if found else None))
+            return
+        block, entry = found
+        path = str(entry.get("path"))
+
+        deleted = entry.get("change") == "deleted"
+
+        # The dialog's button says what the row's button said: Restore a deleted file.
+        action = "Restore" if deleted else "Revert"
+
+        def answered(button: str, _values: dict[str, str]) -> None:
+            if button == action:
+                self._set(block, path, "reverting")
+                (self._restore if deleted else self._revert)(block, entry)
+        from ui.tk.widgets.dialogs import Dialog
+        title, question, detail = _RESTORE_ASK if deleted else _REVERT_ASK
+        Dialog(panel.app, "agent_revert", title, question.format(path=path), [action, "Cancel"],
+               answered, icon="question", detail=detail)
+        if respond is not None:
+            respond({"path": path, "asking": True})
+
+    def _set(self, block: Block, path: str, state: str) -> None:
+        panel = self.panel
+        block.data.setdefault("row_states", {})[path] = state
+        panel.refresh_block(block)
+
+    def _failing(self, block: Block, path: str) -> Callable[[str], Callable[..., None]]:
+        """``failed(why)``: a callback that sets the row's state to ``why`` (and the error's
+        message, when it is given one)."""
+        def failed(why: str) -> Callable[..., None]:
+            def set_state(err: object = None) -> None:
+                self._set(block, path, why + (
+                    f" ({err.message})" if isinstance(err, RioError) else ""))
+            return set_state
+        return failed
+
+    def _revert(self, block: Block, entry: dict[str, Any]) -> None:
+        panel = self.panel
+        path = str(entry["path"])
+
+        failed = self._failing(block, path)
+
+        def got_disk(read: Any) -> None:
+            old = text_before(str(entry["diff"]), str(read.get("text") or ""))
+            if old is None or read.get("truncated"):
+                failed("not reverted: the file changed again since; Review shows the diff")()
+                return
+            panel.request("buffer.open", {"path": path}, lambda s: opened(s, old),
+                          failed("not reverted"))
+
+        def opened(summary: Any, old: str) -> None:
+            bid = str(summary["buffer"])
+            if summary.get("dirty"):
+                failed("not reverted: its tab has unsaved changes — save or close them first")()
+                return
+            panel.request("buffer.text", {"buffer": bid}, lambda t: with_text(bid, t, old),
+                          failed("not reverted"))
+
+        def with_text(bid: str, got: Any, old: str) -> None:
+            text = str(got.get("text") or "")
+            def save(_replaced: object = None) -> None:
+                panel.request("buffer.save", {"buffer": bid, "force": True},
+                              lambda _s: self._set(block, path, "reverted"), failed("not saved"))
+            if text == old:
+                save()
+                return
+            panel.request("buffer.replace", {"buffer": bid, "start": 0, "end": len(text),
+                                             "text": old, "base_version": got.get("version"),
+                                             "label": REVERT_LABEL}, save, failed("not reverted"))
+        panel.request("fs.read", {"path": path, "max_chars": 1_000_000}, got_disk,
                       failed("not reverted"))
 
-    def opened(summary: Any, old: str) -> None:
-        bid = str(summary["buffer"])
-        if summary.get("dirty"):
-            failed("not reverted: its tab has unsaved changes — save or close them first")()
+    def _restore(self, block: Block, entry: dict[str, Any]) -> None:
+        """Write a deleted file back — never over something at its path now — through the core: a
+        new buffer with its text, saved there as it was stored, then closed."""
+        panel = self.panel
+        path = str(entry["path"])
+        old = _deleted_text(entry)
+        stored = entry.get("stored_as") or {}
+
+        failed = self._failing(block, path)
+
+        def there(_read: Any) -> None:
+            failed(f"not restored: there is a file at {path} again; Review shows the old text")()
+
+        def absent(err: Any) -> None:
+            if not (isinstance(err, RioError) and err.kind.endswith("not_found")):
+                failed("not restored")(err)
+                return
+            panel.request("buffer.new", {"text": old}, created, failed("not restored"))
+
+        def created(summary: Any) -> None:
+            bid = str(summary["buffer"])
+            args = {"buffer": bid, "path": path, **{k: v for k, v in stored.items()
+                                                    if k in ("encoding", "newline") and v}}
+
+            def done(_saved: Any) -> None:
+                self._set(block, path, "restored")
+                panel.request("buffer.close", {"buffer": bid}, lambda _c: None, lambda _e: None)
+
+            def not_saved(err: Any) -> None:
+                failed("not restored")(err)
+                panel.request("buffer.close", {"buffer": bid, "discard": True},
+                              lambda _c: None, lambda _e: None)
+            panel.request("buffer.save", args, done, not_saved)
+
+        if old is None:
+            failed("not restored: its whole text was not kept")()
             return
-        panel.request("buffer.text", {"buffer": bid}, lambda t: with_text(bid, t, old),
-                      failed("not reverted"))
-
-    def with_text(bid: str, got: Any, old: str) -> None:
-        text = str(got.get("text") or "")
-        save = lambda _r=None: panel.request(  # noqa: E731
-            "buffer.save", {"buffer": bid, "force": True},
-            lambda _s: _set(panel, block, path, "reverted"), failed("not saved"))
-        if text == old:
-            save()
-            return
-        panel.request("buffer.replace", {"buffer": bid, "start": 0, "end": len(text),
-                                         "text": old, "base_version": got.get("version"),
-                                         "label": REVERT_LABEL}, save, failed("not reverted"))
-    panel.request("fs.read", {"path": path, "max_chars": 1_000_000}, got_disk,
-                  failed("not reverted"))
-
-
-def _restore(panel: Any, block: Block, entry: dict[str, Any]) -> None:
-    """Write a deleted file back — never over something at its path now — through the core: a
-    new buffer with its text, saved there as it was stored, then closed."""
-    path = str(entry["path"])
-    old = _deleted_text(entry)
-    stored = entry.get("stored_as") or {}
-
-    failed = _failing(panel, block, path)
-
-    def there(_read: Any) -> None:
-        failed(f"not restored: there is a file at {path} again; Review shows the old text")()
-
-    def absent(err: Any) -> None:
-        if not (isinstance(err, RioError) and err.kind.endswith("not_found")):
-            failed("not restored")(err)
-            return
-        panel.request("buffer.new", {"text": old}, created, failed("not restored"))
-
-    def created(summary: Any) -> None:
-        bid = str(summary["buffer"])
-        args = {"buffer": bid, "path": path, **{k: v for k, v in stored.items()
-                                                if k in ("encoding", "newline") and v}}
-
-        def done(_saved: Any) -> None:
-            _set(panel, block, path, "restored")
-            panel.request("buffer.close", {"buffer": bid}, lambda _c: None, lambda _e: None)
-
-        def not_saved(err: Any) -> None:
-            failed("not restored")(err)
-            panel.request("buffer.close", {"buffer": bid, "discard": True},
-                          lambda _c: None, lambda _e: None)
-        panel.request("buffer.save", args, done, not_saved)
-
-    if old is None:
-        failed("not restored: its whole text was not kept")()
-        return
-    panel.request("fs.read", {"path": path, "max_chars": 1}, there, absent)
+        panel.request("fs.read", {"path": path, "max_chars": 1}, there, absent)
 
 
 class ChangedFilesCard(Card):
     """The files, each with Review (and Revert for a modified one), its state, its diff."""
 
-    def __init__(self, view: Any, index: int, block: Block):
+    def __init__(self, view: CardHost, index: int, block: Block):
         super().__init__(view, index, block)
         self.body = ttk.Frame(self.frame)
         self.body.pack(side="top", fill="x")
@@ -266,11 +275,11 @@ class ChangedFilesCard(Card):
                 side="left")
             if can_revert(entry):
                 label = "Restore" if entry.get("change") == "deleted" else "Revert"
-                ttk.Button(row, text=label, width=7, command=lambda p=path: revert(
-                    panel, p), state="disabled" if states.get(path) in
-                    ("reverting", "reverted", "restored") else "normal").pack(side="right")
+                busy = states.get(path) in ("reverting", "reverted", "restored")
+                ttk.Button(row, text=label, width=7, command=self._revert_row(path),
+                           state="disabled" if busy else "normal").pack(side="right")
             ttk.Button(row, text="Review", width=7,
-                       command=lambda p=path: review(panel, p)).pack(side="right", padx=2)
+                       command=self._review_row(path)).pack(side="right", padx=2)
             if states.get(path):
                 ttk.Label(self.body, text=str(states[path]).capitalize() + ".",
                           foreground=self.view.colours["note"], wraplength=320,
@@ -287,6 +296,12 @@ class ChangedFilesCard(Card):
         ttk.Label(self.body, text="Open documents of these files ask before anything is "
                   "overwritten.", foreground=self.view.colours["note"], wraplength=320,
                   justify="left").pack(anchor="w", pady=(2, 0))
+
+    def _review_row(self, path: str) -> Callable[[], None]:
+        return lambda: self.view.panel.review_file(path)
+
+    def _revert_row(self, path: str) -> Callable[[], None]:
+        return lambda: self.view.panel.revert_file(path)
 
     def _diff(self, entry: dict[str, Any]) -> None:
         app = self.view.panel.app

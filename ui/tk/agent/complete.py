@@ -14,17 +14,30 @@ from __future__ import annotations
 
 import time
 import tkinter as tk
-from typing import Any
+from typing import Protocol
 
 from rio.protocol.frames import Reply, thaw
+from ui.tk.agent.model import AgentModel
+from ui.tk.agent.seams import UiApp
 from ui.tk.agent.text import at_prefix, complete_commands, complete_paths, slash_prefix
+from ui.tk.widgets.tk_calls import listbox_selection
 
 MAX_FILES = 5000
 STALE_S = 30.0
 
 
+class CompleterHost(Protocol):
+    """What the list uses of the panel: the window (the bus, fonts, colours) and the shown
+    conversation (its slash commands)."""
+
+    @property
+    def app(self) -> UiApp: ...
+    @property
+    def model(self) -> AgentModel: ...
+
+
 class PathCompleter:
-    def __init__(self, panel: Any, box: tk.Text):
+    def __init__(self, panel: CompleterHost, box: tk.Text):
         self.panel = panel
         self.box = box
         self.files: list[str] = []
@@ -39,7 +52,7 @@ class PathCompleter:
         box.bind("<Down>", lambda e: self._move(1))
         box.bind("<Up>", lambda e: self._move(-1))
         box.bind("<Tab>", lambda e: self.pick() or ("break" if self.shown else None))
-        box.bind("<Escape>", lambda e: self.close() or "break")
+        box.bind("<Escape>", self._escape)
         box.bind("<FocusOut>", lambda e: box.after(150, self._focus_gone), add="+")
 
     # --- the project's files -------------------------------------------------------------------
@@ -78,7 +91,7 @@ class PathCompleter:
 
     def update(self) -> list[str]:
         slash = slash_prefix(self.box.get("1.0", "insert"))
-        conv = getattr(getattr(self.panel, "model", None), "shown", None)
+        conv = self.panel.model.shown
         if slash is not None and conv is not None and conv.commands:
             self.typed = "/" + slash
             self.shown = complete_commands(slash, conv.commands)
@@ -126,7 +139,7 @@ class PathCompleter:
     def _move(self, step: int) -> str | None:
         if not self.shown or self.listbox is None:
             return None
-        current = self.listbox.curselection()
+        current = listbox_selection(self.listbox)
         i = (current[0] if current else -1) + step
         i = max(0, min(len(self.shown) - 1, i))
         self.listbox.selection_clear(0, "end")
@@ -138,13 +151,17 @@ class PathCompleter:
         """Put the chosen path in place of the ``@prefix`` being typed; False if none shown."""
         if not self.shown or self.listbox is None:
             return False
-        current = self.listbox.curselection()
+        current = listbox_selection(self.listbox)
         path = self.shown[current[0] if current else 0]
         self.box.delete(f"insert - {len(self.typed)} chars", "insert")
         self.box.insert("insert", path + " ")
         self.close()
         self.box.focus_set()
         return True
+
+    def _escape(self, event: tk.Event) -> str:
+        self.close()
+        return "break"
 
     def close(self) -> None:
         self.shown = []

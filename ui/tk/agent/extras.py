@@ -33,6 +33,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, Mapping
 
+from ui.tk.agent.blocks import Blocks, Change
 from ui.tk.agent.permission_model import closed_decision
 
 TOPICS = ("agent.thought", "agent.tool_update", "agent.plan", "agent.silent", "agent.sign_in",
@@ -46,7 +47,7 @@ PERMISSION = "perm:"
 PLAN_MARKS = {"completed": "☑", "in_progress": "◐", "pending": "☐"}
 
 
-def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
+def apply(conv: Blocks, topic: str, data: Mapping[str, Any]) -> list[Change]:
     turn = data.get("turn")
     if topic == "agent.thought":
         text = str(data.get("text") or "")

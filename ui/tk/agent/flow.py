@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tkinter as tk
 from tkinter import ttk
-from typing import Any
+from typing import Callable, TypeVar
 
 from ui.tk.agent.permission_model import button_rows
 
@@ -23,15 +23,15 @@ class FlowRow:
     label and its picker in, :meth:`add` takes any other child of ``frame``."""
 
     def __init__(self, parent: tk.Misc, *, name: str, gap: int = 4,
-                 padding: Any = (2, 0, 2, 0)) -> None:
+                 padding: tuple[int, int, int, int] = (2, 0, 2, 0)) -> None:
         self.frame = ttk.Frame(parent, padding=padding, name=name)
-        pad = list(padding) if isinstance(padding, (tuple, list)) else [padding]
         #: the row's own padding across (left + right)
-        self.padding = int(pad[0]) + int(pad[2] if len(pad) > 2 else pad[0])
+        self.padding = padding[0] + padding[2]
         self.gap = gap
         self.items: list[tk.Widget] = []
         self.rows: list[list[int]] | None = None
-        self._key: Any = None
+        #: the lines last laid out, and which items were too wide for them
+        self._key: tuple[list[list[int]], list[int]] | None = None
         self._job: str | None = None
         self.frame.bind("<Configure>", lambda e: self.layout(e.width), add="+")
 
@@ -99,7 +99,11 @@ class FlowRow:
                 self.items[i].lift(line)        # above its line's frame, or it is hidden
 
 
-def labelled(row: FlowRow, name: str, label: str, widget_of: Any) -> Any:
+W = TypeVar("W", bound=tk.Widget)
+
+
+def labelled(row: FlowRow, name: str, label: str,
+             widget_of: Callable[[ttk.Frame], W]) -> W:
     """A label and its picker as one item of ``row`` (they wrap together); ``widget_of``
     makes the picker in the item's frame."""
     box = row.item(name)

@@ -10,24 +10,44 @@ from __future__ import annotations
 
 import time
 import tkinter as tk
-from typing import Any
+from typing import Any, Callable, Protocol
 
-from rio.protocol.frames import thaw
+from rio.protocol.errors import RioError
+from rio.protocol.frames import Event, thaw
+from ui.tk.agent.model import AgentModel, Conversation
+from ui.tk.agent.seams import AgentEditor, PanelApp
+from ui.tk.agent.settings import PanelPrefs
 from ui.tk.widgets.icons import icon
+from ui.tk.widgets.tk_calls import set_tab
 
 #: A mark set this recently is not cleared by a tab switch (adding the first tab selects it).
 MARK_GRACE_S = 1.0
 
 
+class MarksHost(Protocol):
+    """What the marks use of the panel: the window, the AI switch, the conversations (their
+    Undo follows other edits), and requests."""
+
+    @property
+    def app(self) -> PanelApp: ...
+    @property
+    def prefs(self) -> PanelPrefs: ...
+    @property
+    def model(self) -> AgentModel: ...
+    def apply_changes(self, conv: Conversation, changes: list[tuple[Any, ...]]) -> None: ...
+    def request(self, op: str, args: dict[str, Any], ok: Callable[[Any], object],
+                fail: Callable[[RioError], object], timeout: float = 30) -> None: ...
+
+
 class TabMarks:
-    def __init__(self, panel: Any):
+    def __init__(self, panel: MarksHost):
         self.panel = panel
         self.app = panel.app
         self.marked: dict[str, float] = {}     # buffer → when the agent changed it
         self.app.notebook.bind("<<NotebookTabChanged>>", lambda e: self.on_tab_changed(),
                                add="+")
 
-    def on_buffer(self, event: Any) -> None:
+    def on_buffer(self, event: Event) -> None:
         topic = event.topic
         if topic not in ("buffer.changed", "buffer.saved", "buffer.closed"):
             return
@@ -79,13 +99,14 @@ class TabMarks:
         for bid in list(self.marked):
             self.unmark(bid)
 
-    def _set_image(self, ed: Any, on: bool) -> None:
+    def _set_image(self, ed: AgentEditor, on: bool) -> None:
+        tab = str(ed)       # the editor's widget path: its tab in the notebook
         try:
             if on:
-                self.app.notebook.tab(ed, image=icon("agent", self.app.theme.name, self.app.root),
-                                      compound="left")
+                set_tab(self.app.notebook, tab, image=icon("agent", self.app.theme.name,
+                                                           self.app.root), compound="left")
             else:
-                self.app.notebook.tab(ed, image="")
+                set_tab(self.app.notebook, tab, image="")
         except tk.TclError:
             pass   # the tab went away meanwhile
 

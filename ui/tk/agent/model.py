@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from rio.agent.conversations import DEFAULT_TITLE, short_title
 from ui.tk.agent import extras, pickers
+from ui.tk.agent.blocks import Block as Block
+from ui.tk.agent.blocks import Change as Change
 from ui.tk.agent.text import (  # noqa: F401
     MarkdownStream,
     Span,
@@ -48,25 +49,7 @@ log = logging.getLogger("rio.ui.agent")
 
 # --- conversations -----------------------------------------------------------------------------
 
-@dataclass
-class Block:
-    """One piece of the conversation as the panel shows it.
-
-    ``kind``: ``user`` | ``assistant`` | ``tool`` | ``proposal`` | ``error`` | ``note`` |
-    ``turn_end``. ``data`` holds the event fields the view needs (tool name/input/result,
-    proposal id/path/diff/decision, error kind/message/next, a turn's buffers)."""
-
-    kind: str
-    turn: str | None = None
-    text: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-#: A change for the view: ("block", index) a new block; ("text", index, delta) text appended
-#: to a block (always the last one); ("update", index) a block's data changed; ("finish",
-#: index) the block's text is complete (its last line is drawn as Markdown now); ("reset",)
-#: a block was put before others: the conversation is drawn again.
-Change = tuple
+# Block and Change live in ui/tk/agent/blocks.py (the model's helpers name them too).
 
 #: How each agent titles its own line for a call of Rio's MCP tools (server ``rio``): claude
 #: ``mcp__rio__<tool>``, codex ``Tool: rio/<tool>``, opencode ``rio_<tool>``. Rio publishes
@@ -213,7 +196,7 @@ class Conversation:
             call = str(data.get("call"))
             if call in self._absorbed:
                 return []       # Rio's own line shows this MCP call and its result
-            changes: list[Change] = []
+            changes = []
             for pid, at in list(self.pending.items()):
                 # Answered elsewhere (rio chat, rio call), or a turn replayed from history:
                 # the tool's result says how.

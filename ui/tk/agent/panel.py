@@ -27,12 +27,16 @@ from typing import Any, Callable
 
 from rio.agent.conversations import DEFAULT_TITLE
 from rio.protocol.errors import RioError, error_from_wire
-from rio.protocol.frames import Reply, thaw
-from ui.tk.agent import actions, layout
+from rio.protocol.frames import Event, Reply, thaw
 from ui.tk.agent import changed as agent_changed
-from ui.tk.agent import pickers as agent_pickers
+from ui.tk.agent.actions import PanelActions, turn_end_of
+from ui.tk.agent.control import PanelControl
+from ui.tk.agent.flow import FlowRow
+from ui.tk.agent.layout import MIN_PX, PanelLayout, picker_width
 from ui.tk.agent.marks import TabMarks
 from ui.tk.agent.model import STATE_LABELS, AgentModel, Block, Conversation, who
+from ui.tk.agent.picker_row import PickerRow
+from ui.tk.agent.seams import Completer, PanelApp, Respond, Shown
 from ui.tk.agent.settings import (
     PanelPrefs,
     conversation_labels,
@@ -44,35 +48,64 @@ from ui.tk.agent.settings import (
     save_last_shown,
     save_panel_prefs,
 )
-from ui.tk.agent.view import ConversationView
 from ui.tk.widgets.icons import icon
+from ui.tk.widgets.tooltip import Tooltip
 
 log = logging.getLogger("rio.ui.agent")
 
-Respond = Callable[[Any], None]
 
-
-def _prefs_file():
+def _prefs_file() -> Path:
     from ui.tk.prefs.model import prefs_path
     return prefs_path()
 
 
 class AgentPanel:
-    def __init__(self, app: Any):
+    """The controller: the model, the requests, and the window's seams. What takes more than a
+    few lines is in the typed helpers it holds — ``layout`` (:class:`PanelLayout`), ``actions``
+    (:class:`PanelActions`), ``ui_control`` (:class:`PanelControl`), ``agent_pickers``
+    (:class:`PickerRow`), ``changed`` (:class:`ChangedFiles`) and ``marks`` — each of which sees
+    the panel as a Protocol of ui/tk/agent/seams.py."""
+
+    # The widgets the layout builds (PanelLayout.build): set once the panel was first opened,
+    # read while it is open.
+    provider: tk.StringVar
+    mode: tk.StringVar
+
+    def __init__(self, app: PanelApp):
         self.app = app
         self.conn = app.conn
         self.model = AgentModel()
         self.prefs: PanelPrefs = load_panel_prefs(_prefs_file())
         self.default_provider, self.providers = provider_names()
         self.frame: ttk.Frame | None = None
-        self.view: ConversationView | None = None
+        self.view: Shown | None = None
         self.input: tk.Text | None = None
         self.strip: ttk.Frame | None = None
         self.body: ttk.Frame | None = None
+        self.completer: Completer | None = None
+        self.caption: ttk.Label | None = None
+        self.provider_box: ttk.Combobox | None = None
+        self.chooser: ttk.Combobox | None = None
+        self.stop_button: ttk.Button | None = None
+        self.send_button: ttk.Button | None = None
+        self.strip_count: ttk.Label | None = None
+        self.head: FlowRow | None = None
+        self.name_active: tk.BooleanVar | None = None
+        self.conv_row: ttk.Frame | None = None
+        self.agent_flow: FlowRow | None = None
+        self.agent_row: ttk.Frame | None = None
+        self.agent_boxes: dict[str, ttk.Combobox] = {}
+        #: the conversation picker's labels → conversation ids
+        self.chooser_ids: dict[str, str] = {}
         self.is_open = False
         self._list_job: str | None = None
         self._state_shown = ""
         self._theme = app.theme.name
+        self.layout = PanelLayout(self)
+        self.actions = PanelActions(self)
+        self.ui_control = PanelControl(self)
+        self.agent_pickers = PickerRow(self)
+        self.changed = agent_changed.ChangedFiles(self)
         conn = self.conn
         conn.subscribe("agent.", self._on_event)
         self.marks = TabMarks(self)
@@ -86,25 +119,24 @@ class AgentPanel:
         self.request("agent.pending", {}, self._got_pending, lambda err: None)
 
     def _got_pending(self, result: Any) -> None:
-        from types import SimpleNamespace
         for topic, data in self.model.unseen((result or {}).get("events") or ()):
-            self._on_event(SimpleNamespace(topic=topic, data=data))
+            self._on_event(Event(topic=topic, data=data))
 
     def _got_agents(self, result: Any) -> None:
-        """The ACP agents found here join the picker (ui/tk/agent_model.picker_entries)."""
+        """The ACP agents found here join the picker (ui/tk/agent/settings.picker_entries)."""
         self.providers = picker_entries(self.providers, (result or {}).get("agents") or ())
-        if self.is_open and getattr(self, "provider_box", None) is not None:
+        if self.is_open and self.provider_box is not None:
             self.provider_box.configure(values=self.providers,
-                                        width=layout.picker_width(self.providers))
-            self.head.layout()
+                                        width=picker_width(self.providers))
+            if self.head is not None:
+                self.head.layout()
 
     # --- the window's seams ----------------------------------------------------------------------
     def _hook_status(self) -> None:
         slot = self.app.agent_slot
         for w in (slot, *slot.winfo_children()):
             w.bind("<Button-1>", lambda e: self.open(), add="+")
-            w.configure(cursor="hand2")
-        from ui.tk.widgets.tooltip import Tooltip
+            w["cursor"] = "hand2"
         self.status_tip = Tooltip(slot, "", self.app)
 
     def toolbar_button(self) -> None:
@@ -125,9 +157,9 @@ class AgentPanel:
         img = icon("agent", self.app.theme.name, self.app.root)
         b = ttk.Button(self.app.toolbar, text="AI", image=img, compound="left",
                        style="Toolbutton", takefocus=False, command=self.toggle, name="tb_ai")
+        # the image lives as long as its button (Tk keeps only its name)
         b.image = img  # type: ignore[attr-defined]
         b.pack(side="right", padx=(1, 2))
-        from ui.tk.widgets.tooltip import Tooltip
         Tooltip(b, "Agent panel (Ctrl+Shift+A)", self.app)
 
     # --- open / close / dock -------------------------------------------------------------------
@@ -141,10 +173,10 @@ class AgentPanel:
             self.open(focus=True)
 
     def minimise(self) -> None:
-        layout.fold(self, True)
+        self.layout.fold(True)
 
     def restore(self) -> None:
-        layout.fold(self, False)
+        self.layout.fold(False)
         if self.input is not None:
             self.input.focus_set()
 
@@ -156,17 +188,18 @@ class AgentPanel:
                 self.close(remember=False)
             self.set_prefs(side=side)
         if not self.is_open:
-            layout.build(self)
-            layout.dock(self)
+            self.layout.build()
+            self.agent_pickers.forget()     # a new frame: its row is drawn afresh
+            self.layout.dock()
             self.is_open = True
             self.set_mode("")
             self.set_prefs(open=True)
             if self.model.current is None:
                 self._adopt_latest()
-            self._sync_header()
+            self.sync_header()
         elif self.prefs.minimised:
-            layout.fold(self, False)
-        layout.refresh_strip(self)
+            self.layout.fold(False)
+        self.layout.refresh_strip()
         if focus and self.input is not None:
             self.input.focus_set()
 
@@ -183,7 +216,7 @@ class AgentPanel:
         self.input = None
         self.is_open = False
         if remember:
-            self.set_prefs(open=False, width=width if width > layout.MIN_PX else self.prefs.width)
+            self.set_prefs(open=False, width=width if width > MIN_PX else self.prefs.width)
         ed = self.app.active_editor()
         if ed is not None:
             ed.text.focus_set()
@@ -199,8 +232,10 @@ class AgentPanel:
         except OSError as exc:
             log.warning("could not save the agent panel preferences: %s", exc)
 
-    def _sync_header(self) -> None:
-        if not self.is_open:
+    def sync_header(self) -> None:
+        """The header, the Send/Stop button and the pickers follow the shown conversation."""
+        if not self.is_open or self.chooser is None or self.stop_button is None or \
+                self.send_button is None:
             return
         conv = self.model.shown
         running = conv is not None and conv.turn is not None
@@ -222,22 +257,27 @@ class AgentPanel:
         titles = [label for label, _ in labels]
         if list(self.chooser.cget("values")) != titles:
             self.chooser.configure(values=titles)
-            layout.fit_chooser_list(self, titles)
+            self.layout.fit_chooser_list(titles)
         if conv is not None:
             self.chooser.set(next((label for label, cid in labels if cid == conv.id), ""))
             if conv.provider:
                 self.provider.set(conv.provider)
         else:
             self.chooser.set("")
-        agent_pickers.sync(self)
+        self.agent_pickers.sync()
 
     def chosen(self) -> None:
-        cid = getattr(self, "chooser_ids", {}).get(self.chooser.get())
+        cid = self.chooser_ids.get(self.chooser.get()) if self.chooser is not None else None
         if cid:
             self.show_conversation(cid)
 
     def provider_chosen(self, respond: Respond | None = None) -> None:
-        actions.provider_chosen(self, respond)
+        self.actions.provider_chosen(respond)
+
+    def choose_agent_setting(self, picker: str, value: str,
+                             respond: Respond | None = None) -> None:
+        """A pick in the ACP agent's own row (its mode, model, …): ui/tk/agent/picker_row.py."""
+        self.agent_pickers.choose(picker, value, respond)
 
     def set_mode(self, mode: str, respond: Respond | None = None) -> None:
         """The approval gate's mode (agent.mode): review, auto_buffer or allow_all."""
@@ -248,7 +288,7 @@ class AgentPanel:
                 respond(result)
 
         def failed(err: RioError) -> None:
-            self._panel_error(self.model.shown, err)
+            self.panel_error(self.model.shown, err)
             if respond is not None:
                 respond(err)
         self.request("agent.mode", {"mode": mode} if mode else {}, done, failed)
@@ -257,7 +297,7 @@ class AgentPanel:
     def refresh_list(self, then: Callable[[], None] | None = None) -> None:
         def got(listing: Any) -> None:
             self.model.set_listing(listing or [])
-            self._sync_header()
+            self.sync_header()
             if then is not None:
                 then()
         self.request("agent.list", {}, got, lambda err: None)
@@ -279,7 +319,7 @@ class AgentPanel:
             self.refresh_list(pick)
 
     def _state_file(self) -> Path | None:
-        state_dir = getattr(self.app, "state_dir", None)
+        state_dir = self.app.state_dir
         return Path(state_dir) / "agent-panel.json" if state_dir else None
 
     def show_conversation(self, cid: str, then: Callable[[], None] | None = None,
@@ -290,7 +330,7 @@ class AgentPanel:
         save_last_shown(self._state_file(), cid)
         if self.view is not None:
             self.view.show(conv)
-        self._sync_header()
+        self.sync_header()
         self.refresh_status()
         if conv.loaded:
             if then is not None:
@@ -303,8 +343,8 @@ class AgentPanel:
                 conv.prepend_history(history, blocks_from_history(history))
                 if self.model.current == cid and self.view is not None:
                     self.view.show(conv)
-                self._sync_header()
-                actions.check_reloaded_turn_end(self, conv)
+                self.sync_header()
+                self.actions.check_reloaded_turn_end(conv)
             if then is not None:
                 then()
 
@@ -314,9 +354,9 @@ class AgentPanel:
                 self.model.current = None
                 if self.view is not None:
                     self.view.show(None)
-                self._sync_header()
+                self.sync_header()
             else:
-                self._panel_error(conv, err)
+                self.panel_error(conv, err)
             if fail is not None:
                 fail(err)
         self.request("agent.history", {"conversation": cid}, got, failed)
@@ -335,20 +375,20 @@ class AgentPanel:
             save_last_shown(self._state_file(), conv.id)
             if self.view is not None:
                 self.view.show(conv)
-            self._sync_header()
+            self.sync_header()
             self.refresh_status()
             if then is not None:
                 then(conv)
 
         def failed(err: RioError) -> None:
-            self._panel_error(self.model.shown, err)
+            self.panel_error(self.model.shown, err)
             if fail is not None:
                 fail(err)
         self.request("agent.new", args, made, failed)
 
     # --- sending, answering, stopping --------------------------------------------------------
-    def on_enter(self, _e: tk.Event) -> str:
-        completer = getattr(self, "completer", None)
+    def on_enter(self, event: tk.Event) -> str:
+        completer = self.completer
         if completer is not None and completer.pick():
             return "break"      # Enter picks the @file shown, it does not send
         self.send_input()
@@ -361,7 +401,7 @@ class AgentPanel:
         if not text.strip():
             return
         self.input.delete("1.0", "end")
-        self.send(text + actions.active_file_note(self))
+        self.send(text + self.actions.active_file_note())
 
     def send(self, text: str, respond: Respond | None = None) -> None:
         """Send a message to the shown conversation (a new one when there is none). A message
@@ -372,7 +412,7 @@ class AgentPanel:
                     respond({"conversation": conv.id, "turn": result.get("turn")})
 
             def failed(err: RioError) -> None:
-                self._panel_error(conv, err)
+                self.panel_error(conv, err)
                 if respond is not None:
                     respond(err)
             self.request("agent.send", {"conversation": conv.id, "text": text}, sent, failed)
@@ -399,7 +439,7 @@ class AgentPanel:
 
     def answer(self, proposal: str | None, decision: str,
                respond: Respond | None = None) -> None:
-        actions.answer_proposal(self, proposal, decision, respond)
+        self.actions.answer_proposal(proposal, decision, respond)
 
     def stop(self, respond: Respond | None = None) -> None:
         conv = self.model.shown
@@ -407,46 +447,53 @@ class AgentPanel:
             if respond is not None:
                 respond({"stopped": False})
             return
-        self.request("agent.stop", {"conversation": conv.id},
-                      lambda r: respond(r) if respond else None,
-                      lambda err: respond(err) if respond else self._panel_error(conv, err))
+        def done(result: Any) -> None:
+            if respond is not None:
+                respond(result)
+
+        def failed(err: RioError) -> None:
+            if respond is not None:
+                respond(err)
+            else:
+                self.panel_error(conv, err)
+        self.request("agent.stop", {"conversation": conv.id}, done, failed)
 
     def answer_permission(self, key: str | None, option: str | None,
                           respond: Respond | None = None) -> None:
-        actions.answer_permission(self, key, option, respond)
+        self.actions.answer_permission(key, option, respond)
 
     def sign_in(self, method: str | None, respond: Respond | None = None) -> None:
-        actions.sign_in(self, method, respond)
+        self.actions.sign_in(method, respond)
 
     # --- files the agent changed on disk itself (ui/tk/agent/changed.py) -------------------
     def changed_files(self) -> list[dict[str, Any]]:
         return agent_changed.describe(self.model.shown)
 
     def review_file(self, path: str | None, respond: Respond | None = None) -> None:
-        agent_changed.review(self, path, respond)
+        self.changed.review(path, respond)
 
     def revert_file(self, path: str | None, respond: Respond | None = None) -> None:
-        agent_changed.revert(self, path, respond)
+        self.changed.revert(path, respond)
 
     def set_key(self) -> object:
         from ui.tk.prefs.api_keys import show_key_dialog
         return show_key_dialog(self)
 
     def retry(self, block: Block) -> None:
-        actions.retry(self, block)
+        self.actions.retry(block)
 
     def ask_about_selection(self) -> None:
-        actions.ask_about_selection(self)
+        self.actions.ask_about_selection()
 
     # --- after a turn: save, undo --------------------------------------------------------------
     def save_turn(self, block: Block | None, respond: Respond | None = None) -> None:
-        actions.save_turn(self, block, respond)
+        self.actions.save_turn(block, respond)
 
     def undo_turn(self, block: Block | None, respond: Respond | None = None) -> None:
-        actions.undo_turn(self, block, respond)
+        self.actions.undo_turn(block, respond)
 
     def last_turn_end(self) -> Block | None:
-        return actions.turn_end_of(self.model.shown)
+        return turn_end_of(self.model.shown)
 
     def refresh_block(self, block: Block) -> None:
         for conv in self.model.conversations.values():
@@ -455,7 +502,7 @@ class AgentPanel:
                 return
 
     # --- events ------------------------------------------------------------------------------
-    def _on_event(self, event: Any) -> None:
+    def _on_event(self, event: Event) -> None:
         data = thaw(event.data)
         topic = event.topic
         conv, changes = self.model.apply(topic, data)
@@ -477,12 +524,12 @@ class AgentPanel:
             if change[0] == "block" and conv.blocks[change[1]].kind == "turn_end":
                 self._name_buffers(conv, conv.blocks[change[1]])
 
-    def apply_changes(self, conv: Conversation, changes: list[tuple]) -> None:
+    def apply_changes(self, conv: Conversation, changes: list[tuple[Any, ...]]) -> None:
         if conv.id == self.model.current and self.view is not None:
             self.view.apply(changes)
         if changes and all(c[0] == "text" for c in changes):
             return      # a delta changes no state: the header and status bar stay as they are
-        self._sync_header()
+        self.sync_header()
         self.refresh_status()
 
     def _name_buffers(self, conv: Conversation, block: Block) -> None:
@@ -507,9 +554,11 @@ class AgentPanel:
             self.app.status_vars["agent"].set(text)
         self.status_tip.text = self.model.status_tip() if self.prefs.show_ai else \
             "The AI features are off: Edit → AI Preferences… turns them on."
-        layout.refresh_strip(self)
+        self.layout.refresh_strip()
 
-    def _panel_error(self, conv: Conversation | None, err: RioError) -> None:
+    def panel_error(self, conv: Conversation | None, err: RioError) -> None:
+        """An error the panel's own request got: a line in the conversation, else the status
+        bar's message."""
         if conv is None:
             self.app.set_message(f"{err.message} {err.next}")
             return
@@ -530,16 +579,18 @@ class AgentPanel:
 
     # --- ui.agent / ui.state -------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        return actions.describe(self)
+        return self.ui_control.describe()
 
-    def control(self, args: dict[str, Any], respond: Respond) -> Any:
-        return actions.control(self, args, respond)
+    def control(self, args: dict[str, Any], respond: Respond) -> dict[str, Any] | None:
+        """``ui.agent`` (ui/tk/agent/control.py): the result, or None when it answers later."""
+        return self.ui_control.control(args, respond)
 
 
-def install(app: Any) -> AgentPanel:
+def install(app: PanelApp) -> AgentPanel:
+    """Make the window's agent panel; the caller keeps it as ``app.agent_panel``
+    (ui/tk/app/plugins.py)."""
     panel = AgentPanel(app)
-    app.agent_panel = panel
-    actions.register_commands(panel)
+    panel.actions.register_commands()
     if not panel.prefs.show_ai:
         from ui.tk.prefs.ai_dialog import show_agent_menu
         show_agent_menu(panel, False)      # off from the start: no Agent menu either

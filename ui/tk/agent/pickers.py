@@ -10,17 +10,20 @@ session, which asks the agent (``session/set_mode``/``session/set_config_option`
 publishes its answer, which redraws the row. These are the agent's own settings; the
 approval gate's mode (review, auto_buffer, allow_all) is the *Mode* picker above.
 
-The first half is display-free (tests/desktop/test_agent_model.py); Tk is imported by the widgets only.
+Display-free (tests/desktop/test_agent_model_acp.py); the row's widgets are
+:class:`ui.tk.agent.picker_row.PickerRow`, which the panel holds as ``agent_pickers``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
+
+from ui.tk.agent.blocks import Blocks, Change
 
 TOPICS = ("agent.modes", "agent.config")
 
 
-def apply(conv: Any, topic: str, data: Mapping[str, Any]) -> list[tuple]:
+def apply(conv: Blocks, topic: str, data: Mapping[str, Any]) -> list[Change]:
     """Keep what the agent offers on the conversation; no block (the header shows it)."""
     if topic == "agent.modes":
         available = [{"id": str(m.get("id")), "name": str(m.get("name") or m.get("id"))}
@@ -60,7 +63,7 @@ def _is_mode_option(option: Mapping[str, Any], modes: Mapping[str, Any]) -> bool
     return bool(ids) and {v for v, _ in select_choices(option)} == ids
 
 
-def pickers(conv: Any) -> list[dict[str, Any]]:
+def pickers(conv: Blocks | None) -> list[dict[str, Any]]:
     """What the row shows for a conversation: ``[{id, label, current, choices: [(value,
     name)]}]`` — ``id`` is ``mode`` for the agent's mode, else the config option's id.
 
@@ -88,78 +91,7 @@ def pickers(conv: Any) -> list[dict[str, Any]]:
     return out
 
 
-def describe(conv: Any) -> list[dict[str, Any]]:
+def describe(conv: Blocks | None) -> list[dict[str, Any]]:
     """``ui.state``'s ``agent.pickers``: ``[{id, label, current, values}]``."""
     return [{"id": p["id"], "label": p["label"], "current": p["current"],
              "values": [v for v, _ in p["choices"]]} for p in pickers(conv)]
-
-
-# --- widgets -----------------------------------------------------------------------------------
-
-Respond = Callable[[Any], None]
-
-
-def sync(panel: Any) -> None:
-    """Redraw the row when what the shown conversation offers changed; hide it when nothing."""
-    row = getattr(panel, "agent_row", None)
-    if row is None:
-        return
-    shown = pickers(panel.model.shown)
-    key = repr(shown)
-    if key == getattr(panel, "_pickers_key", None):
-        return
-    panel._pickers_key = key
-    from tkinter import ttk
-
-    from ui.tk.agent.flow import labelled
-    flow = panel.agent_flow
-    flow.clear()
-    panel.agent_boxes = {}
-    if not shown:
-        row.pack_forget()
-        return
-    for n, p in enumerate(shown):
-        names = [name for _, name in p["choices"]]
-        # one item per picker, its label with it: the row wraps (ui/tk/agent/flow.py), so
-        # Codex's three pickers stay whole in a narrow panel
-        box = labelled(flow, f"item_{n}", f"{p['label']}:", lambda parent, p=p, names=names:
-                       ttk.Combobox(parent, values=names, state="readonly",
-                                    width=max(6, min(18, max(map(len, names)) + 1)),
-                                    name=f"pick_{p['id']}".lower()))
-        current = next((name for value, name in p["choices"] if value == str(p["current"])),
-                       "")
-        box.set(current)
-        box.bind("<<ComboboxSelected>>", lambda e, p=p, box=box: choose(
-            panel, p["id"], dict((n, v) for v, n in p["choices"]).get(box.get(), box.get())))
-        panel.agent_boxes[p["id"]] = box
-    row.pack(side="top", fill="x", after=panel.conv_row)
-    flow.layout()
-
-
-def choose(panel: Any, picker: str, value: Any, respond: Respond | None = None) -> None:
-    """A pick in the row (or ``ui.agent agent_setting``): the agent's mode or option."""
-    conv = panel.model.shown
-    if conv is None:
-        if respond is not None:
-            from rio.protocol.errors import ProtocolError
-            respond(ProtocolError("bad_args", "No conversation is shown.",
-                                  "Open an ACP agent's conversation first."))
-        return
-    by_config = any(p["id"] == picker and p.get("config") for p in pickers(conv))
-    if picker == "mode" and not by_config:
-        op, args = "agent.set_mode", {"conversation": conv.id, "mode": str(value)}
-    else:
-        op, args = "agent.set_config", {"conversation": conv.id, "option": picker,
-                                        "value": value}
-
-    def done(result: Any) -> None:
-        if respond is not None:
-            respond(result)
-
-    def failed(err: Any) -> None:
-        panel._pickers_key = None       # the row goes back to what the agent said last
-        sync(panel)
-        panel._panel_error(conv, err)
-        if respond is not None:
-            respond(err)
-    panel.request(op, args, done, failed)

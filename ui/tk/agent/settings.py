@@ -5,11 +5,12 @@ conversation it showed last (the project's, in its state folder), and what its p
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from ui.tk.prefs.store import read_json_object, read_ui, update_ui, write_state
 
 log = logging.getLogger("rio.ui.agent")
 
@@ -48,43 +49,26 @@ class PanelPrefs:
 
 
 def load_panel_prefs(path: Path) -> PanelPrefs:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return PanelPrefs()
-    return PanelPrefs.from_json(data if isinstance(data, dict) else {})
+    return PanelPrefs.from_json(read_ui(path))
 
 
 def save_panel_prefs(path: Path, prefs: PanelPrefs) -> None:
-    """Merge the ``agent_*`` keys into the preferences file (other keys kept), atomically."""
-    from rio.files.atomic import write_json
-    try:
-        existing = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(existing, dict):
-            existing = {}
-    except (OSError, ValueError):
-        existing = {}
-    existing.update(prefs.to_json())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, existing, sort_keys=True)
+    """Merge the ``agent_*`` keys into the preferences file through the UI's one writer
+    (ui/tk/prefs/store.py: atomic, one read-merge-write), the editor's keys kept."""
+    update_ui(prefs.to_json(), path)
 
 
 def load_last_shown(path: Path | None) -> str | None:
     """The conversation the panel showed last in this project (its state folder), if any."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path else {}
-    except (OSError, ValueError):
-        return None
-    value = data.get("conversation") if isinstance(data, dict) else None
+    value = read_json_object(path).get("conversation") if path else None
     return str(value) if value else None
 
 
 def save_last_shown(path: Path | None, cid: str) -> None:
     if path is None or load_last_shown(path) == cid:
         return
-    from rio.files.atomic import write_json
     try:
-        write_json(path, {"conversation": cid})
+        write_state(path, {"conversation": cid})
     except OSError as exc:
         log.warning("could not remember the shown conversation: %s", exc)
 

@@ -12,6 +12,7 @@ it is when its state changes.
 from __future__ import annotations
 
 import tkinter as tk
+from functools import partial
 from tkinter import ttk
 from typing import Any
 
@@ -19,6 +20,7 @@ from rio.protocol.tool_input import short_input
 from ui.tk.agent.cards import Card, PermissionCard, ProposalCard, SignInCard, TurnEndCard
 from ui.tk.agent.extras import plan_lines
 from ui.tk.agent.model import Block, Conversation, error_lines
+from ui.tk.agent.seams import ViewHost
 from ui.tk.agent.text import MarkdownStream, fold_output, markdown_line, render_markdown
 
 #: A card's edges across: its embedding's padx (2 + 2), its raised border (2 + 2), its
@@ -39,10 +41,16 @@ def _colours(theme: Any) -> dict[str, str]:
             "error": "#ff6060" if dark else "#c00000", "note": theme.disabled_fg}
 
 
+def _read_only_key(event: tk.Event) -> str | None:
+    """Keys do nothing in the conversation (it is read-only) but Ctrl+key (copy, select all)."""
+    ctrl = isinstance(event.state, int) and bool(event.state & 0x4)
+    return None if ctrl else "break"
+
+
 class ConversationView:
     """The conversation's text widget and the cards in it."""
 
-    def __init__(self, panel: Any, parent: tk.Misc):
+    def __init__(self, panel: ViewHost, parent: tk.Misc):
         self.panel = panel
         app = panel.app
         t = app.theme
@@ -59,7 +67,7 @@ class ConversationView:
         scroll.pack(side="right", fill="y")
         self.text.pack(side="left", fill="both", expand=True)
         # Read-only, but selectable and copyable.
-        self.text.bind("<Key>", lambda e: None if (e.state & 0x4) else "break")
+        self.text.bind("<Key>", _read_only_key)
         self._style_tags()
         self.text.bind("<Configure>", lambda e: self.fit_cards(), add="+")
         self.conv: Conversation | None = None
@@ -128,7 +136,7 @@ class ConversationView:
         self.text.see("end")
 
     # --- changes -----------------------------------------------------------------------------
-    def apply(self, changes: list[tuple]) -> None:
+    def apply(self, changes: list[tuple[Any, ...]]) -> None:
         if self.conv is None:
             return
         if any(change[0] == "reset" for change in changes):
@@ -222,7 +230,7 @@ class ConversationView:
             tx.insert("end", f"✗ {block.text}" + (f" ({kind})" if kind else ""), ("error", tag))
             if kind in RETRYABLE and hasattr(self.panel, "retry"):
                 button = ttk.Button(tx, text="Retry", width=6,
-                                    command=lambda b=block: self.panel.retry(b))
+                                    command=partial(self.panel.retry, block))
                 self.extras.append(button)
                 tx.window_create("end", window=button, padx=6)
             # Rio's keys are for the API providers: an ACP agent signs in its own way (its
@@ -284,7 +292,8 @@ class ConversationView:
         if d.get("hidden"):
             return      # an agent's own line for a call Rio's line shows (one per call)
         status = d.get("status")
-        mark, mtag = {"ok": ("✓", "ok"), "failed": ("✗", "failed")}.get(status, ("…", "card"))
+        mark, mtag = {"ok": ("✓", "ok"), "failed": ("✗", "failed")}.get(str(status),
+                                                                      ("…", "card"))
         shown = d.get("input") or {}
         if str(d.get("name")).startswith("propose_") and isinstance(shown, dict):
             shown = {"path": shown.get("path")}      # the card below shows the change

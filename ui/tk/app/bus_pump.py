@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import logging
 import tkinter as tk
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from actors.bus.client import BusConnection
 
 log = logging.getLogger("rio.ui.bus")
 
@@ -18,7 +21,7 @@ TICK_MS = 50
 
 
 class BusPump:
-    def __init__(self, root: tk.Misc, conn: Any, *, tick_ms: int = TICK_MS):
+    def __init__(self, root: tk.Misc, conn: BusConnection, *, tick_ms: int = TICK_MS):
         self.root = root
         self.conn = conn
         self.tick_ms = tick_ms

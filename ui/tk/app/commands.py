@@ -14,7 +14,7 @@ patterns to bind.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 #: The menu bar, left to right (the Agent menu is filled by ui/tk/agent/panel.py; a menu with
 #: no commands is not shown).
@@ -140,7 +140,7 @@ class CommandTable:
     def __contains__(self, name: str) -> bool:
         return name in self._commands
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Command]:
         return iter(self._commands.values())
 
     def get(self, name: str) -> Command:

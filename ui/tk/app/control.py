@@ -117,7 +117,7 @@ class ControlServer:
             sel = active.selection()
             if sel is not None:
                 selection = {"start": sel[0], "end": sel[1], "size": sel[1] - sel[0]}
-        status = {k: v.get() for k, v in app.status_vars.items()}
+        status: dict[str, object] = {k: v.get() for k, v in app.status_vars.items()}
         status["message"] = app.message.get()
         status["cut"] = app.status_cells_cut()
         status["unprotected"] = sorted(app.unprotected.values())

@@ -15,16 +15,18 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rio.protocol.errors import BusError, RioError
-from rio.protocol.frames import thaw
+from rio.protocol.frames import Event, thaw
 from ui.tk.app import session as session_mod
 from ui.tk.app.seams import CoreEventsHost
 from ui.tk.widgets.dialogs import Dialog
+from ui.tk.widgets.tk_calls import select_tab
 
 if TYPE_CHECKING:
+    from actors.bus.client import BusConnection
     from ui.tk.editor.tab import EditorTab
 
 
-def call_when_up(conn: Any, op: str, wait_s: float = 60.0,
+def call_when_up(conn: BusConnection, op: str, wait_s: float = 60.0,
                  pump: Callable[[], object] | None = None) -> Any:
     """A start-up call that waits for the core: the supervisor starts the window and the
     core together, so the first ``buffer.*`` may find nobody serving it yet. Then it waits
@@ -32,9 +34,9 @@ def call_when_up(conn: Any, op: str, wait_s: float = 60.0,
     sleep), and asks again — at least every 0.5 s, in case the event came first. ``pump``:
     called every 50 ms meanwhile (the first screen keeps drawing and taking keys)."""
     deadline = time.monotonic() + wait_s
-    core_up: list[Any] = []
+    core_up: list[Event] = []
 
-    def on_process(event: Any) -> None:
+    def on_process(event: Event) -> None:
         if event.data.get("name") == "core" and event.data.get("event") == "ready":
             core_up.append(event)
 
@@ -60,7 +62,7 @@ def call_when_up(conn: Any, op: str, wait_s: float = 60.0,
 
 
 class CoreEvents:
-    def __init__(self, app: CoreEventsHost):
+    def __init__(self, app: CoreEventsHost[EditorTab]):
         self.app = app
         self._core_down = False      # a stop of the core was seen: its next "ready" resyncs
 
@@ -85,7 +87,7 @@ class CoreEvents:
         def select_active() -> None:
             target = built[active] if active < len(built) else None
             if target is not None:
-                app.notebook.select(target)
+                select_tab(app.notebook, target)
                 app.focus_editor(target)
 
         for i, plan in enumerate(plans):
@@ -93,7 +95,8 @@ class CoreEvents:
             if plan.buffer and plan.buffer in by_id:
                 built[i] = app.add_tab(by_id[plan.buffer], select=False, cursor=cursor)
             elif plan.path:
-                def opened(summary: dict[str, Any], i: int = i, cursor=cursor) -> None:
+                def opened(summary: dict[str, Any], i: int = i,
+                           cursor: tuple[int, int, int] = cursor) -> None:
                     built[i] = app.add_tab(summary, select=False, cursor=cursor)
                     if i == active:
                         select_active()
@@ -137,7 +140,7 @@ class CoreEvents:
         Dialog(app, "recovered", "Rio", msg, ["OK"], lambda b, v: None,
                detail=detail.strip(), icon="warning" if failures else "info")
 
-    def _on_buffer_event(self, event: Any) -> None:
+    def _on_buffer_event(self, event: Event) -> None:
         app = self.app
         data = thaw(event.data)
         ed = app.editors.get(data.get("buffer", ""))
@@ -175,7 +178,7 @@ class CoreEvents:
         name = app.unprotected.pop(data["buffer"], None) or data.get("name") or data["buffer"]
         app.set_message(f"{name} is journaled again: edits are protected.")
 
-    def _on_process(self, event: Any) -> None:
+    def _on_process(self, event: Event) -> None:
         app = self.app
         data = thaw(event.data)
         if data.get("name") != "core":

@@ -11,28 +11,65 @@ from __future__ import annotations
 import difflib
 import os
 import tkinter as tk
+import tkinter.font as tkfont
 from pathlib import Path
 from tkinter import ttk
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 from ui.tk.app.seams import SavableEditor
 from ui.tk.widgets.dialogs import Dialog, Field, text_window
+from ui.tk.widgets.seams import OpenDialog
+from ui.tk.widgets.tk_calls import listbox_selection, select_tab
+
+if TYPE_CHECKING:
+    from actors.bus.client import BusConnection
+    from ui.tk.app.session import Session
+    from ui.tk.widgets.theme import Theme
 
 ENCODINGS = ("utf-8", "utf-8-sig", "utf-16-le", "utf-16-be", "latin-1")
 NEWLINES = ("lf", "crlf", "cr")
 
 
-def newline_name(value: Any) -> str:
+def newline_name(value: object) -> str:
     """The format's newline ("\\r\\n" on the wire) as save's argument names it (crlf)."""
     return {"\r\n": "crlf", "\r": "cr", "\n": "lf"}.get(str(value or "\n"),
                                                       str(value or "lf").lower())
 
 
 
-class FileActions:
-    """File commands and prompts (mixed into App)."""
+#: The window's editor tab (ui/tk/editor/tab.py's EditorTab): what the file actions use of it
+#: is :class:`SavableEditor`; the window's own methods take and give the tab itself.
+Ed = TypeVar("Ed", bound=SavableEditor)
+
+
+class FileActions(Generic[Ed]):
+    """File commands and prompts (mixed into App as ``FileActions[EditorTab]``)."""
+
+    if TYPE_CHECKING:
+        # What these methods use of the window (App provides each; mypy checks it does).
+        root: tk.Tk
+        conn: BusConnection
+        remote: str | None
+        project_root: str
+        session: Session
+        notebook: ttk.Notebook
+        dialogs: dict[str, OpenDialog]
+        theme: Theme
+        editor_font: tkfont.Font
+        quitting: bool
+        exit_code: int
+
+        def ui_font_family(self) -> str: ...
+        def show_error(self, err: RioError) -> None: ...
+        def set_message(self, text: str) -> None: ...
+        def active_editor(self) -> Ed | None: ...
+        def tabs(self) -> list[Ed]: ...
+        def remove_tab(self, ed: Ed) -> None: ...
+        def open_path(self, path: str) -> None: ...
+        def save_session(self) -> None: ...
+        def _fill_recent(self) -> None: ...
 
     def _request(self, op: str, args: dict[str, Any], ok: Callable[[Any], object],
                  fail: Callable[[RioError], object] | None = None, timeout: float = 30) -> None:
@@ -80,7 +117,7 @@ class FileActions:
             self._request("fs.list", {"path": folder or "."}, got)
 
         def pick(_e: tk.Event) -> None:
-            sel = holder["lb"].curselection()
+            sel = listbox_selection(holder["lb"])
             if not sel:
                 return
             name = holder["lb"].get(sel[0])
@@ -95,7 +132,7 @@ class FileActions:
                 d.answer("Open")
 
         def select(_e: tk.Event) -> None:
-            sel = holder["lb"].curselection()
+            sel = listbox_selection(holder["lb"])
             if sel and not holder["lb"].get(sel[0]).endswith("/"):
                 folder = str(holder.get("folder") or "")
                 folder = "" if folder == "." else folder
@@ -136,8 +173,8 @@ class FileActions:
         if ed is not None:
             self.save_editor(ed)
 
-    def save_editor(self, ed: SavableEditor, then: Callable[[bool], None] | None = None,
-                    *, force: bool = False, **extra: Any) -> None:
+    def save_editor(self, ed: Ed, then: Callable[[bool], None] | None = None,
+                    *, force: bool = False, **extra: object) -> None:
         if not ed.summary.get("path") and "path" not in extra:
             self.save_as(ed, then)
             return
@@ -167,7 +204,7 @@ class FileActions:
         if ed is not None:
             self.save_as(ed)
 
-    def save_as(self, ed: SavableEditor, then: Callable[[bool], None] | None = None) -> None:
+    def save_as(self, ed: Ed, then: Callable[[bool], None] | None = None) -> None:
         fmt = ed.summary.get("format") or {}
         current = ed.summary.get("path") or ""
         rel = os.path.relpath(current, self.project_root) if current else "untitled.txt"
@@ -210,10 +247,10 @@ class FileActions:
         if ed is not None:
             self.close_editor(ed)
 
-    def close_editor(self, ed: SavableEditor, then: Callable[[bool], None] | None = None) -> None:
+    def close_editor(self, ed: Ed, then: Callable[[bool], None] | None = None) -> None:
         """Close a tab, asking first when it has unsaved changes; ``then(closed)``."""
         def close(discard: bool) -> None:
-            def closed(_res: Any) -> None:
+            def closed(_res: object) -> None:
                 self.remove_tab(ed)
                 if then:
                     then(True)
@@ -231,7 +268,7 @@ class FileActions:
         if not ed.summary.get("dirty"):
             close(False)
             return
-        self.notebook.select(ed)
+        select_tab(self.notebook, str(ed))   # a tab is named by its widget's path
 
         def answer(button: str, _v: dict[str, str]) -> None:
             if button == "Save":
@@ -263,7 +300,7 @@ class FileActions:
             self._finish_quit()
         next_one()
 
-    def close_editor_keep_session(self, ed: SavableEditor, then: Callable[[bool], None]) -> None:
+    def close_editor_keep_session(self, ed: Ed, then: Callable[[bool], None]) -> None:
         """Quit's prompt: saving or discarding, but the tab stays in the session for next time."""
         def answer(button: str, _v: dict[str, str]) -> None:
             if button == "Save":
@@ -274,7 +311,7 @@ class FileActions:
                     lambda _r: then(True), lambda _e: then(True)))
             else:
                 then(False)
-        self.notebook.select(ed)
+        select_tab(self.notebook, str(ed))   # a tab is named by its widget's path
         Dialog(self, "unsaved", "Rio", f"Save changes to {ed.summary.get('name')}?",
                ["Save", "Don't Save", "Cancel"], answer,
                detail="Your changes will be lost if you don't save them.", icon="warning")
@@ -285,7 +322,7 @@ class FileActions:
         self.root.quit()
 
     # --- conflicts ---------------------------------------------------------------------------------
-    def conflict_prompt(self, ed: SavableEditor, *, on_save: bool = False,
+    def conflict_prompt(self, ed: Ed, *, on_save: bool = False,
                         then: Callable[[bool], None] | None = None) -> None:
         if "conflict" in self.dialogs:
             return
@@ -306,7 +343,7 @@ class FileActions:
                 # one window covered the other and the grab of one left the other dead.
                 self.show_difference(ed, then=lambda: self.conflict_prompt(
                     ed, on_save=on_save, then=then))
-        self.notebook.select(ed)
+        select_tab(self.notebook, str(ed))   # a tab is named by its widget's path
         Dialog(self, "conflict", "File Changed",
                f"{name} was changed on disk by another program.",
                ["Reload", "Keep Mine", "Show Difference"], answer,
@@ -314,7 +351,7 @@ class FileActions:
                       "(it overwrites the file on save), or compare them first.",
                icon="warning")
 
-    def show_difference(self, ed: SavableEditor, then: Callable[[], None] | None = None) -> None:
+    def show_difference(self, ed: Ed, then: Callable[[], None] | None = None) -> None:
         """The file on disk against the editor's text, as a coloured unified diff in a modal
         window; ``then()`` once it is closed (or could not be shown)."""
         path = ed.summary.get("path")

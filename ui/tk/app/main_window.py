@@ -23,23 +23,34 @@ import tkinter.font as tkfont
 from collections.abc import Sequence
 from pathlib import Path
 from tkinter import ttk
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rio.memory import give_back, is_large
 from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
+from ui.tk.app import plugins
 from ui.tk.app import session as session_mod
 from ui.tk.app.commands import Command, CommandTable, default_table
 from ui.tk.app.core_events import CoreEvents
 from ui.tk.app.file_actions import FileActions
 from ui.tk.app.menus import CommandSurfaces
-from ui.tk.app.plugins import install_plugins
+from ui.tk.app.seams import StartScreen
 from ui.tk.app.status_bar import StatusBar, editor_cells
 from ui.tk.editor.bindings import install_editor_bindings
+from ui.tk.editor.seams import Document
 from ui.tk.editor.tab import EditorTab
 from ui.tk.widgets.dialogs import Dialog
 from ui.tk.widgets.fonts import install_named_fonts
+from ui.tk.widgets.seams import OpenDialog
 from ui.tk.widgets.theme import THEMES, apply_theme
+from ui.tk.widgets.tk_calls import select_tab, selected_tab, set_tab, tab_ids, tab_index
+
+if TYPE_CHECKING:    # the plug-ins, imported after the first paint (ui/tk/app/plugins.py)
+    from actors.bus.client import BusConnection
+    from ui.tk.agent.panel import AgentPanel
+    from ui.tk.output.pane import OutputPane
+    from ui.tk.project.commands import RunController
+    from ui.tk.project.tree import ProjectTree
 
 log = logging.getLogger("rio.ui")
 
@@ -49,10 +60,10 @@ MIN_ZOOM, MAX_ZOOM = 6, 40
 AUTOSAVE_MS = 2000
 
 
-class App(FileActions):
-    def __init__(self, root: tk.Tk, conn: Any, *, project_root: str, instance: str,
+class App(FileActions[EditorTab]):
+    def __init__(self, root: tk.Tk, conn: BusConnection, *, project_root: str, instance: str,
                  state_dir: Path | None = None, remote: str | None = None,
-                 first_screen: Any = None):
+                 first_screen: StartScreen | None = None):
         self.root = root
         self.conn = conn
         #: the project's folder on the instance's machine (another one when ``remote``)
@@ -73,11 +84,11 @@ class App(FileActions):
         self.core_events = CoreEvents(self)
         # The features installed after the first paint (ui/tk/app/plugins.py); None until then,
         # or for good when one could not be installed.
-        self.output_pane: Any = None
-        self.run_controller: Any = None
-        self.project_tree: Any = None
-        self.agent_panel: Any = None
-        self.dialogs: dict[str, Dialog] = {}
+        self.output_pane: OutputPane | None = None
+        self.run_controller: RunController | None = None
+        self.project_tree: ProjectTree | None = None
+        self.agent_panel: AgentPanel | None = None
+        self.dialogs: dict[str, OpenDialog] = {}
         #: called after each toolbar rebuild (the agent panel adds its AI button)
         self.toolbar_hooks: list[Callable[[], object]] = []
         self.quitting = False
@@ -101,7 +112,7 @@ class App(FileActions):
         root.protocol("WM_DELETE_WINDOW", self.quit)
         #: the file's first screen from the window's first paint (ui/tk/start/first_screen.py):
         #: over the notebook, then over that file's editor until it has the core's text
-        self.first_screen = first_screen
+        self.first_screen: StartScreen | None = first_screen
         if first_screen is not None:
             first_screen.attach(self.notebook)
             root.title(self.window_title(first_screen.name))
@@ -216,8 +227,14 @@ class App(FileActions):
             self.commands.bind(name, fn)
 
     def _install_plugins(self) -> None:
-        """The features installed after the first paint (ui/tk/app/plugins.py)."""
-        install_plugins(self)
+        """The features installed after the first paint (ui/tk/app/plugins.py), in this
+        order: the run commands need the output pane. Each is None when missing or broken."""
+        plugins.install_find(self)
+        self.output_pane = plugins.install_output(self)
+        if self.output_pane is not None:
+            self.run_controller = plugins.install_run_commands(self, self.output_pane)
+        self.project_tree = plugins.install_tree(self, self.remove_tree_placeholder)
+        self.agent_panel = plugins.install_agent(self)
         ed = self.active_editor()
         if ed is not None:
             self._reveal_in_tree(ed)    # the tab opened before the tree existed
@@ -240,7 +257,7 @@ class App(FileActions):
     # --- tabs ------------------------------------------------------------------------------------
     def active_editor(self) -> EditorTab | None:
         try:
-            current = self.notebook.select()
+            current = selected_tab(self.notebook)
         except tk.TclError:
             return None
         if not current:
@@ -250,7 +267,7 @@ class App(FileActions):
 
     def tabs(self) -> list[EditorTab]:
         """The editor tabs, in order (not the first screen's own tab while it shows)."""
-        widgets = [self.root.nametowidget(t) for t in self.notebook.tabs()]
+        widgets = [self.root.nametowidget(t) for t in tab_ids(self.notebook)]
         return [w for w in widgets if isinstance(w, EditorTab)]
 
     def add_tab(self, summary: dict[str, Any], *, select: bool = True,
@@ -269,7 +286,7 @@ class App(FileActions):
                 self.notebook.add(ed, text=self._tab_title(ed))
             ed.load(cursor)
         if select:
-            self.notebook.select(ed)
+            select_tab(self.notebook, ed)
             self.focus_editor(ed)
         return ed
 
@@ -315,21 +332,22 @@ class App(FileActions):
         self.save_session()
 
     def cycle_tab(self, step: int) -> None:
-        tabs = self.notebook.tabs()
+        tabs = tab_ids(self.notebook)
         if not tabs:
             return
-        i = tabs.index(self.notebook.select()) if self.notebook.select() in tabs else 0
-        self.notebook.select(tabs[(i + step) % len(tabs)])
+        current = selected_tab(self.notebook)
+        i = tabs.index(current) if current in tabs else 0
+        select_tab(self.notebook, tabs[(i + step) % len(tabs)])
         ed = self.active_editor()
         if ed is not None:
             ed.text.focus_set()
 
     def _on_middle_click(self, event: tk.Event) -> None:
         try:
-            index = self.notebook.index(f"@{event.x},{event.y}")
+            index = tab_index(self.notebook, f"@{event.x},{event.y}")
         except tk.TclError:
             return
-        tabs = self.notebook.tabs()
+        tabs = tab_ids(self.notebook)
         if 0 <= index < len(tabs):
             widget = self.root.nametowidget(tabs[index])
             if isinstance(widget, EditorTab):
@@ -356,28 +374,35 @@ class App(FileActions):
         return f"{document} — {title}" if document else title
 
     # --- editor callbacks ----------------------------------------------------------------------
-    def on_editor_state(self, ed: EditorTab) -> None:
+    # The editor's callbacks (ui/tk/app/seams.py EditorHost) are handed the tab by whichever
+    # of its parts noticed, typed as that part sees it (a Document): it is one of our tabs.
+    def on_editor_state(self, ed: Document) -> None:
+        if not isinstance(ed, EditorTab):
+            return
         if ed.ready and self.first_screen is not None and self.first_screen.editor is ed:
             self.first_screen_done(ed)
         if ed.buffer_id not in self.editors or self.editors[ed.buffer_id] is not ed:
             return
         try:
-            self.notebook.tab(ed, text=self._tab_title(ed))
+            set_tab(self.notebook, ed, text=self._tab_title(ed))
         except tk.TclError:
             return
         if ed is self.active_editor():
             self.on_cursor(ed)
 
-    def on_cursor(self, ed: EditorTab) -> None:
-        if ed is not self.active_editor():
+    def on_cursor(self, ed: Document) -> None:
+        tab = self.active_editor()
+        if tab is None or ed is not tab:
             return
-        line, col = ed.cursor()
-        self.status_bar.show(editor_cells(line, col, ed.selection_size() if ed.ready else 0,
-                                          ed.summary, ed.overwrite))
+        line, col = tab.cursor()
+        self.status_bar.show(editor_cells(line, col, tab.selection_size() if tab.ready else 0,
+                                          tab.summary, tab.overwrite))
         self._sync_toggles()
 
-    def buffer_lost(self, ed: EditorTab, err: RioError) -> None:
+    def buffer_lost(self, ed: Document, err: RioError) -> None:
         """The core no longer knows this buffer (a core restart lost a clean document)."""
+        if not isinstance(ed, EditorTab):
+            return
         path = ed.summary.get("path")
         if path:
             def got(reply: Reply) -> None:
@@ -578,7 +603,8 @@ class App(FileActions):
             docs.append(session_mod.DocState(ed.buffer_id, ed.summary.get("path"), line, col,
                                              top))
         tabs = [str(ed) for ed in self.tabs()]
-        active = tabs.index(self.notebook.select()) if self.notebook.select() in tabs else 0
+        current = selected_tab(self.notebook)
+        active = tabs.index(current) if current in tabs else 0
         try:
             tree_w = self.hpane.sash_coord(0)[0]
             out_h = self.vpane.winfo_height() - self.vpane.sash_coord(0)[1]

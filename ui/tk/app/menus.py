@@ -10,6 +10,7 @@ What this uses of the window is declared in ui/tk/app/seams.py (``MenuHost``).
 from __future__ import annotations
 
 import tkinter as tk
+from functools import partial
 from tkinter import ttk
 
 from ui.tk.app.commands import MENUS, strip_mnemonic, tk_sequences
@@ -93,17 +94,17 @@ class CommandSurfaces:
                     var = self.toggle_vars.setdefault(cmd.toggle, tk.BooleanVar(app.root))
                     m.add_checkbutton(label=cmd.text, underline=cmd.underline,
                                       accelerator=menu_accel(cmd.accel), variable=var,
-                                      command=lambda n=cmd.name: app.invoke(n))
+                                      command=partial(app.invoke, cmd.name))
                 elif cmd.choice:
-                    var = self.choice_vars.setdefault(cmd.choice[0], tk.StringVar(app.root))
+                    choice = self.choice_vars.setdefault(cmd.choice[0], tk.StringVar(app.root))
                     m.add_radiobutton(label=cmd.text, underline=cmd.underline,
-                                      accelerator=menu_accel(cmd.accel), variable=var,
+                                      accelerator=menu_accel(cmd.accel), variable=choice,
                                       value=cmd.choice[1],
-                                      command=lambda n=cmd.name: app.invoke(n))
+                                      command=partial(app.invoke, cmd.name))
                 else:
                     m.add_command(label=cmd.text, underline=cmd.underline,
                                   accelerator=menu_accel(cmd.accel),
-                                  command=lambda n=cmd.name: app.invoke(n))
+                                  command=partial(app.invoke, cmd.name))
         self.sync(app.toggle_values(), app.choice_values())
         self._bind_keys()
 
@@ -128,7 +129,7 @@ class CommandSurfaces:
         for i, path in enumerate(recent):
             label = f"{i + 1} {path}" if i < 9 else path
             menu.add_command(label=label, underline=0 if i < 9 else -1,
-                             command=lambda p=path: self.app.open_path(p))
+                             command=partial(self.app.open_path, path))
 
     def _bind_keys(self) -> None:
         root = self.app.root
@@ -137,8 +138,8 @@ class CommandSurfaces:
                 if seq in self._bound_sequences:
                     continue
                 self._bound_sequences.add(seq)
-                root.bind_class("RioKeys", seq, lambda e, s=seq: self._key(e, s, True))
-                root.bind(seq, lambda e, s=seq: self._key(e, s, False))
+                root.bind_class("RioKeys", seq, partial(self._key, seq=seq, in_editor=True))
+                root.bind(seq, partial(self._key, seq=seq, in_editor=False))
 
     def _key(self, event: tk.Event, seq: str, in_editor: bool) -> str | None:
         cmd = next((c for c in self.app.commands if seq in tk_sequences(c.accel)), None)
@@ -165,7 +166,7 @@ class CommandSurfaces:
             img = icon(cmd.icon, app.theme.name, app.root)
             self._icons.append(img)
             b = ttk.Button(self.toolbar, image=img, style="Toolbutton", takefocus=False,
-                           command=lambda n=cmd.name: app.invoke(n), name=f"tb_{cmd.icon}")
+                           command=partial(app.invoke, cmd.name), name=f"tb_{cmd.icon}")
             b.pack(side="left", padx=1)
             Tooltip(b, cmd.tooltip, app)
         for hook in app.toolbar_hooks:

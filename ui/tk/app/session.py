@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from rio.files.atomic import write_json
+from ui.tk.prefs.store import write_session
 
 FILE_NAME = "ui-session.json"
 MAX_RECENT = 10
@@ -64,12 +64,12 @@ class Session:
                 "seen_recoveries": list(self.seen_recoveries)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Session":
+    def from_json(cls, data: object) -> "Session":
         """Lenient: a field that is missing or of the wrong type falls back to its default, so
         an old or hand-edited file never stops the window from opening."""
         if not isinstance(data, Mapping):
             return cls()
-        lay = data.get("layout") if isinstance(data.get("layout"), Mapping) else {}
+        lay = _mapping(data.get("layout"))
         defaults = Layout()
         layout = Layout(**{k: _typed(lay.get(k), type(getattr(defaults, k)), getattr(defaults, k))
                            for k in asdict(defaults)})
@@ -83,11 +83,15 @@ class Session:
                 line=max(1, _typed(d.get("line"), int, 1)), col=max(0, _typed(d.get("col"), int, 0)),
                 top=max(1, _typed(d.get("top"), int, 1))))
         recent = tuple(p for p in (data.get("recent") or ()) if isinstance(p, str))[:MAX_RECENT]
-        settings = data.get("settings") if isinstance(data.get("settings"), Mapping) else {}
+        settings = _mapping(data.get("settings"))
         active = _typed(data.get("active"), int, 0)
         seen = tuple(b for b in (data.get("seen_recoveries") or ()) if isinstance(b, str))
         return cls(layout, tuple(docs), active if 0 <= active < max(1, len(docs)) else 0,
                    recent, dict(settings), seen[-200:])
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _typed(value: Any, kind: type, default: Any) -> Any:
@@ -104,8 +108,9 @@ def load(folder: Path) -> Session:
 
 
 def save(folder: Path, session: Session) -> None:
-    """Atomic write (temp file + rename): a crash mid-write keeps the previous session."""
-    write_json(folder / FILE_NAME, session.to_json())
+    """Atomic write (temp file + rename, through the UI's one writer, ui/tk/prefs/store.py):
+    a crash mid-write keeps the previous session."""
+    write_session(folder / FILE_NAME, session.to_json())
 
 
 @dataclass(frozen=True)

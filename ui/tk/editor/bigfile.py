@@ -19,7 +19,9 @@ widget side lives in ui/tk/editor/tab.py.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import overload
 
 from rio.text.text import ChunkedText
 
@@ -80,7 +82,11 @@ class _Rows:
     def __bool__(self) -> bool:
         return bool(self.start)
 
-    def __getitem__(self, i):  # int → Row, slice → list[Row]
+    @overload
+    def __getitem__(self, i: int) -> Row: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Row]: ...
+    def __getitem__(self, i: int | slice) -> Row | list[Row]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self.start)))]
         if i < 0:
@@ -89,7 +95,7 @@ class _Rows:
             raise IndexError(i)
         return Row(self.start_at(i), self.length[i], self.line[i], self.first[i])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Row]:
         for i in range(len(self.start)):
             yield self[i]
 

@@ -24,12 +24,12 @@ def install_editor_bindings(root: tk.Misc) -> None:
         e = ed(event)
         # Control (0x4) and Alt (0x8, Mod1) chords are shortcuts and menu mnemonics (Alt+F
         # opens File through Tk's "all" bindings), never text.
-        if e is None or not event.char or event.state & 0xC or event.keysym in (
+        if e is None or not event.char or int(event.state) & 0xC or event.keysym in (
                 "BackSpace", "Delete", "Return", "Tab", "Escape", "KP_Enter"):
             return None
         if ord(event.char[0]) < 32 or ord(event.char[0]) == 127:
             return None
-        e.type_char(event.char)
+        e.typing.type_char(event.char)
         return "break"
 
     def bind(seq: str, fn: Callable[[EditorTab], object]) -> None:
@@ -59,13 +59,15 @@ def install_editor_bindings(root: tk.Misc) -> None:
     root.bind_class("RioEditor", "<KeyPress>", key)
     root.bind_class("RioEditor", "<Control-End>", document_edge(True))
     root.bind_class("RioEditor", "<Control-Home>", document_edge(False))
-    bind("<Return>", lambda e: e.newline())
-    bind("<KP_Enter>", lambda e: e.newline())
-    bind("<Tab>", lambda e: e.tab())
+    bind("<Return>", lambda e: e.typing.newline())
+    bind("<KP_Enter>", lambda e: e.typing.newline())
+    bind("<Tab>", lambda e: e.typing.tab())
     bind("<Shift-Tab>", lambda e: e.block_indent(dedent=True))
     bind("<ISO_Left_Tab>", lambda e: e.block_indent(dedent=True))
-    for seq in ("<KeyRelease>", "<ButtonRelease-1>", "<B1-Motion>", "<FocusIn>"):
-        root.bind_class("RioEditor", seq, lambda ev: (ed(ev) and ed(ev).schedule_ui(), None)[1],
-                        add="+")
-    root.bind_class("RioEditor", "<Configure>",
-                    lambda ev: (ed(ev) and ed(ev).schedule_ui(), None)[1], add="+")
+    def moved(event: tk.Event) -> None:
+        e = ed(event)
+        if e is not None:
+            e.schedule_ui()
+
+    for seq in ("<KeyRelease>", "<ButtonRelease-1>", "<B1-Motion>", "<FocusIn>", "<Configure>"):
+        root.bind_class("RioEditor", seq, moved, add="+")

@@ -19,6 +19,14 @@ Big documents use a window of rows (ui/tk/editor/bigfile.py, scrolled by ui/tk/e
 offsets then map through :class:`LineWindow` instead of the replica's line index, and
 highlighting is off. Typing and the block commands are ui/tk/editor/keyboard.py.
 
+The tab is built of parts, each a small class that owns its own state and is given what it
+needs (docs/adr/0045-editor-tab-of-typed-parts.md): ``offsets`` (Tk index ↔ offset),
+``decor`` (tags, highlighting, gutter), ``typing`` (keys, block commands), ``recovery``
+(offline editing and rebase) and ``rows`` (a big file's scrolling). The tab itself owns the
+document state they read — ``replica``, ``window``, ``ready`` — and the edit path and loading;
+its remaining methods that only pass to a part are the ones other rooms call. What a part uses
+of the tab is a Protocol in ui/tk/editor/seams.py.
+
 Tk 8.6 columns count UTF-16 units (an emoji is two), the core's offsets count code points:
 :meth:`EditorTab.offset` and :meth:`EditorTab.index` (ui/tk/editor/offsets.py) convert with
 rio/text/utf16_columns.py, and nothing else may turn a Tk index into an offset (ADR-0022).
@@ -38,7 +46,7 @@ from rio.protocol.errors import RioError, error_from_wire
 from rio.protocol.frames import Reply, thaw
 from rio.text import edit_commands as ec
 from rio.text.highlight import Highlighter
-from rio.text.replica import Replica
+from rio.text.replica import Replica, Request
 from ui.tk.app.seams import EditorHost
 from ui.tk.editor import bigfile
 from ui.tk.editor.bigfile import LineWindow
@@ -56,8 +64,7 @@ log = logging.getLogger("rio.ui.editor")
 CHUNK_CHARS = 4 * 1024 * 1024      # buffer.text per request while loading (frames ≤ 64 MiB)
 
 
-class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, EditorWindowing,
-                ttk.Frame):
+class EditorTab(ttk.Frame):
     """One open document. ``summary`` is the core's buffer summary."""
 
     def __init__(self, master: tk.Misc, app: EditorHost, summary: dict[str, Any]):
@@ -68,34 +75,36 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self.buffer_id: str = summary["buffer"]
         self.replica: Replica | None = None
         self.window: LineWindow | None = None
-        self.highlighter: Highlighter | None = None
         self.ready = False
-        self.overwrite = False
         self.loading_fraction = 0.0
         self.quiet_queue = QuietQueue()          # what waits for quiet or for a version
-        self._hl_job: str | None = None
-        self._idle_job: str | None = None
-        self._ui_job: str | None = None
         self._info_job: str | None = None
         self._pending_cursor: tuple[int, int, int] | None = None
         self._see_when_shown = False             # see_insert: the text has no size yet
-        self._maybe_astral = False               # any non-ASCII text since loading (ADR-0022)
-        self._recovering = False                 # offline: finding the core again (resync)
-        self._bm_seq = 0
-        self._current_line_at: tuple[str, str] | None = None   # ui/tk/editor/decor.py
-        self._gutter_key: tuple[Any, ...] | None = None
         self._build()
 
-    # --- widgets --------------------------------------------------------------------------------
+    # --- widgets and parts ----------------------------------------------------------------------
     def _build(self) -> None:
         app = self.app
         self.gutter = tk.Canvas(self, width=40, highlightthickness=0, bd=0, name="gutter")
         self.text = tk.Text(self, undo=False, wrap="none", bd=0, highlightthickness=0,
                             font=app.editor_font, padx=4, pady=2, exportselection=True,
                             tabstyle="wordprocessor", name="text")
-        self.vbar = ttk.Scrollbar(self, orient="vertical", command=self._yview)
+        self.vbar = ttk.Scrollbar(self, orient="vertical")
         self.hbar = ttk.Scrollbar(self, orient="horizontal", command=self.text.xview)
-        self.text.configure(yscrollcommand=self._on_yscroll, xscrollcommand=self.hbar.set)
+        # Every widget edit passes one door (ui/tk/editor/text_redirect.py).
+        self._redirect = TextRedirect(self.text, live=lambda: self.ready,
+                                      insert=self._local_insert, replace=self._local_replace,
+                                      refused=self._refused)
+        door = self._redirect
+        self.offsets = EditorOffsets(self, door)
+        self.decor = EditorDecorations(self, app, self.text, self.gutter, door, self.offsets,
+                                       app.theme)
+        self.typing = EditorTyping(self, app, self.text, door, self.offsets, self.decor)
+        self.recovery = EditorResync(self, app, self.text, door, self.offsets)
+        self.rows = EditorWindowing(self, self.text, self.vbar, door, self.offsets, self.decor)
+        self.vbar.configure(command=self.rows.yview)
+        self.text.configure(yscrollcommand=self.rows.on_yscroll, xscrollcommand=self.hbar.set)
         self.gutter.grid(row=0, column=0, sticky="ns")
         self.text.grid(row=0, column=1, sticky="nsew")
         self.vbar.grid(row=0, column=2, sticky="ns")
@@ -110,7 +119,6 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self.text.bindtags(("RioKeys", "RioEditor") + self.text.bindtags())
         for shown in ("<Map>", "<Configure>"):
             self.text.bind(shown, self._sized, add="+")
-        self._install_redirect()
         self.apply_look(app.theme)
         self.text.configure(state="disabled")
 
@@ -121,25 +129,19 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self.text.tag_configure("bracket", background=theme.bracket_match)
         self.text.tag_raise("sel")
         self.gutter.configure(background=theme.gutter_bg)
-        self._theme = theme
+        self.decor.theme = theme
         self.text.configure(wrap="word" if self.app.settings.get("wrap") else "none")
         if self.app.settings.get("line_numbers", True):
             self.gutter.grid()
         else:
             self.gutter.grid_remove()
-        self.text.configure(tabs=(self.app.editor_font.measure(" " * self.tab_width()),))
+        self.text.configure(tabs=(self.app.editor_font.measure(" " * self.typing.tab_width()),))
         self.schedule_ui()
 
     # --- the redirect: every widget edit passes here (ui/tk/editor/text_redirect.py) ---------------------
-    def _install_redirect(self) -> None:
-        self._redirect = TextRedirect(self.text, live=lambda: self.ready,
-                                      insert=self._local_insert, replace=self._local_replace,
-                                      refused=self._refused)
-        self._orig = self._redirect.orig_name
-
     def orig(self, *args: Any) -> Any:
         """The Text's own command: changes the widget without passing the door."""
-        return self.tk.call(self._orig, *args)
+        return self._redirect.orig(*args)
 
     def _refused(self, err: RioError) -> None:
         """A local edit the replica refused: resync from the core."""
@@ -147,18 +149,19 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self.resync()
 
     def _local_insert(self, index: str, chars: str) -> None:
-        start, idx = self._locate(index, round_up=True)
+        start, idx = self.offsets.locate(index, round_up=True)
         self._local(start, start, chars, lambda: self.orig("insert", idx, chars))
 
     def _local_replace(self, first: str, last: str | None, chars: str) -> None:
-        i1 = self._norm(first)
-        i2 = self._norm(last) if last is not None else self._norm(f"{i1}+1c")
+        norm = self.offsets.norm
+        i1 = norm(first)
+        i2 = norm(last) if last is not None else norm(f"{i1}+1c")
         if self.orig("compare", i1, ">", i2):
             i1, i2 = i2, i1
-        (start, i1), (end, i2) = self._locate(i1), self._locate(i2, round_up=True)
+        (start, i1), (end, i2) = self.offsets.locate(i1), self.offsets.locate(i2, round_up=True)
         if start == end and not chars:
             if self.window is not None and self.orig("compare", i1, "!=", i2):
-                self._rerender()   # only a display break between split rows: put it back
+                self.rows.rerender()   # only a display break between split rows: put it back
             return
 
         def widget() -> None:
@@ -170,25 +173,24 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
     def _local(self, start: int, end: int, chars: str, widget: Callable[[], None]) -> None:
         assert self.replica is not None
         if not chars.isascii():
-            self._maybe_astral = True
+            self.offsets.maybe_astral = True
         request = self.replica.local_edit(start, end, chars)
         if self.window is not None:
             if self.window.edit_in_row(start, end, chars) is not None:
                 widget()
             else:
-                self._rerender(cursor=start + len(chars))
+                self.rows.rerender(cursor=start + len(chars))
         else:
             widget()
-            if self.highlighter is not None:
-                self.highlighter.edit(start, end, chars)
-                self._schedule_highlight()
+            self.decor.text_changed(start, end, chars)
         if request is not None:
             self._send(request)
-        self._mark_changed()
+        self.mark_changed()
 
     # --- talking to the core ----------------------------------------------------------------------
-    def _send(self, request: Any) -> None:
-        self.conn.request("buffer.replace", self.request_args(request), self._on_replace_reply,
+    def _send(self, request: Request) -> None:
+        self.conn.request("buffer.replace", self.recovery.request_args(request),
+                          self._on_replace_reply,
                           request_id=request.id)
 
     def _on_replace_reply(self, reply: Reply) -> None:
@@ -210,7 +212,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
             return  # resyncing: the text it fetches holds this change
         # The cursor's offset now, before the change: in a big file's window the rows are
         # re-rendered around it, so it must not be read from rows the change has shifted.
-        cur = self.offset("insert")
+        cur = self.offsets.offset("insert")
         try:
             edits = self.replica.on_event(data)
         except RioError as err:
@@ -220,34 +222,35 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         undoing = data.get("kind") in ("undo", "redo")
         for edit in edits:
             cur = cursor_after(cur, edit.start, edit.end, len(edit.text), undoing)
-            self._apply_remote(edit.start, edit.end, edit.text, cur)
-            idx = self.index(cur)
+            self.apply_remote(edit.start, edit.end, edit.text, cur)
+            idx = self.offsets.index(cur)
             if idx is not None:
                 self.orig("mark", "set", "insert", idx)
                 if undoing:
                     self.orig("see", "insert")
-        self._run_at_version()
-        self._flush()
-        self._mark_changed()
+        self.run_at_version()
+        self.flush()
+        self.mark_changed()
 
-    def _apply_remote(self, start: int, end: int, chars: str, cursor: int) -> None:
+    def apply_remote(self, start: int, end: int, chars: str, cursor: int) -> None:
+        """Show a change the replica already holds (the core's, or a rebase's); ``cursor`` is
+        the insert mark's offset after it (a big file's window is rendered around it)."""
         if not chars.isascii():
-            self._maybe_astral = True
+            self.offsets.maybe_astral = True
         if self.window is not None:
             if not self.window.shift_after_remote(start, end, chars):
-                self._rerender(cursor=cursor)
+                self.rows.rerender(cursor=cursor)
             return
         # The replica already holds the new text: ``start`` maps the same before and after.
-        sidx = self.index(start)
-        eidx = self._index_after(sidx, end - start) if end > start else sidx
+        sidx = self.offsets.index(start)
+        assert sidx is not None   # a whole text in the widget maps every offset
+        eidx = self.offsets.index_after(sidx, end - start) if end > start else sidx
         self.orig("delete", sidx, eidx)
         if chars:
             self.orig("insert", sidx, chars)
-        if self.highlighter is not None:
-            self.highlighter.edit(start, end, chars)
-            self._schedule_highlight()
+        self.decor.text_changed(start, end, chars)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         """Send the next waiting edit, and run what waited for a quiet replica."""
         if self.replica is None:
             return
@@ -258,12 +261,16 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         for fn in self.quiet_queue.take_quiet(self._busy()):
             fn()
 
-    def when_ready(self, fn: Callable[[], None]) -> None:
+    def when_ready(self, fn: Callable[[], object]) -> None:
         """Run ``fn`` once the text is loaded and editable."""
         if self.ready:
             fn()
         else:
-            self.after(20, lambda: self.winfo_exists() and self.when_ready(fn))
+            self.after(20, lambda: self._when_ready_again(fn))
+
+    def _when_ready_again(self, fn: Callable[[], object]) -> None:
+        if self.winfo_exists():
+            self.when_ready(fn)
 
     def when_quiet(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once every local edit and batch has been applied by the core."""
@@ -300,7 +307,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
                     self.orig("mark", "set", "insert", f"{lines[1]}.end")
                 if on_done is not None:
                     on_done(result)
-                self._flush()
+                self.flush()
 
             def replied(reply: Reply) -> None:
                 if not reply.ok:
@@ -312,14 +319,15 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
                     return
                 result = thaw(reply.result)
                 self.quiet_queue.at_version(int(result["version"]), lambda: landed(result))
-                self._run_at_version()
+                self.run_at_version()
             self.conn.request("buffer.apply", {
                 "buffer": self.buffer_id, "edits": [list(e) for e in edits],
                 "base_version": self.replica.version, "origin": f"ui-batch:{os.getpid()}",
                 "label": label}, replied)
         self.when_quiet(go)
 
-    def _run_at_version(self) -> None:
+    def run_at_version(self) -> None:
+        """Run what waited for the replica to reach the version it has now."""
         if self.replica is None:
             return
         for fn in self.quiet_queue.due(self.replica.version):
@@ -336,7 +344,8 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
             last_line -= 1       # a selection ending at a line start does not take that line
         return first, last_line
 
-    def _mark_changed(self) -> None:
+    def mark_changed(self) -> None:
+        """The text changed: the tab's state and the status follow."""
         if not self.summary.get("dirty"):
             self.summary["dirty"] = True
             self.app.on_editor_state(self)
@@ -412,7 +421,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
             line, col = self.cursor()
             keep = (line, col, self.top_line())
         length = sum(map(len, parts))
-        self._maybe_astral = not all(p.isascii() for p in parts)   # O(1) a part
+        self.offsets.maybe_astral = not all(p.isascii() for p in parts)   # O(1) a part
         origin = f"ui:{os.getpid()}:{self.buffer_id}"
         if length > bigfile.BIG_CHARS:
             # Built part by part: joining first would hold the text twice (100 MB → 200 MB).
@@ -429,9 +438,10 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
             longest = max(map(len, text.split("\n")), default=0)
             big = bigfile.needs_window(length, longest)
         self.window = LineWindow(self.replica.buffer) if big else None
-        self.highlighter = None if big else Highlighter(self.summary.get("name") or "", text)
+        self.decor.highlighter = (None if big else
+                                  Highlighter(str(self.summary.get("name") or ""), text))
         self.text.configure(state="normal")
-        if big:
+        if self.window is not None:
             first = 0 if keep is None else self.window.centre_on(keep[0] - 1)
             self.orig("delete", "1.0", "end")
             self.orig("insert", "1.0", self.window.render(first))
@@ -447,7 +457,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         else:
             self.orig("mark", "set", "insert", "1.0")
         self._pending_cursor = None
-        self._schedule_highlight()
+        self.decor.schedule_highlight()
         self.schedule_ui()
         self.app.on_editor_state(self)
         for fn in waiting:
@@ -456,7 +466,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
     def resync(self) -> None:
         """Start again from the core's text (a gap, a core restart, a divergence)."""
         if self.can_rebase():
-            self.recover()   # keeps what was typed, the cursor and the scroll (ADR-0020)
+            self.recovery.recover()   # keeps what was typed, the cursor and the scroll (ADR-0020)
             return
         if self.replica is not None:
             line, col = self.cursor()
@@ -483,14 +493,57 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         self.buffer_id = summary["buffer"]
         self.summary = dict(summary)
         if self.can_rebase():   # typed while the core was away: keep it on the reopened text
-            self.replica.go_offline()
-            self._recovering = True
-            self._fetch_and_rebase(False)
+            self.recovery.rebind()
             return
         if self.replica is not None:
             line, col = self.cursor()
             self._pending_cursor = (line, col, self.top_line())
         self.load()
+
+    # --- what other rooms call of the parts ---------------------------------------------------
+    def offset(self, index: str) -> int:
+        """The document offset of a Tk index (ui/tk/editor/offsets.py)."""
+        return self.offsets.offset(index)
+
+    def index(self, offset: int) -> str | None:
+        """The Tk index of a document offset; None outside a big file's window."""
+        return self.offsets.index(offset)
+
+    def schedule_ui(self) -> None:
+        """Current line, bracket, gutter and status, once Tk is idle (ui/tk/editor/decor.py)."""
+        self.decor.schedule_ui()
+
+    def bookmark_lines(self) -> list[int]:
+        return self.decor.bookmark_lines()
+
+    def toggle_bookmark(self) -> None:
+        self.decor.toggle_bookmark()
+
+    def next_bookmark(self, backwards: bool = False) -> None:
+        self.decor.next_bookmark(backwards)
+
+    @property
+    def overwrite(self) -> bool:
+        """Overwrite mode (ui/tk/editor/keyboard.py): the status bar shows it."""
+        return self.typing.overwrite
+
+    def type_text(self, chars: str) -> None:
+        """Type as the keyboard would (``ui.type``, the first screen's keys)."""
+        self.typing.type_text(chars)
+
+    def block_indent(self, dedent: bool) -> None:
+        self.typing.block_indent(dedent)
+
+    def toggle_comment(self) -> None:
+        self.typing.toggle_comment()
+
+    def toggle_overwrite(self) -> None:
+        self.typing.toggle_overwrite()
+
+    def can_rebase(self) -> bool:
+        """Keeps local edits across a resync (ui/tk/editor/resync.py): the window asks when it
+        compares the core's text with what is shown."""
+        return self.recovery.can_rebase()
 
     # --- cursor, selection, navigation ---------------------------------------------------------
     def cursor(self) -> tuple[int, int]:
@@ -498,11 +551,11 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         if not self.ready or self.replica is None:
             return (1, 0)
         if self.window is not None:
-            off = self.offset("insert")
+            off = self.offsets.offset("insert")
             line, col = self.replica.buffer.offset_to_position(off)
             return line + 1, col
         line, col = map(int, str(self.orig("index", "insert")).split("."))
-        return line, self._columns(line - 1).to_codepoint(col)
+        return line, self.offsets.columns(line - 1).to_codepoint(col)
 
     def top_line(self) -> int:
         row = int(str(self.orig("index", "@0,0")).split(".")[0])
@@ -515,7 +568,7 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         ranges = self.orig("tag", "ranges", "sel")
         if not ranges or not self.ready:
             return None
-        return self.offset(str(ranges[0])), self.offset(str(ranges[-1]))
+        return self.offsets.offset(str(ranges[0])), self.offsets.offset(str(ranges[-1]))
 
     def selection_size(self) -> int:
         sel = self.selection()
@@ -531,10 +584,10 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
         if self.window is not None and not self.window.contains_line(line - 1):
             self.orig("delete", "1.0", "end")
             self.orig("insert", "1.0", self.window.render(self.window.centre_on(line - 1)))
-        idx = self.index(off) or "1.0"
+        idx = self.offsets.index(off) or "1.0"
         self.orig("mark", "set", "insert", idx)
         if top is not None:
-            self._scroll_to_line(top)
+            self.rows.scroll_to_line(top)
         self.see_insert()
         self.schedule_ui()
 
@@ -555,10 +608,10 @@ class EditorTab(EditorOffsets, EditorDecorations, EditorResync, EditorTyping, Ed
             self.see_insert()
 
     def destroy(self) -> None:
-        for job in (self._hl_job, self._idle_job, self._ui_job, self._info_job):
-            if job is not None:
-                self.after_cancel(job)
-        self._hl_job = self._idle_job = self._ui_job = self._info_job = None
+        self.decor.cancel()
+        if self._info_job is not None:
+            self.after_cancel(self._info_job)
+            self._info_job = None
         self._redirect.remove()
         super().destroy()
 

@@ -22,16 +22,17 @@ from __future__ import annotations
 import tkinter as tk
 import weakref
 from collections.abc import Callable
+from functools import partial
 from tkinter import ttk
 from typing import Any
 
 from rio.files.search import SearchEngine, SearchOptions
 from rio.protocol.errors import RioError
 from rio.text.edit_commands import TextEdit
-from ui.tk.app.dialog_bridge import bridge, caption, centre_over
 from ui.tk.app.seams import FindHost
 from ui.tk.editor.access import EditorAccess
 from ui.tk.find.model import describe_replace_all, parse_goto, remember, search_start, shift_range
+from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over
 
 #: The tag that marks every match in view after a search (the selection is drawn above it).
 HIT_TAG = "find_hit"
@@ -344,11 +345,14 @@ class FindDialog:
         top.bind("<Escape>", lambda e: self.close())
         for key, action in [("n", "find_next"), ("p", "find_prev"), ("r", "replace"),
                             ("a", "replace_all")]:
-            top.bind(f"<Alt-{key}>", lambda e, a=action: self.buttons[a].invoke())
+            top.bind(f"<Alt-{key}>", partial(self._press, action))
         top.bind("<Alt-c>", lambda e: self._toggle(self.case))
         top.bind("<Alt-w>", lambda e: self._toggle(self.word))
         top.bind("<Alt-g>", lambda e: self._toggle(self.regex))
         top.bind("<Alt-s>", lambda e: self._toggle(self.in_sel))
+
+    def _press(self, name: str, _event: tk.Event) -> None:
+        self.buttons[name].invoke()
 
     # --- state ↔ widgets ---------------------------------------------------------------------
     def alive(self) -> bool:
@@ -366,7 +370,8 @@ class FindDialog:
         except (KeyError, tk.TclError):
             pass  # no drawn caption (a window manager draws the title)
         c = self.c
-        buttons = {"Find Next": lambda: self._run(c.find),
+        buttons: dict[str, Callable[[], object]] = {
+                   "Find Next": lambda: self._run(c.find),
                    "Find Previous": lambda: self._run(c.find, True)}
         if replace:
             buttons.update({"Replace": lambda: self._run(c.replace),
@@ -451,7 +456,7 @@ class FindDialog:
             else:
                 self.c.scope = sel
 
-    def _run(self, fn: Callable[..., Any], *args: Any) -> str:
+    def _run(self, fn: Callable[..., object], *args: object) -> str:
         self.pull()
         fn(*args)
         self.find_entry.configure(values=self.c.history)
@@ -522,7 +527,7 @@ class GotoDialog:
 # --------------------------------------------------------------------------------- wiring
 
 #: Each window's one FindController (F3 remembers the last search), dropped with its window.
-_controllers: "weakref.WeakKeyDictionary[Any, FindController]" = weakref.WeakKeyDictionary()
+_controllers: "weakref.WeakKeyDictionary[FindHost, FindController]" = weakref.WeakKeyDictionary()
 
 
 def controller_for(app: FindHost) -> FindController:

@@ -20,16 +20,18 @@ import tkinter as tk
 from collections import OrderedDict, deque
 from pathlib import Path
 from tkinter import ttk
-from typing import Any
+from typing import Any, Callable
 
 from rio.files.find_in_files import MAX_LINE_TEXT, Match
 from rio.files.search import SearchOptions, compile_pattern
 from rio.protocol.errors import RioError
-from rio.protocol.frames import thaw
+from rio.protocol.frames import Event, Reply, thaw
 from rio.runs.output import find_file_refs, may_hold_file_refs
 from rio.runs.runner import strip_ansi
 from rio.text.utf16_columns import columns
+from ui.tk.app.seams import OutputHost
 from ui.tk.output.model import CoreSearch, TerminalLines, parse_globs, resolve_ref
+from ui.tk.widgets.tk_calls import select_tab, tab_index
 
 #: The Output tab keeps at most this many lines (Tk slows down on huge texts).
 MAX_OUTPUT_LINES = 20_000
@@ -41,7 +43,7 @@ DRAW_CHUNK_CHARS = 8_192
 REMOTE_LINK_FILES = 20_000
 
 
-def _theme_colours(app: Any) -> dict[str, str]:
+def _theme_colours(app: OutputHost) -> dict[str, str]:
     try:
         from ui.tk.widgets.theme import get_theme
         t = get_theme(str(getattr(app, "settings", {}).get("theme", "classic")))
@@ -54,7 +56,7 @@ def _theme_colours(app: Any) -> dict[str, str]:
                 "sel_bg": "#000080", "sel_fg": "#ffffff"}
 
 
-def _fixed_font(app: Any) -> Any:
+def _fixed_font(app: OutputHost) -> str | tuple[str, int]:
     settings = getattr(app, "settings", {}) or {}
     if settings.get("font"):
         return (settings["font"], int(settings.get("size", 10)))
@@ -328,7 +330,8 @@ class OutputTab:
         if link:
             self.link_view()
 
-    def _on_yscroll(self, first: str, last: str) -> None:
+    def _on_yscroll(self, first: float | str, last: float | str) -> None:
+        """The text's yscrollcommand (Tk passes the fractions as strings)."""
         self._scroll.set(first, last)
         if self._link_job is None:
             self._link_job = self.text.after_idle(self.link_view)
@@ -430,7 +433,7 @@ class OutputTab:
 class OutputPane:
     """The notebook in ``app.output_pane_slot``; subscribes to ``run.*`` on ``app.conn``."""
 
-    def __init__(self, app: Any, parent: tk.Misc | None = None):
+    def __init__(self, app: OutputHost, parent: tk.Misc | None = None):
         self.app = app
         self.colours = _theme_colours(app)
         self._root_path: Path | None = None
@@ -450,12 +453,13 @@ class OutputPane:
         self._held: OrderedDict[str, list[tuple[str, dict[str, Any]]]] = OrderedDict()
         self._shown: deque[tuple[str | None, str, str, bool]] = deque()
         self._show_job: str | None = None
-        self.on_run_exit: list[Any] = []
+        #: called with each ``run.exit`` event's data
+        self.on_run_exit: list[Callable[[dict[str, Any]], object]] = []
         app.conn.subscribe("run.", self._on_event)
         app.conn.subscribe("system.process", self._on_process)
         app.conn.request("run.list", {}, self._adopt)
 
-    def _on_process(self, event: Any) -> None:
+    def _on_process(self, event: Event) -> None:
         """The core died: its runs died with it (their group is swept with the core's
         cookie), and no run.exit will ever come. Say so instead of showing a run forever."""
         data = thaw(event.data)
@@ -465,7 +469,7 @@ class OutputPane:
             if record.get("state") != "exited":
                 self._handle("run.exit", {"run": run, "code": None, "how": "failed"})
 
-    def _adopt(self, rep: Any) -> None:
+    def _adopt(self, rep: Reply) -> None:
         """A window (re)started while a run goes on (the UI was restarted after a crash):
         follow the newest running one, so its output shows and Stop reaches it."""
         if not rep.ok or self.current_run is not None:
@@ -518,7 +522,7 @@ class OutputPane:
             return False
 
     def _list_remote_files(self) -> None:
-        def got(rep: Any) -> None:
+        def got(rep: Reply) -> None:
             if rep.ok:
                 self._remote_files = set(thaw(rep.result)["files"])
                 self.output._resolved.clear()
@@ -544,19 +548,19 @@ class OutputPane:
 
     # --- tabs --------------------------------------------------------------------------------
     def show_find(self, pattern: str | None = None) -> None:
-        self.notebook.select(0)
+        select_tab(self.notebook, 0)
         if pattern:
             self.find.pattern.set(pattern)
         self.find.entry.focus_set()
         self.find.entry.select_range(0, "end")
 
     def show_output(self) -> None:
-        self.notebook.select(1)
+        select_tab(self.notebook, 1)
 
-    def next_result(self, delta: int = 1) -> Any:
+    def next_result(self, delta: int = 1) -> Match | tuple[str, int, int | None] | None:
         """F4 / Shift+F4: the next Find in Files result or file reference in the output,
         whichever tab is showing."""
-        if self.notebook.index("current") == 0:
+        if tab_index(self.notebook, "current") == 0:
             if not self.find.results:
                 return None
             self.find.move(delta)
@@ -581,7 +585,7 @@ class OutputPane:
         for topic, data in self._held.pop(run, []):
             self._handle(topic, data)
 
-    def _on_event(self, event: Any) -> None:
+    def _on_event(self, event: Event) -> None:
         data = thaw(event.data)
         run = data.get("run")
         if not isinstance(run, str):
@@ -649,8 +653,8 @@ class OutputPane:
         return bool(self._shown)
 
     def running(self) -> bool:
-        return bool(self.current_run) and self.runs.get(self.current_run, {}).get(
-            "state") != "exited"
+        run = self.current_run
+        return bool(run) and self.runs.get(run or "", {}).get("state") != "exited"
 
 
 def describe_exit(data: dict[str, Any]) -> str:
@@ -664,10 +668,10 @@ def describe_exit(data: dict[str, Any]) -> str:
     return f"> Finished with exit code {code}." if code else "> Finished."
 
 
-def install(app: Any) -> OutputPane:
-    """Build the pane in ``app.output_pane_slot`` and register Find in Files."""
+def install(app: OutputHost) -> OutputPane:
+    """Build the pane in ``app.output_pane_slot`` and register Find in Files; the caller
+    keeps it as ``app.output_pane`` (ui/tk/app/plugins.py)."""
     pane = OutputPane(app)
-    app.output_pane = pane
 
     def find_in_files() -> None:
         pattern = None
@@ -684,7 +688,7 @@ def install(app: Any) -> OutputPane:
     app.register_command("search.find_in_files", "Find in F&iles...", "Ctrl+Shift+F",
                          find_in_files, menu="Search")
     def focus_output() -> None:
-        if pane.notebook.index("current") == 0:
+        if tab_index(pane.notebook, "current") == 0:
             pane.find.text.focus_set()
             if pane.find.results and pane.find._current < 0:
                 pane.find.select(0)

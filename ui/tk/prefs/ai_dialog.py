@@ -17,13 +17,16 @@ itself stays in the Edit menu, so the features can be turned on again. Registere
 from __future__ import annotations
 
 import tkinter as tk
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from tkinter import ttk
-from typing import Any
+from typing import Any, Protocol
 
 from rio.agent.gate import LIMIT_NAMES, check_limits
 from rio.protocol.errors import RioError
-from ui.tk.app.dialog_bridge import bridge, caption, centre_over
+from ui.tk.app.seams import CommandSet
+from ui.tk.prefs.providers import ProvidersHost
+from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over, open_windows
 
 #: The per-turn limits as the dialog names them (rio/agent/gate.py Limits).
 LIMIT_LABELS = {"max_requests": "Model requests (API providers)",
@@ -32,7 +35,73 @@ LIMIT_LABELS = {"max_requests": "Model requests (API providers)",
                 "max_agent_requests": "Requests of any kind to Rio (ACP agents)"}
 
 
-def apply_ai_prefs(panel: Any, show_ai: bool, show_button: bool, side: str) -> None:
+class AIApp(ProvidersHost, Protocol):
+    """What the dialog and the preferences' effects use of the window: its root, the
+    command table the Agent menu's commands move in and out of, its menus and toolbar, its
+    message line; the look and whether it is remote (:class:`ProvidersHost`)."""
+
+    @property
+    def root(self) -> tk.Tk: ...
+    @property
+    def commands(self) -> CommandSet: ...
+
+    def rebuild_menus(self) -> None: ...
+    def rebuild_toolbar(self) -> None: ...
+    def set_message(self, text: str) -> None: ...
+
+
+class _Prefs(Protocol):
+    @property
+    def show_ai(self) -> bool: ...
+    @property
+    def show_button(self) -> bool: ...
+    @property
+    def side(self) -> str: ...
+
+
+class _Conversation(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def turn(self) -> str | None: ...           # the running turn, if any
+
+
+class _Conversations(Protocol):
+    @property
+    def conversations(self) -> Mapping[str, _Conversation]: ...
+
+
+class _Marks(Protocol):
+    def clear(self) -> None: ...
+
+
+class AIPanel(Protocol):
+    """What the dialog uses of the agent panel (ui/tk/agent/panel.py; its helpers hand it
+    over as ``PanelHost``, ui/tk/agent/seams.py): its preferences and how to change them,
+    its conversations (to stop their turns), its tab marks, its requests to the core. Named
+    here because the preferences room does not import the agent room (the agent room imports
+    this one: docs/architecture.md)."""
+
+    @property
+    def app(self) -> AIApp: ...
+    @property
+    def prefs(self) -> _Prefs: ...
+    @property
+    def model(self) -> _Conversations: ...
+    @property
+    def marks(self) -> _Marks: ...
+    @property
+    def is_open(self) -> bool: ...
+
+    def open(self) -> None: ...
+    def close(self, remember: bool = True) -> None: ...
+    def set_prefs(self, *, show_ai: bool, show_button: bool, side: str) -> None: ...
+    def refresh_status(self) -> None: ...
+    def request(self, op: str, args: dict[str, Any], ok: Callable[[Any], object],
+                fail: Callable[[RioError], object], timeout: float = 30) -> None: ...
+
+
+def apply_ai_prefs(panel: AIPanel, show_ai: bool, show_button: bool, side: str) -> None:
     """Make the window follow the AI preferences (and save them)."""
     app = panel.app
     was_shown = panel.prefs.show_ai
@@ -56,7 +125,7 @@ def apply_ai_prefs(panel: Any, show_ai: bool, show_button: bool, side: str) -> N
     panel.refresh_status()
 
 
-def show_agent_menu(panel: Any, shown: bool) -> None:
+def show_agent_menu(panel: AIPanel, shown: bool) -> None:
     """The Agent menu's commands in their menu, or out of every menu (Ctrl+Shift+A then only
     says the features are off)."""
     app = panel.app
@@ -66,10 +135,10 @@ def show_agent_menu(panel: Any, shown: bool) -> None:
     app.rebuild_menus()
 
 
-def end_agent_processes(panel: Any) -> None:
+def end_agent_processes(panel: AIPanel) -> None:
     """AI features off: end every agent session process (``system.restart`` without a new
     start, as the idle timer does — the next message would start it again)."""
-    def got(status: Any) -> None:
+    def got(status: Mapping[str, Any]) -> None:
         for proc in status.get("processes") or ():
             name = str(proc.get("name") or "")
             if name.startswith("agent:") and proc.get("state") in ("running", "ready",
@@ -81,7 +150,7 @@ def end_agent_processes(panel: Any) -> None:
 
 
 class AIPreferencesDialog:
-    def __init__(self, panel: Any, top: tk.Toplevel):
+    def __init__(self, panel: AIPanel, top: tk.Toplevel):
         self.panel = panel
         self.top = top
         prefs = panel.prefs
@@ -140,7 +209,7 @@ class AIPreferencesDialog:
                   justify="left").grid(row=len(LIMIT_NAMES), column=0, columnspan=2,
                                        sticky="w")
 
-        def got(limits: Any) -> None:
+        def got(limits: Mapping[str, Any] | None) -> None:
             try:
                 if not self.top.winfo_exists():
                     return
@@ -183,10 +252,10 @@ class AIPreferencesDialog:
         self.top.destroy()
 
 
-def show_ai_preferences(panel: Any) -> AIPreferencesDialog | None:
+def show_ai_preferences(panel: AIPanel) -> AIPreferencesDialog | None:
     app = panel.app
-    existing = getattr(panel, "prefs_dialog", None)
-    if existing is not None:
+    existing = open_windows(panel).get("ai_preferences")
+    if isinstance(existing, AIPreferencesDialog):
         try:
             if existing.top.winfo_exists():
                 existing.top.deiconify()
@@ -198,6 +267,6 @@ def show_ai_preferences(panel: Any) -> AIPreferencesDialog | None:
     top.title("AI Preferences")
     top.transient(app.root)
     caption(app, top, "AI Preferences", top.destroy)
-    panel.prefs_dialog = AIPreferencesDialog(panel, top)
+    dialog = open_windows(panel)["ai_preferences"] = AIPreferencesDialog(panel, top)
     centre_over(top, app.root)
-    return panel.prefs_dialog
+    return dialog

@@ -15,12 +15,47 @@ from __future__ import annotations
 
 import tkinter as tk
 from tkinter import ttk
-from typing import Any
+from typing import Protocol
 
-from ui.tk.app.dialog_bridge import bridge, caption, centre_over
+from ui.tk.prefs.store import KeyStore, key_store, store_key
+from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over, open_windows
+from ui.tk.widgets.theme import Theme
 
 
-def key_state(store: Any, provider: str) -> str:
+class KeyApp(Protocol):
+    """What the dialog uses of the window."""
+
+    @property
+    def root(self) -> tk.Tk: ...
+    @property
+    def theme(self) -> Theme: ...
+    def set_message(self, text: str) -> None: ...
+
+
+class _Shown(Protocol):
+    @property
+    def provider(self) -> str: ...
+
+
+class _Conversations(Protocol):
+    @property
+    def shown(self) -> _Shown | None: ...
+
+
+class KeyPanel(Protocol):
+    """What the dialog uses of the agent panel (ui/tk/agent/panel.py)."""
+
+    @property
+    def app(self) -> KeyApp: ...
+    @property
+    def model(self) -> _Conversations: ...
+    @property
+    def providers(self) -> list[str]: ...
+    @property
+    def default_provider(self) -> str: ...
+
+
+def key_state(store: KeyStore, provider: str) -> str:
     """"set (from …)" or "not set" — never the key, not even its last characters."""
     from rio.protocol.errors import RioError
     try:
@@ -53,7 +88,7 @@ class _Masked:
 
 
 class KeyDialog:
-    def __init__(self, panel: Any, top: tk.Toplevel, provider: str, store: Any):
+    def __init__(self, panel: KeyPanel, top: tk.Toplevel, provider: str, store: KeyStore):
         self.panel = panel
         self.top = top
         self.store = store
@@ -102,13 +137,12 @@ class KeyDialog:
         self.state.set(f"{self.provider.get()}: {key_state(self.store, self.provider.get())}")
 
     def save(self) -> None:
-        from rio.agent.secrets import Secret
         from rio.protocol.errors import RioError
         provider = self.provider.get()
-        secret = Secret(self.key.get())
+        typed = self.key.get()
         self.key.set("")               # out of the widget at once, stored or not
         try:
-            self.store.set(provider, secret)
+            store_key(self.store, provider, typed)
         except RioError as err:
             self.message.set(f"{err.message} {err.next}")
             return
@@ -122,11 +156,11 @@ class KeyDialog:
         self.top.destroy()
 
 
-def show_key_dialog(panel: Any, provider: str | None = None, store: Any = None) -> KeyDialog:
-    from rio.agent.secrets import SecretStore
+def show_key_dialog(panel: KeyPanel, provider: str | None = None,
+                    store: KeyStore | None = None) -> KeyDialog:
     app = panel.app
-    existing = getattr(panel, "key_dialog", None)
-    if existing is not None:
+    existing = open_windows(panel).get("api_key")
+    if isinstance(existing, KeyDialog):
         try:
             if existing.top.winfo_exists():
                 existing.top.lift()
@@ -139,6 +173,6 @@ def show_key_dialog(panel: Any, provider: str | None = None, store: Any = None) 
     caption(app, top, "Set API Key", top.destroy)
     chosen = provider or (panel.model.shown.provider if panel.model.shown else "") or \
         panel.default_provider
-    panel.key_dialog = KeyDialog(panel, top, chosen, store or SecretStore())
+    dialog = open_windows(panel)["api_key"] = KeyDialog(panel, top, chosen, store or key_store())
     centre_over(top, app.root)
-    return panel.key_dialog
+    return dialog

@@ -13,9 +13,9 @@ import sys
 import tkinter as tk
 import tkinter.font as tkfont
 from tkinter import ttk
-from typing import Any
+from typing import Any, Protocol
 
-from ui.tk.app.dialog_bridge import bridge, caption, centre_over
+from ui.tk.app.seams import PrefsHost
 from ui.tk.prefs.model import (
     SIZE_RANGE,
     TAB_RANGE,
@@ -25,27 +25,34 @@ from ui.tk.prefs.model import (
     parse_form,
     save_preferences,
 )
+from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over, open_windows
 
 SAMPLE = "def hello(n):  # 0O 1lI {[()]}\n    return f\"Rio {n!r}\""
 
 
-def _parent(app: Any) -> tk.Misc:
-    root = getattr(app, "root", None)
-    return root if root is not None else tk._get_default_root()
+def _parent(app: PrefsHost) -> tk.Misc:
+    return app.root
 
 
-def _dialog(app: Any, title: str, key: str) -> tk.Toplevel | None:
-    """A new Toplevel, or None after raising the one already open under ``key``."""
-    open_dialogs = app.__dict__.setdefault("_ui_b_dialogs", {})
-    existing = open_dialogs.get(key)
-    if existing is not None:
-        try:
-            if existing.top.winfo_exists():
-                existing.top.deiconify()
-                existing.top.lift()
-                return None
-        except tk.TclError:
-            pass
+class _Window(Protocol):
+    @property
+    def top(self) -> tk.Toplevel: ...
+
+
+def _raised(existing: _Window) -> bool:
+    """Raise the window already open if it still lives; True if so."""
+    try:
+        if existing.top.winfo_exists():
+            existing.top.deiconify()
+            existing.top.lift()
+            return True
+    except tk.TclError:
+        pass
+    return False
+
+
+def _dialog(app: PrefsHost, title: str) -> tk.Toplevel:
+    """A new Toplevel over the app's window, with the app's caption."""
     parent = _parent(app)
     top = tk.Toplevel(parent)
     top.title(title)
@@ -69,11 +76,11 @@ def monospace_families(root: tk.Misc) -> list[str]:
 
 
 class PreferencesDialog:
-    def __init__(self, app: Any, top: tk.Toplevel):
+    def __init__(self, app: PrefsHost, top: tk.Toplevel):
         self.app = app
         self.top = top
         top.resizable(False, False)
-        current = Preferences.from_settings(getattr(app, "settings", {}) or {})
+        current = Preferences.from_settings(app.settings)
         font = current.font or _current_font(app)[0]
         size = current.size or _current_font(app)[1]
         body = ttk.Frame(top, padding=10)
@@ -184,36 +191,33 @@ class PreferencesDialog:
         self.top.destroy()
 
 
-def _current_font(app: Any) -> tuple[str, int]:
-    fn = getattr(app, "editor_font_tuple", None)
-    if callable(fn):
-        family, size = fn()
-        return str(family), int(size)
-    f = tkfont.nametofont("TkFixedFont")
-    return str(f.actual("family")), int(f.actual("size")) or 10
+def _current_font(app: PrefsHost) -> tuple[str, int]:
+    family, size = app.editor_font_tuple()
+    return str(family), int(size)
 
 
-def show_preferences(app: Any) -> PreferencesDialog | None:
-    top = _dialog(app, "Preferences", "preferences")
-    if top is None:
-        return app._ui_b_dialogs["preferences"]
-    dlg = PreferencesDialog(app, top)
+def show_preferences(app: PrefsHost) -> PreferencesDialog:
+    existing = open_windows(app).get("preferences")
+    if isinstance(existing, PreferencesDialog) and _raised(existing):
+        return existing
+    top = _dialog(app, "Preferences")
+    dlg = open_windows(app)["preferences"] = PreferencesDialog(app, top)
     centre_over(top, _parent(app))
-    app._ui_b_dialogs["preferences"] = dlg
     return dlg
 
 
 # ------------------------------------------------------------------------------------- about
 
 class AboutBox:
-    def __init__(self, app: Any, top: tk.Toplevel):
+    def __init__(self, app: PrefsHost, top: tk.Toplevel):
         self.top = top
         top.resizable(False, False)
         body = ttk.Frame(top, padding=14)
         body.pack(fill="both", expand=True)
+        self.image: tk.PhotoImage | None = None
         try:
             from ui.tk.widgets.icons import icon
-            theme = str(getattr(app, "settings", {}).get("theme", "classic"))
+            theme = str(app.settings.get("theme", "classic"))
             self.image = icon("run", theme, top)
             ttk.Label(body, image=self.image).grid(row=0, column=0, rowspan=3, sticky="n",
                                                    padx=(0, 12))
@@ -227,8 +231,8 @@ class AboutBox:
             row=0, column=1, sticky="w")
         ttk.Label(body, text="A '90s-style editor that drives coding agents.").grid(
             row=1, column=1, sticky="w")
-        details = [f"Project: {getattr(app, 'project_root', '') or '—'}",
-                   f"Instance: {getattr(app, 'instance', '') or '—'}",
+        details = [f"Project: {app.project_root or '—'}",
+                   f"Instance: {app.instance or '—'}",
                    f"Python {platform.python_version()}, Tk {tk.TkVersion}, "
                    f"{sys.platform}"]
         self.text = "\n".join(details)
@@ -242,20 +246,21 @@ class AboutBox:
         ok.focus_set()
 
 
-def show_about(app: Any) -> AboutBox | None:
-    top = _dialog(app, "About Rio", "about")
-    if top is None:
-        return app._ui_b_dialogs["about"]
-    box = AboutBox(app, top)
+def show_about(app: PrefsHost) -> AboutBox:
+    existing = open_windows(app).get("about")
+    if isinstance(existing, AboutBox) and _raised(existing):
+        return existing
+    top = _dialog(app, "About Rio")
+    box = open_windows(app)["about"] = AboutBox(app, top)
     centre_over(top, _parent(app))
-    app._ui_b_dialogs["about"] = box
     return box
 
 
 # ---------------------------------------------------------------------------------- shortcuts
 
 class ShortcutsWindow:
-    def __init__(self, top: tk.Toplevel, rows: list[tuple[str, str]], app: Any = None):
+    def __init__(self, top: tk.Toplevel, rows: list[tuple[str, str]],
+                 app: PrefsHost | None = None):
         self.top = top
         self.rows = [(str(label).replace("&", ""), str(accel)) for label, accel in rows]
         top.geometry("460x420")
@@ -297,11 +302,11 @@ class ShortcutsWindow:
                 for i in self.tree.get_children()]
 
 
-def show_shortcuts(app: Any, rows: list[tuple[str, str]]) -> ShortcutsWindow | None:
-    top = _dialog(app, "Keyboard Shortcuts", "shortcuts")
-    if top is None:
-        return app._ui_b_dialogs["shortcuts"]
-    win = ShortcutsWindow(top, rows, app)
+def show_shortcuts(app: PrefsHost, rows: list[tuple[str, str]]) -> ShortcutsWindow:
+    existing = open_windows(app).get("shortcuts")
+    if isinstance(existing, ShortcutsWindow) and _raised(existing):
+        return existing
+    top = _dialog(app, "Keyboard Shortcuts")
+    win = open_windows(app)["shortcuts"] = ShortcutsWindow(top, rows, app)
     centre_over(top, _parent(app))
-    app._ui_b_dialogs["shortcuts"] = win
     return win

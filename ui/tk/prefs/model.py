@@ -8,16 +8,14 @@ checked, typed form of the keys this module owns.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rio.config.instance import config_base
-from rio.files.atomic import write_json
+from ui.tk.prefs.store import UI_FILE, read_ui, ui_path, update_ui
 
-PREFS_FILE = "ui.json"
+PREFS_FILE = UI_FILE
 SIZE_RANGE = (6, 40)
 TAB_RANGE = (1, 16)
 THEME_NAMES = ("classic", "dark")
@@ -81,36 +79,21 @@ def parse_form(values: Mapping[str, Any]) -> Preferences:
 
 
 def prefs_path(folder: Path | None = None) -> Path:
-    return (folder or config_base()) / PREFS_FILE
+    return ui_path(folder)
 
 
 def load_preferences(path: Path | None = None) -> dict[str, Any]:
     """The saved settings (only the keys this module knows, checked); {} when there are none
     or the file is damaged — preferences must never stop the editor from starting."""
-    path = path or prefs_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = read_ui(path)
     prefs = Preferences.from_settings(data).to_settings()
     return {k: v for k, v in prefs.items() if k in data}
 
 
 def save_preferences(prefs: Preferences, path: Path | None = None) -> Path:
-    """Write atomically (temp file, fsync, replace); keys of other versions are kept."""
-    path = path or prefs_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        existing = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(existing, dict):
-            existing = {}
-    except (OSError, ValueError):
-        existing = {}
-    existing.update(prefs.to_settings())
-    write_json(path, existing, sort_keys=True)
-    return path
+    """Write this module's keys through the UI's one writer (ui/tk/prefs/store.py: atomic,
+    one read-merge-write); the agent panel's keys and keys of other versions are kept."""
+    return update_ui(prefs.to_settings(), path)
 
 
 def filter_shortcuts(rows: list[tuple[str, str]], query: str) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tkinter as tk
 from tkinter import ttk
-from typing import Any
+from typing import Protocol
 
 from rio.agent.config_edit import (
     ProviderForm,
@@ -23,19 +23,28 @@ from rio.agent.config_edit import (
     check_model,
     config_path,
     provider_forms,
-    save_provider_settings,
 )
 from rio.protocol.errors import RioError
+from ui.tk.prefs.store import save_providers
+from ui.tk.widgets.seams import Themed
 
 #: How many providers the box shows at most (the built-in two, then config.toml's own).
 SHOWN = 6
+
+
+class ProvidersHost(Themed, Protocol):
+    """What the box uses of the window: the look, and whether it shows a remote instance
+    (whose providers are the server's config.toml, not this machine's)."""
+
+    @property
+    def remote(self) -> str | None: ...
 
 
 class ProvidersBox:
     """The providers' rows in ``parent``; ``fields`` are its ``ui.dialog_answer`` fields
     (``<provider>_endpoint``, ``<provider>_model``)."""
 
-    def __init__(self, parent: ttk.Frame, top: tk.Toplevel, app: Any):
+    def __init__(self, parent: ttk.Frame, top: tk.Toplevel, app: ProvidersHost):
         self.top = top
         self.error = tk.StringVar(top, "")
         self.fields: dict[str, tk.StringVar] = {}
@@ -43,8 +52,8 @@ class ProvidersBox:
         box = ttk.LabelFrame(parent, text=" Model providers ", padding=8)
         box.pack(side="top", fill="x", pady=(8, 0))
         self.box = box
-        muted = getattr(getattr(app, "theme", None), "disabled_fg", "#606060")
-        if getattr(app, "remote", None):
+        muted = app.theme.disabled_fg
+        if app.remote:
             ttk.Label(box, text="This window shows a remote instance: set its providers in "
                                 "the server's config.toml\n([providers.NAME] endpoint, model).",
                       foreground=muted, justify="left").pack(anchor="w")
@@ -109,7 +118,7 @@ class ProvidersBox:
         if not changes:
             return True
         try:
-            save_provider_settings(changes)
+            save_providers(changes)
         except RioError as err:
             self.error.set(f"{err.message} {err.next}")
             return False

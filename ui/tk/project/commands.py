@@ -11,20 +11,22 @@ from __future__ import annotations
 import tkinter as tk
 from pathlib import Path
 from tkinter import ttk
-from typing import Any, Callable, Literal
+from typing import Callable, Literal
 
 from rio.config.instance import project_state_dir
 from rio.protocol.errors import RioError, error_from_wire
-from rio.protocol.frames import thaw
-from rio.runs.runner import ProjectCommands, load_project_commands, save_project_commands
-from ui.tk.app.dialog_bridge import bridge, caption, centre_over
+from rio.protocol.frames import Reply, thaw
+from rio.runs.runner import ProjectCommands, load_project_commands
+from ui.tk.app.seams import RunHost, RunOutput
+from ui.tk.prefs.store import save_commands
+from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over
 
 Which = Literal["run", "build"]
 STOP_TIMEOUT_S = 20.0
 
 
 class RunController:
-    def __init__(self, app: Any, pane: Any):
+    def __init__(self, app: RunHost, pane: RunOutput):
         self.app = app
         self.pane = pane
         self.dialog: CommandsDialog | None = None
@@ -42,7 +44,7 @@ class RunController:
             return ProjectCommands()
 
     def save(self, commands: ProjectCommands) -> None:
-        save_project_commands(self.state_dir, commands)
+        save_commands(self.state_dir, commands)
 
     def _error(self, err: RioError) -> None:
         self.last_error = f"{err.message} {err.next}"
@@ -68,7 +70,7 @@ class RunController:
     def _send_start(self, which: Which, command: str, cwd: str) -> None:
         label = "Build" if which == "build" else "Run"
 
-        def reply(rep: Any) -> None:
+        def reply(rep: Reply) -> None:
             if rep.ok:
                 self.pane.run_started(thaw(rep.result), label)
             else:
@@ -91,7 +93,7 @@ class RunController:
             return False
         self.pane.output.write("> Stopping…\n", "info", run)
 
-        def reply(rep: Any) -> None:
+        def reply(rep: Reply) -> None:
             if not rep.ok:
                 self._error(error_from_wire(thaw(rep.error)))
             if then is not None:
@@ -177,10 +179,10 @@ class CommandsDialog:
         self.top.destroy()
 
 
-def install(app: Any, pane: Any) -> RunController:
-    """Register the Project menu on the app (names match ui/tk/app/commands.py)."""
+def install(app: RunHost, pane: RunOutput) -> RunController:
+    """Register the Project menu on the app (names match ui/tk/app/commands.py); the caller
+    keeps the controller as ``app.run_controller`` (ui/tk/app/plugins.py)."""
     c = RunController(app, pane)
-    app.run_controller = c
     app.register_command("project.run", "&Run", "F5", lambda: c.start("run"), menu="Project")
     app.register_command("project.build", "&Build", "Ctrl+B", lambda: c.start("build"),
                          menu="Project")

@@ -18,13 +18,14 @@ from tkinter import ttk
 from typing import Any, Callable
 
 from rio.protocol.errors import error_from_wire
-from rio.protocol.frames import thaw
+from rio.protocol.frames import Event, Reply, thaw
+from ui.tk.app.seams import TreeHost
 
 _PLACEHOLDER = "<loading>/"
 _NOTE = "<note>/"
 
 
-def _icons(app: Any, root: tk.Misc) -> dict[str, Any]:
+def _icons(app: TreeHost, root: tk.Misc) -> dict[str, tk.PhotoImage]:
     try:
         from ui.tk.widgets.icons import icon
         theme = str(app.settings.get("theme", "classic"))
@@ -34,7 +35,7 @@ def _icons(app: Any, root: tk.Misc) -> dict[str, Any]:
 
 
 class ProjectTree:
-    def __init__(self, app: Any, parent: tk.Misc | None = None):
+    def __init__(self, app: TreeHost, parent: tk.Misc | None = None):
         self.app = app
         slot = parent if parent is not None else app.tree_slot
         self.frame = ttk.Frame(slot)
@@ -64,7 +65,7 @@ class ProjectTree:
         self.tree.bind("<Double-Button-1>", self._on_double)
         self.tree.bind("<Return>", self._on_enter)
         self.tree.bind("<KP_Enter>", self._on_enter)
-        self.tree.bind("<F5>", lambda e: (self.refresh(), "break")[1])
+        self.tree.bind("<F5>", self._on_f5)
         self.tree.bind("<Button-3>", self._context_menu)
         self.tree.bind("<Shift-F10>", self._context_menu)
         self.tree.bind("<Menu>", self._context_menu)
@@ -79,7 +80,7 @@ class ProjectTree:
         """Ask the core for one folder; its entries replace the folder's children."""
         self.pending[path] = self.pending.get(path, 0) + 1
 
-        def reply(rep: Any) -> None:
+        def reply(rep: Reply) -> None:
             self.pending[path] -= 1
             if not self.pending[path]:
                 del self.pending[path]
@@ -142,7 +143,7 @@ class ProjectTree:
         self.loaded.discard(iid)
 
     # --- events --------------------------------------------------------------------------------
-    def _on_open(self, _event: Any = None) -> None:
+    def _on_open(self, _event: tk.Event | None = None) -> None:
         iid = self.tree.focus()
         if iid and self.kinds.get(iid) == "dir" and iid not in self.loaded:
             self.list_folder(iid)
@@ -162,7 +163,7 @@ class ProjectTree:
             return "break"
         return None
 
-    def _on_enter(self, _event: Any = None) -> str:
+    def _on_enter(self, _event: tk.Event | None = None) -> str:
         iid = self.tree.focus()
         if self.kinds.get(iid) == "file":
             self.open(iid)
@@ -175,6 +176,10 @@ class ProjectTree:
 
     def open(self, path: str) -> None:
         self.app.open_path(path)
+
+    def _on_f5(self, _event: tk.Event) -> str:
+        self.refresh()
+        return "break"
 
     def refresh(self) -> None:
         """List the root and every open folder again; what was open stays open."""
@@ -215,7 +220,7 @@ class ProjectTree:
             pane.find.folder.set(folder or ".")
             pane.show_find()
 
-    def _on_saved(self, event: Any) -> None:
+    def _on_saved(self, event: Event) -> None:
         path = thaw(event.data).get("path")
         if not isinstance(path, str) or self.tree.exists(path):
             return
@@ -223,7 +228,7 @@ class ProjectTree:
         if folder in self.loaded and folder not in self.pending:
             self.list_folder(folder)
 
-    def _on_disk_changed(self, event: Any) -> None:
+    def _on_disk_changed(self, event: Event) -> None:
         """``fs.changed``: list again the named folders the tree has listed (a folder not
         listed yet is listed when opened, as it is then)."""
         data = thaw(event.data)
@@ -288,9 +293,10 @@ class ProjectTree:
         return bool(self.pending)
 
 
-def install(app: Any) -> ProjectTree:
+def install(app: TreeHost) -> ProjectTree:
+    """Fill ``app.tree_slot`` and register the tree's commands; the caller keeps the tree as
+    ``app.project_tree`` (ui/tk/app/plugins.py)."""
     tree = ProjectTree(app)
-    app.project_tree = tree
     app.register_command("project.refresh_tree", "Refresh &Tree", "", tree.refresh,
                          menu="Project")
     app.register_command("view.focus_tree", "Project &Tree", "Alt+1", tree.focus, menu="View")

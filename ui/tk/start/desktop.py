@@ -27,16 +27,21 @@ import sys
 import time
 import tkinter as tk
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from actors.bus.client import connect, connect_remote, end_with_supervisor
 from rio.config.instance import InstanceInfo, find_instance, project_state_dir
 from rio.protocol.errors import RioError
 from ui.tk.start.early import EARLY_CONNECT_S, early_window
 
+if TYPE_CHECKING:   # the window is imported after Tk is up (below)
+    from actors.bus.client import BusConnection
+    from ui.tk.app.main_window import App
+    from ui.tk.start.first_screen import FirstScreen
+
 
 def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
-         info: InstanceInfo | None = None, first_screen: Any = None) -> int:
+         info: InstanceInfo | None = None, first_screen: FirstScreen | None = None) -> int:
     """The desktop. ``window`` and ``info``: the window already drawn and the instance it
     belongs to, when started as ``python -m ui.tk --root DIR`` (ui/tk/start/first.py); ``first_screen``:
     the file's first screen drawn in it (ui/tk/start/first_screen.py). Then the App is built into
@@ -86,7 +91,8 @@ def main(argv: list[str] | None = None, *, window: tk.Tk | None = None,
     return _run(app, root, conn, args.open)
 
 
-def _window_first(root: tk.Tk, info: InstanceInfo, files: list[str], first_screen: Any) -> int:
+def _window_first(root: tk.Tk, info: InstanceInfo, files: list[str],
+                  first_screen: FirstScreen | None) -> int:
     """``python -m ui.tk --root DIR``'s desktop (its window drawn already): the App built and drawn
     on a connection that is not up yet (libzmq connects before the hub has bound), then the
     wait for the hub, then the rest as usual."""
@@ -111,7 +117,7 @@ def _window_first(root: tk.Tk, info: InstanceInfo, files: list[str], first_scree
     return _run(app, root, conn, files)
 
 
-def _run(app: Any, root: tk.Tk, conn: Any, files: list[str]) -> int:
+def _run(app: App, root: tk.Tk, conn: BusConnection, files: list[str]) -> int:
     from ui.tk.app.bus_pump import BusPump
     from ui.tk.app.control import ControlServer
     control = ControlServer(app)
@@ -173,7 +179,7 @@ def remote_main(address: str, server_key: str | None, files: list[str]) -> int:
     return app.exit_code
 
 
-def _handed_to_open_window(conn, files: list[str]) -> bool:
+def _handed_to_open_window(conn: BusConnection, files: list[str]) -> bool:
     """One window per instance: when the instance already has a window, a second ``rio``
     raises it and opens the files there, as '90s editors did, instead of attaching a
     second window that would take the ``ui.*`` route from the first."""

@@ -18,9 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ui.tk.start.early import early_window
+
+if TYPE_CHECKING:   # imported when drawn, after the window is up
+    import tkinter as tk
+
+    from ui.tk.start.first_screen import FirstScreen
 
 
 def said_drawn() -> None:
@@ -42,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True, help="the project folder")
     parser.add_argument("--open", action="append", default=[], metavar="FILE")
     args = parser.parse_args(argv)
-    drawn: list[Any] = []
+    drawn: list[FirstScreen | None] = []
 
-    def first_screen(root: Any) -> None:
+    def first_screen(root: tk.Tk) -> None:
         # The file's first screen in the same first paint (ui/tk/start/first_screen.py)
         from ui.tk.start.first_screen import first_screen_for
         drawn.append(first_screen_for(root, args.root, list(args.open)))

@@ -37,7 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from tkinter import font as tkfont
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:   # named only: this module is imported before the first paint, kept light
+    from tkinter import ttk
+
+    from ui.tk.app.seams import ScreenEditor
 
 #: Lines drawn: more than the tallest window shows.
 FIRST_LINES = 150
@@ -131,8 +136,10 @@ class FirstScreen:
         self.root = root
         self.path = os.path.realpath(path)
         self.keys: list[Key] = []
-        self.editor: Any = None
-        self.placeholder: Any = None
+        #: the file's editor tab, once this screen covers it (:meth:`cover`)
+        self.editor: tk.Misc | None = None
+        #: this screen's own tab in the App's notebook, until an editor covers it
+        self.placeholder: ttk.Frame | None = None
         self.frame = tk.Frame(root, background=colours["editor_bg"], borderwidth=0,
                               highlightthickness=0, name="keep_first_screen")
         count = text.count("\n") + 1
@@ -179,13 +186,15 @@ class FirstScreen:
     def name(self) -> str:
         return os.path.basename(self.path)
 
-    def attach(self, notebook: Any) -> None:
+    def attach(self, notebook: ttk.Notebook) -> None:
         """Into the App's notebook: a tab of the file's name (the editor's tab takes its
         place, :meth:`cover`), with the picture over it, above the App's widgets."""
         from tkinter import ttk
+
+        from ui.tk.widgets.tk_calls import select_tab
         self.placeholder = ttk.Frame(notebook, name="first_screen_tab")
         notebook.add(self.placeholder, text=f" {self.name} ")
-        notebook.select(self.placeholder)
+        select_tab(notebook, self.placeholder)
         self._over(self.placeholder)
         try:
             # Clicks and keys anywhere in the window come here until the editor takes over:
@@ -218,7 +227,7 @@ class FirstScreen:
         path = summary.get("path")
         return bool(path) and os.path.realpath(str(path)) == self.path
 
-    def cover(self, editor: Any) -> None:
+    def cover(self, editor: tk.Misc) -> None:
         """Over the file's editor tab (added in the place of this screen's own tab) until it
         has its text."""
         self.editor = editor
@@ -227,7 +236,7 @@ class FirstScreen:
             self.placeholder.destroy()     # its tab goes with it
             self.placeholder = None
 
-    def hand_over(self, editor: Any, focus: Callable[[], object]) -> int:
+    def hand_over(self, editor: ScreenEditor, focus: Callable[[], object]) -> int:
         """The editor has the core's text: give it the keys typed meanwhile, then go. Returns
         how many keys it was given."""
         keys, self.keys = self.keys, []
@@ -317,7 +326,7 @@ def _menubar(root: tk.Tk) -> None:
     root.configure(menu=bar)
 
 
-def _settings(session_settings: Any) -> dict[str, Any]:
+def _settings(session_settings: Mapping[str, Any] | None) -> dict[str, Any]:
     """The editor's look as the App will take it: the session's, then the preferences'."""
     settings = dict(session_settings or {})
     try:

@@ -4,7 +4,7 @@ back, focus given back first, destruction deferred.
 Tk 8.6.13 under Xvfb crashed in TkSetFocusWin when a focused toplevel was destroyed and the
 focus forced elsewhere afterwards, or when a window was destroyed while its focus events were
 still on their way (core dumps from the GUI tests). Every dialog — ui/tk/widgets/dialogs.py's and the
-bridged ones of ui/tk/app/dialog_bridge.py — closes through these functions.
+bridged ones of ui/tk/widgets/dialog_bridge.py — closes through these functions.
 
 A modal dialog holds the app's input grab (:func:`take_grab`); a window opened over it must
 take the grab in turn, or Tk gives every click and key to the grabbed dialog behind it and the
@@ -15,7 +15,10 @@ nothing). The grab goes back to the dialog under it when the window closes.
 from __future__ import annotations
 
 import tkinter as tk
+import weakref
 from collections.abc import Callable
+
+from ui.tk.widgets.tk_calls import tk_root
 
 
 def give_focus_back_on_close(top: tk.Toplevel) -> Callable[[], None]:
@@ -42,14 +45,13 @@ def give_focus_back_on_close(top: tk.Toplevel) -> Callable[[], None]:
     return focus_back
 
 
+#: Per app (its Tk root): the modal windows open, the one holding the grab last.
+_GRAB_STACKS: weakref.WeakKeyDictionary[tk.Tk, list[str]] = weakref.WeakKeyDictionary()
+
+
 def _grab_stack(top: tk.Misc) -> list[str]:
     """The modal windows open in ``top``'s app, the one holding the grab last."""
-    root = top._root()
-    stack: list[str] | None = getattr(root, "_rio_grab_stack", None)
-    if stack is None:
-        stack = []
-        root._rio_grab_stack = stack  # type: ignore[attr-defined]
-    return stack
+    return _GRAB_STACKS.setdefault(tk_root(top), [])
 
 
 def grab_holder(top: tk.Misc) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import tkinter as tk
 from dataclasses import dataclass
+from functools import partial
 from tkinter import ttk
 from typing import Any, Callable, Mapping, Sequence
 
@@ -21,6 +22,7 @@ from ui.tk.widgets.dialog_focus import (
     grab_holder,
     take_grab,
 )
+from ui.tk.widgets.seams import CaptionOwner, DialogOwner, TextWindowOwner
 
 Answer = Callable[[str, dict[str, str]], None]
 _SERIAL = itertools.count(1)
@@ -43,7 +45,7 @@ class Dialog:
     else's grab gets no click and no key), and gives it back when it closes.
     """
 
-    def __init__(self, app: Any, name: str, title: str, message: str,
+    def __init__(self, app: DialogOwner, name: str, title: str, message: str,
                  buttons: Sequence[str], on_answer: Answer, *,
                  fields: Sequence[Field] = (), detail: str = "", icon: str = "info",
                  body: Callable[[ttk.Frame], None] | None = None, grab: bool = True):
@@ -118,7 +120,7 @@ class Dialog:
         self.button_widgets: dict[str, ttk.Button] = {}
         for label in reversed(self.buttons):
             b = ttk.Button(bar, text=label, width=max(10, len(label) + 2),
-                           command=lambda lb=label: self.answer(lb))
+                           command=partial(self.answer, label))
             b.pack(side="right", padx=(6, 0))
             self.button_widgets[label] = b
         top.bind("<Return>", lambda e: self.answer(self.buttons[0]))
@@ -215,7 +217,8 @@ def window_manager_running() -> bool:
     return _WM[0]
 
 
-def _caption(top: tk.Toplevel, title: str, app: Any, close: Callable[[], None]) -> None:
+def _caption(top: tk.Toplevel, title: str, app: CaptionOwner,
+             close: Callable[[], None]) -> None:
     t = app.theme
     bar = tk.Frame(top, background=t.title_active_bg, name="keep_caption")
     bar.pack(side="top", fill="x", padx=1, pady=(1, 0))
@@ -228,7 +231,7 @@ def _caption(top: tk.Toplevel, title: str, app: Any, close: Callable[[], None]) 
               name="keep_close").pack(side="right", padx=2, pady=2)
 
 
-def text_window(app: Any, name: str, title: str, content: str,
+def text_window(app: TextWindowOwner, name: str, title: str, content: str,
                 tags: Callable[[tk.Text], None] | None = None, *,
                 on_close: Callable[[], None] | None = None, grab: bool = False) -> Dialog:
     """A read-only text in a dialog (the difference view); ``on_close()`` runs when it is

@@ -17,6 +17,8 @@ import weakref
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from ui.tk.widgets.tk_calls import default_root, tk_root
+
 SIZE = 16
 Sprite = tuple[str, ...]
 
@@ -344,9 +346,7 @@ def icon(name: str, theme: str = "classic", root: tk.Misc | None = None) -> tk.P
     ``root`` defaults to tkinter's default root (the first ``tk.Tk()``), which is what a
     single-window app has.
     """
-    if root is None:
-        root = tk._get_default_root("create an icon")  # type: ignore[attr-defined]
-    top = root._root()  # type: ignore[attr-defined]  # the Tk instance owning the interpreter
+    top = tk_root(root if root is not None else default_root("create an icon"))
     per_root = _CACHE.setdefault(top, {})
     key = (name, "dark" if theme in ("dark", "rio-dark") else "classic")
     image = per_root.get(key)

@@ -18,8 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from tkinter import ttk
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from rio.text.syntax_classes import STYLE_CLASSES, TAG_PREFIX
+
+if TYPE_CHECKING:   # the stub's name for one entry of theme_create's settings
+    from tkinter.ttk import _ThemeSettingsValue
 
 PARENT_THEME = "alt"
 
@@ -151,7 +155,7 @@ def get_theme(name: str) -> Theme:
 
 # --- ttk -----------------------------------------------------------------------------------
 
-def _ttk_settings(t: Theme) -> dict[str, dict[str, object]]:
+def _ttk_settings(t: Theme) -> dict[str, _ThemeSettingsValue]:
     return {
         ".": {"configure": {
             "background": t.face, "foreground": t.text_fg, "troughcolor": t.trough,
@@ -317,7 +321,7 @@ def restyle_tree(widget: tk.Misc, t: Theme) -> int:
         cls = w.winfo_class()
         if cls in _CLASSIC_WIDGET_OPTIONS and not str(w).rsplit(".", 1)[-1].startswith("keep_"):
             try:
-                w.configure(**_values_for(cls, t))  # type: ignore[call-arg]
+                w.configure(**_values_for(cls, t))
                 touched += 1
             except tk.TclError:
                 pass

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import tkinter as tk
-from typing import Any
+
+from ui.tk.widgets.seams import Themed
 
 
 class Tooltip:
     """A yellow '90s tooltip after half a second of hovering."""
 
-    def __init__(self, widget: tk.Misc, text: str, app: Any):
+    def __init__(self, widget: tk.Misc, text: str, app: Themed):
         self.widget, self.text, self.app = widget, text, app
         self.tip: tk.Toplevel | None = None
         self.job: str | None = None

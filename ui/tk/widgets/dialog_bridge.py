@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import tkinter as tk
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from ui.tk.widgets.dialog_focus import give_focus_back_on_close, modal_over_grab
+from ui.tk.widgets.seams import CaptionOwner
 
 _TRUE = {"1", "true", "yes", "on"}
 
 
+class FieldVar(Protocol):
+    """A dialog's field as ``ui.state`` reads it and ``ui.dialog_answer`` fills it: a Tk
+    variable, or an adapter with the same two methods (the API key's, which reads "")."""
+
+    def get(self) -> object: ...
+    def set(self, value: Any) -> None: ...
+
+
 class BridgedDialog:
-    def __init__(self, app: Any, name: str, top: tk.Toplevel, fields: Mapping[str, tk.Variable],
-                 buttons: Mapping[str, Callable[[], Any]],
+    """One of the app's own Toplevels with the face of an open dialog
+    (:class:`ui.tk.widgets.seams.OpenDialog`), for ``app.dialogs``."""
+
+    def __init__(self, app: object, name: str, top: tk.Toplevel, fields: Mapping[str, FieldVar],
+                 buttons: Mapping[str, Callable[[], object]],
                  message: str | Callable[[], str] = ""):
         self.app = app
         self.name = name
@@ -58,13 +70,15 @@ class BridgedDialog:
         fn()
 
 
-def bridge(app: Any, name: str, top: tk.Toplevel, fields: Mapping[str, tk.Variable],
-           buttons: Mapping[str, Callable[[], Any]], message: str | Callable[[], str] = "",
+def bridge(app: object, name: str, top: tk.Toplevel, fields: Mapping[str, FieldVar],
+           buttons: Mapping[str, Callable[[], object]], message: str | Callable[[], str] = "",
            replaces: tuple[str, ...] = ()) -> BridgedDialog:
     """Register ``top`` as ``app.dialogs[name]`` (when the app keeps such a registry) until it
     is destroyed. ``replaces`` are other names the same window had before (Find ↔ Replace).
     Shown while a modal dialog holds the input grab, the window takes the grab (and hands it
-    back when it goes): it is never shown dead over that dialog."""
+    back when it goes): it is never shown dead over that dialog. ``app`` is any window: one
+    without a registry (a test's bare window, a dialog's before the App is built) only gets
+    the focus and grab handling."""
     adapter = BridgedDialog(app, name, top, fields, buttons, message)
     give_focus_back_on_close(top)
     modal_over_grab(top)
@@ -83,11 +97,19 @@ def bridge(app: Any, name: str, top: tk.Toplevel, fields: Mapping[str, tk.Variab
     return adapter
 
 
-def caption(app: Any, top: tk.Toplevel, title: str, close: Callable[[], None]) -> None:
-    """The app's drawn caption when no window manager draws one (call before packing)."""
+def open_windows(owner: object) -> dict[str, object]:
+    """The windows open for ``owner`` (an app, a panel), by kind: one of each kind at a time,
+    a second ask raises it. Kept on the owner, so they go with it."""
+    windows: dict[str, object] = vars(owner).setdefault("_rio_open_windows", {})
+    return windows
+
+
+def caption(app: object, top: tk.Toplevel, title: str, close: Callable[[], None]) -> None:
+    """The app's drawn caption when no window manager draws one (call before packing); a
+    window without a theme (:class:`~ui.tk.widgets.seams.CaptionOwner`) gets none."""
     try:
         from ui.tk.widgets.dialogs import _caption, window_manager_running
-        if not window_manager_running() and hasattr(app, "theme"):
+        if not window_manager_running() and isinstance(app, CaptionOwner):
             top.configure(relief="raised", bd=2, background=app.theme.face)
             _caption(top, title, app, close)
     except Exception:  # noqa: BLE001 -- decoration only; never stop a dialog from opening
