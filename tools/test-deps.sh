@@ -15,7 +15,7 @@ set -euo pipefail
 NEEDS='command|Xvfb|xvfb|needed|the GUI tests: a private X display (tests/conftest.py)
 command|xdotool|xdotool|needed|finding and driving real windows
 command|xdpyinfo|x11-utils|optional|asking a display whether it answers (else Tk is asked)
-command|xwininfo|x11-utils|optional|where the X server has a window (tests/desktop/test_gui_restart_place.py)
+command|xwininfo|x11-utils|optional|where the X server has a window (tests/desktop/app/test_gui_restart_place.py)
 command|import|imagemagick|optional|screenshots of real windows for a person to look at
 command|systemd-analyze|systemd|optional|tests/runtime/test_deploy.py: the unit file verified and rated
 command|unshare|util-linux|optional|tests/runtime/test_deploy.py: the image entrypoint as PID 1
@@ -24,7 +24,7 @@ command|bwrap|bubblewrap|optional|agents in a box (tests/agent/test_agent_sandbo
 command|fc-list|fontconfig|needed|listing the installed fonts (this script)
 font|DejaVu Sans Mono|fonts-dejavu-core|needed|the editor font the tests use
 font|DejaVu Sans|fonts-dejavu-core|needed|the desktop font the tests use
-font|DejaVu Math TeX Gyre|fonts-dejavu-extra|needed|a family spaced otherwise (tests/desktop/test_gui_editor_view.py)
+font|DejaVu Math TeX Gyre|fonts-dejavu-extra|needed|a family spaced otherwise (tests/desktop/editor/test_gui_editor_view.py)
 font|Terminus|fonts-terminus-otb|optional|the first editor font of the desktop (ui/tk/widgets/fonts.py): what its users see'
 
 check_only=0

@@ -3,7 +3,7 @@
 The core counts ``str`` characters (code points). Tk 8.6 stores text as UTF-16 internally, so a
 character outside the Basic Multilingual Plane (most emoji, U+10000 and up) takes TWO index
 positions in a Tk Text: in ``a😀b`` the ``b`` is at Tk column 3 but at code-point column 2.
-Measured with Tk 8.6.13 under Xvfb (tests/desktop/test_gui_astral.py pins these):
+Measured with Tk 8.6.13 under Xvfb (tests/desktop/editor/test_gui_astral.py pins these):
 
 * ``"line.col"`` indices count UTF-16 units, and a column can fall *between* the two halves
   of a pair (``1.2`` above); inserting there or deleting half a pair leaves broken bytes.

@@ -1,6 +1,6 @@
 """A provider's endpoint and model written into config.toml (issue 18, point 14): checked as a
 usable URL and a model name, written atomically, and nothing else of the user's file changed.
-The dialog that uses it is tested through the real window in tests/desktop/test_gui_ai_prefs_providers.py."""
+The dialog that uses it is tested through the real window in tests/desktop/prefs/test_gui_ai_prefs_providers.py."""
 
 from __future__ import annotations
 

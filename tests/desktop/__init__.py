@@ -1,1 +1,2 @@
-"""Tests of desktop."""
+"""Tests of the desktop (ui/tk/), in folders named as its rooms; the fixtures they share are
+in conftest.py."""

@@ -2,7 +2,7 @@
 under tmp_path become ``fs.changed`` events — from the model (rio/files/watch.py) on real
 folders, from the watcher thread (actors/core/fs_watcher.py) with the real watchfiles, and from a
 real ``rio serve``'s core. The tree following them in the real window is
-tests/desktop/test_gui_project_tree.py's."""
+tests/desktop/project/test_gui_project_tree.py's."""
 
 from __future__ import annotations
 

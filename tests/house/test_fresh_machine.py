@@ -123,7 +123,7 @@ def test_the_font_test_passes_without_terminus(tmp_path: Path):
     families = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True,
                               timeout=30, env={**os.environ, "FONTCONFIG_FILE": str(conf)})
     assert "Terminus" not in families.stdout
-    test = "tests/desktop/test_gui_editor_view.py::test_line_numbers_follow_a_font_change_at_the_same_size"
+    test = "tests/desktop/editor/test_gui_editor_view.py::test_line_numbers_follow_a_font_change_at_the_same_size"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
                            f"--basetemp={tmp_path / 'inner'}", test],
                           cwd=REPO, capture_output=True, text=True, timeout=100,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import tkinter as tk
 from functools import partial
 from tkinter import ttk
-from typing import Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from ui.tk.agent import permission_model as perm
 from ui.tk.agent.extras import sign_in_lines
@@ -51,6 +51,25 @@ class Card:
 
     def destroy(self) -> None:
         self.frame.destroy()
+
+
+class BodyCard(Card):
+    """A card whose body is drawn anew at each :meth:`refresh` (the block's state changed):
+    :meth:`draw` fills the emptied body."""
+
+    def __init__(self, view: CardHost, index: int, block: Block):
+        super().__init__(view, index, block)
+        self.body = ttk.Frame(self.frame)
+        self.body.pack(side="top", fill="x")
+        self.refresh()
+
+    def refresh(self) -> None:
+        for w in self.body.winfo_children():
+            w.destroy()
+        self.draw(self.block.data)
+
+    def draw(self, d: Mapping[str, Any]) -> None:
+        raise NotImplementedError
 
 
 class ProposalCard(Card):
@@ -177,19 +196,10 @@ class TurnEndCard(Card):
                             text="Undone" if undo == "undone" else "Undo")
 
 
-class SignInCard(Card):
+class SignInCard(BodyCard):
     """An agent that needs a sign-in, with its own ways to do it; never a key field."""
 
-    def __init__(self, view: CardHost, index: int, block: Block):
-        super().__init__(view, index, block)
-        self.body = ttk.Frame(self.frame)
-        self.body.pack(side="top", fill="x")
-        self.refresh()
-
-    def refresh(self) -> None:
-        for w in self.body.winfo_children():
-            w.destroy()
-        d = self.block.data
+    def draw(self, d: Mapping[str, Any]) -> None:
         app = self.view.panel.app
         if d.get("state") == "signed_in":
             ttk.Label(self.body, text=f"Signed in to {d.get('agent') or 'the agent'}.") \

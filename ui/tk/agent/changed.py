@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import tkinter as tk
 from tkinter import ttk
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from rio.agent.unpatch import text_before
 from rio.protocol.errors import ProtocolError, RioError
-from ui.tk.agent.cards import DIFF_ROWS, Card, CardHost
+from ui.tk.agent.cards import DIFF_ROWS, BodyCard
 from ui.tk.agent.extras import CHANGED_FILES_SHOWN
 from ui.tk.agent.model import Block, Conversation
 from ui.tk.agent.seams import Requests, Respond
@@ -245,19 +245,10 @@ class ChangedFiles:
         panel.request("fs.read", {"path": path, "max_chars": 1}, there, absent)
 
 
-class ChangedFilesCard(Card):
+class ChangedFilesCard(BodyCard):
     """The files, each with Review (and Revert for a modified one), its state, its diff."""
 
-    def __init__(self, view: CardHost, index: int, block: Block):
-        super().__init__(view, index, block)
-        self.body = ttk.Frame(self.frame)
-        self.body.pack(side="top", fill="x")
-        self.refresh()
-
-    def refresh(self) -> None:
-        for w in self.body.winfo_children():
-            w.destroy()
-        d = self.block.data
+    def draw(self, d: Mapping[str, Any]) -> None:
         files = d["changed_files"]
         panel = self.view.panel
         app = panel.app

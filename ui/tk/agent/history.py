@@ -1,5 +1,5 @@
 """A conversation's history (``agent.history``) as the panel's blocks, display-free (tested in
-tests/desktop/test_agent_model.py).
+tests/desktop/agent/test_agent_model.py).
 
 What the core keeps of a turn (ADR-0024 "What history keeps"): its messages — what the model
 or agent is sent again — and, for turns recorded since, the events that were shown (``shown``),

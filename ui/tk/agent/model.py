@@ -3,7 +3,7 @@
 The panel (ui/tk/agent/panel.py) is a *view* of the core's conversations: it renders the same
 events the terminal client renders (ui/term/chat.py) and sends the same ops. Everything that
 can be decided without Tk lives here and is tested without a display
-(tests/desktop/test_agent_model.py):
+(tests/desktop/agent/test_agent_model.py):
 
 * :class:`Conversation` turns events into a list of :class:`Block` s (a user message, the
   assistant's streamed text, a tool card, a proposal card, an error line, a turn's end) and

@@ -1,5 +1,5 @@
 """An ACP agent's permission question as the panel's card shows it — display-free, so it is
-tested without a screen (tests/desktop/test_agent_permission_model.py); the card itself is
+tested without a screen (tests/desktop/agent/test_agent_permission_model.py); the card itself is
 :class:`ui.tk.agent.cards.PermissionCard`.
 
 What the agent sends is made for programs: codex-acp 0.16 asks about an MCP tool with

@@ -10,7 +10,7 @@ session, which asks the agent (``session/set_mode``/``session/set_config_option`
 publishes its answer, which redraws the row. These are the agent's own settings; the
 approval gate's mode (review, auto_buffer, allow_all) is the *Mode* picker above.
 
-Display-free (tests/desktop/test_agent_model_acp.py); the row's widgets are
+Display-free (tests/desktop/agent/test_agent_model_acp.py); the row's widgets are
 :class:`ui.tk.agent.picker_row.PickerRow`, which the panel holds as ``agent_pickers``.
 """
 

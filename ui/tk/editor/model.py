@@ -1,6 +1,6 @@
 """The editor's display-free rules: where the cursor goes when a remote change lands, and what
 waits for the editor to be quiet. Used by :class:`ui.tk.editor.tab.EditorTab`; no Tk here, so the
-rules are tested without a display (tests/desktop/test_editor_model.py).
+rules are tested without a display (tests/desktop/editor/test_editor_model.py).
 
 *Quiet* means the core has applied everything this editor sent: no local edit in flight (the
 replica's ``pending``) and no ``buffer.apply`` batch whose change has not come back yet. Save,

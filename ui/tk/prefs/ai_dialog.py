@@ -26,7 +26,13 @@ from rio.agent.gate import LIMIT_NAMES, check_limits
 from rio.protocol.errors import RioError
 from ui.tk.app.seams import CommandSet
 from ui.tk.prefs.providers import ProvidersHost
-from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over, open_windows
+from ui.tk.widgets.dialog_bridge import (
+    bridge,
+    centre_over,
+    dialog_window,
+    open_windows,
+    raise_if_open,
+)
 
 #: The per-turn limits as the dialog names them (rio/agent/gate.py Limits).
 LIMIT_LABELS = {"max_requests": "Model requests (API providers)",
@@ -255,18 +261,9 @@ class AIPreferencesDialog:
 def show_ai_preferences(panel: AIPanel) -> AIPreferencesDialog | None:
     app = panel.app
     existing = open_windows(panel).get("ai_preferences")
-    if isinstance(existing, AIPreferencesDialog):
-        try:
-            if existing.top.winfo_exists():
-                existing.top.deiconify()
-                existing.top.lift()
-                return existing
-        except tk.TclError:
-            pass
-    top = tk.Toplevel(app.root)
-    top.title("AI Preferences")
-    top.transient(app.root)
-    caption(app, top, "AI Preferences", top.destroy)
+    if isinstance(existing, AIPreferencesDialog) and raise_if_open(existing):
+        return existing
+    top = dialog_window(app, app.root, "AI Preferences")
     dialog = open_windows(panel)["ai_preferences"] = AIPreferencesDialog(panel, top)
     centre_over(top, app.root)
     return dialog

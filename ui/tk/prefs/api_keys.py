@@ -18,7 +18,13 @@ from tkinter import ttk
 from typing import Protocol
 
 from ui.tk.prefs.store import KeyStore, key_store, store_key
-from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over, open_windows
+from ui.tk.widgets.dialog_bridge import (
+    bridge,
+    centre_over,
+    dialog_window,
+    open_windows,
+    raise_if_open,
+)
 from ui.tk.widgets.theme import Theme
 
 
@@ -160,17 +166,9 @@ def show_key_dialog(panel: KeyPanel, provider: str | None = None,
                     store: KeyStore | None = None) -> KeyDialog:
     app = panel.app
     existing = open_windows(panel).get("api_key")
-    if isinstance(existing, KeyDialog):
-        try:
-            if existing.top.winfo_exists():
-                existing.top.lift()
-                return existing
-        except tk.TclError:
-            pass
-    top = tk.Toplevel(app.root)
-    top.title("Set API Key")
-    top.transient(app.root)
-    caption(app, top, "Set API Key", top.destroy)
+    if isinstance(existing, KeyDialog) and raise_if_open(existing):
+        return existing
+    top = dialog_window(app, app.root, "Set API Key")
     chosen = provider or (panel.model.shown.provider if panel.model.shown else "") or \
         panel.default_provider
     dialog = open_windows(panel)["api_key"] = KeyDialog(panel, top, chosen, store or key_store())

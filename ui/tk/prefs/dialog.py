@@ -13,7 +13,7 @@ import sys
 import tkinter as tk
 import tkinter.font as tkfont
 from tkinter import ttk
-from typing import Any, Protocol
+from typing import Any
 
 from ui.tk.app.seams import PrefsHost
 from ui.tk.prefs.model import (
@@ -25,7 +25,13 @@ from ui.tk.prefs.model import (
     parse_form,
     save_preferences,
 )
-from ui.tk.widgets.dialog_bridge import bridge, caption, centre_over, open_windows
+from ui.tk.widgets.dialog_bridge import (
+    bridge,
+    centre_over,
+    dialog_window,
+    open_windows,
+    raise_if_open,
+)
 
 SAMPLE = "def hello(n):  # 0O 1lI {[()]}\n    return f\"Rio {n!r}\""
 
@@ -34,31 +40,9 @@ def _parent(app: PrefsHost) -> tk.Misc:
     return app.root
 
 
-class _Window(Protocol):
-    @property
-    def top(self) -> tk.Toplevel: ...
-
-
-def _raised(existing: _Window) -> bool:
-    """Raise the window already open if it still lives; True if so."""
-    try:
-        if existing.top.winfo_exists():
-            existing.top.deiconify()
-            existing.top.lift()
-            return True
-    except tk.TclError:
-        pass
-    return False
-
-
 def _dialog(app: PrefsHost, title: str) -> tk.Toplevel:
     """A new Toplevel over the app's window, with the app's caption."""
-    parent = _parent(app)
-    top = tk.Toplevel(parent)
-    top.title(title)
-    top.transient(parent.winfo_toplevel())
-    caption(app, top, title, top.destroy)
-    return top
+    return dialog_window(app, _parent(app), title)
 
 
 def monospace_families(root: tk.Misc) -> list[str]:
@@ -198,7 +182,7 @@ def _current_font(app: PrefsHost) -> tuple[str, int]:
 
 def show_preferences(app: PrefsHost) -> PreferencesDialog:
     existing = open_windows(app).get("preferences")
-    if isinstance(existing, PreferencesDialog) and _raised(existing):
+    if isinstance(existing, PreferencesDialog) and raise_if_open(existing):
         return existing
     top = _dialog(app, "Preferences")
     dlg = open_windows(app)["preferences"] = PreferencesDialog(app, top)
@@ -248,7 +232,7 @@ class AboutBox:
 
 def show_about(app: PrefsHost) -> AboutBox:
     existing = open_windows(app).get("about")
-    if isinstance(existing, AboutBox) and _raised(existing):
+    if isinstance(existing, AboutBox) and raise_if_open(existing):
         return existing
     top = _dialog(app, "About Rio")
     box = open_windows(app)["about"] = AboutBox(app, top)
@@ -304,7 +288,7 @@ class ShortcutsWindow:
 
 def show_shortcuts(app: PrefsHost, rows: list[tuple[str, str]]) -> ShortcutsWindow:
     existing = open_windows(app).get("shortcuts")
-    if isinstance(existing, ShortcutsWindow) and _raised(existing):
+    if isinstance(existing, ShortcutsWindow) and raise_if_open(existing):
         return existing
     top = _dialog(app, "Keyboard Shortcuts")
     win = open_windows(app)["shortcuts"] = ShortcutsWindow(top, rows, app)

@@ -2,7 +2,7 @@
 
 Everything the UI stores goes through here, and nothing in ``ui/`` but this module imports
 the writers (``rio.files.atomic``, ``rio.agent.secrets``, ``save_project_commands``,
-``save_provider_settings``; tests/desktop/test_prefs_store.py and the picture in
+``save_provider_settings``; tests/desktop/prefs/test_prefs_store.py and the picture in
 docs/architecture.md hold the rule):
 
 * ``ui.json`` in ``config_base()`` — the user's preferences, for every project. Several parts

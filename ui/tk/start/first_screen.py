@@ -53,7 +53,7 @@ READ_BYTES = 256 * 1024
 #: Where the editor tab is in the App's window, in pixels from the edges of the window's area
 #: below the menu bar, besides the project tree's width and the output pane's height
 #: (measured with the shipped fonts: toolbar, tab row, sashes, status bar; the first paint
-#: draws the file there, tests/desktop/test_gui_first_screen.py holds the App to it).
+#: draws the file there, tests/desktop/start/test_gui_first_screen.py holds the App to it).
 EDITOR_TOP = 57
 EDITOR_LEFT = 9
 EDITOR_RIGHT = 4

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tkinter as tk
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ui.tk.widgets.dialog_focus import give_focus_back_on_close, modal_over_grab
 from ui.tk.widgets.seams import CaptionOwner
@@ -114,6 +114,36 @@ def caption(app: object, top: tk.Toplevel, title: str, close: Callable[[], None]
             _caption(top, title, app, close)
     except Exception:  # noqa: BLE001 -- decoration only; never stop a dialog from opening
         return
+
+
+@runtime_checkable
+class _Window(Protocol):
+    @property
+    def top(self) -> tk.Toplevel: ...
+
+
+def raise_if_open(existing: object) -> bool:
+    """Raise a window of :func:`open_windows` that is still open; True if so (the caller then
+    returns it instead of opening a second one)."""
+    if not isinstance(existing, _Window):
+        return False
+    try:
+        if existing.top.winfo_exists():
+            existing.top.deiconify()
+            existing.top.lift()
+            return True
+    except tk.TclError:
+        pass
+    return False
+
+
+def dialog_window(owner: object, parent: tk.Misc, title: str) -> tk.Toplevel:
+    """A new dialog window over ``parent``'s window, with ``owner``'s drawn caption."""
+    top = tk.Toplevel(parent)
+    top.title(title)
+    top.transient(parent.winfo_toplevel())
+    caption(owner, top, title, top.destroy)
+    return top
 
 
 def centre_over(top: tk.Toplevel, parent: tk.Misc) -> None:

@@ -120,7 +120,7 @@ def test_the_user_guide_names_every_menu_and_every_shortcut():
     import re
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     text = (repo / "docs" / "user-guide.md").read_text(encoding="utf-8")
     line = next(ln for ln in text.splitlines() if ln.startswith("* **Menu bar** —"))
     listed = [m.strip() for m in line.split("—", 1)[1].split("(")[0].split(",")]

@@ -1,4 +1,4 @@
-"""The real desktop the agent panel's GUI tests drive (tests/desktop/test_gui_agent_panel*.py):
+"""The real desktop the agent panel's GUI tests drive (tests/desktop/agent/test_gui_agent_panel*.py):
 the window (`rio PATH`), the core and the real agent session process under Xvfb, against the
 loopback Anthropic server (tests/fakes/model_servers.py, a fake key, never the internet) and the
 fake ACP agent (tests/fakes/acp_agent.py). Each test module makes its own fixtures of these

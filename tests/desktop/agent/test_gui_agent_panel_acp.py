@@ -1,7 +1,7 @@
 """The agent panel with an ACP agent (the fake one, tests/fakes/acp_agent.py), in the real
 desktop under Xvfb: its conversation shown like an API one, its own mode and model pickers, its
 sign-in card, files it changed behind Rio's back (Review, Revert, Restore), and picking another
-agent (tests/desktop/agent_panel_desktop.py starts the desktop).
+agent (tests/desktop/agent/agent_panel_desktop.py starts the desktop).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from rio.protocol.errors import RioError
-from tests.desktop.agent_panel_desktop import (
+from tests.desktop.agent.agent_panel_desktop import (
     agent,
     answer_revert,
     fresh_conversation,

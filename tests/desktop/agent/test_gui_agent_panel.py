@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests.desktop.agent_panel_desktop import (
+from tests.desktop.agent.agent_panel_desktop import (
     NOTES,
     agent,
     fresh_conversation,

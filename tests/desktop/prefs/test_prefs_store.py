@@ -22,7 +22,7 @@ from ui.tk.app import session as session_mod
 from ui.tk.prefs import store
 from ui.tk.prefs.model import Preferences, load_preferences, save_preferences
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 #: What only the store may use: the atomic writer, the key store, the commands' and providers' writers.
 WRITER_MODULES = ("rio.files.atomic", "rio.agent.secrets")

@@ -1,6 +1,6 @@
 """The agent panel in the window, in the real desktop under Xvfb: where it docks, minimised,
 dragged, its Mode picker and a theme switch, the AI features off, the API key dialog, per-turn
-limits, and ``ui.state``'s report of where it is (tests/desktop/agent_panel_desktop.py starts the
+limits, and ``ui.state``'s report of where it is (tests/desktop/agent/agent_panel_desktop.py starts the
 desktop; the model is the loopback Anthropic server). Its widths and wrapping are
 test_gui_agent_panel_layout.py's.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rio.protocol.errors import RioError
-from tests.desktop.agent_panel_desktop import (
+from tests.desktop.agent.agent_panel_desktop import (
     a_msgs,
     agent,
     edge,
