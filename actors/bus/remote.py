@@ -18,7 +18,7 @@ key's Z85 text) and sends it on a DEALER whose identity is ``remote:<role>:<clie
 refuses ops above that role with ``auth.forbidden``. The role is never read from the payload, so
 a client cannot claim another; a key revoked or re-roled takes effect on its next message.
 
-Limits per key (ADR-0021 "Replies a client does not read", rio/config/remote.py): a reply goes
+Limits per key (ADR-0021 "Replies a client does not read", rio/config/remote_settings.py): a reply goes
 out on the tcp ROUTER only while that client's pipe is empty (``SNDHWM`` 1: libzmq holds at
 most the reply being written and one more); the rest wait in the bridge, per client, counted in
 bytes. A key whose waiting replies would pass its byte budget gets ``bus.backpressure`` in place
@@ -61,7 +61,7 @@ from actors.bus.remote_frames import (
     too_many_clients,
 )
 from actors.bus.sockets import WELCOME, configure, make_dealer
-from rio.config.remote import RemoteLimits, remote_limits
+from rio.config.remote_settings import RemoteLimits, remote_limits
 from rio.memory import map_large_allocations
 from rio.protocol import roles
 from rio.protocol.errors import AuthError, BusError, InternalError

@@ -15,7 +15,7 @@ import hashlib
 import msgpack
 import zmq
 
-from rio.config.remote import RemoteLimits
+from rio.config.remote_settings import RemoteLimits
 from rio.protocol import roles
 from rio.protocol.errors import BusError, ProtocolError
 from rio.protocol.frames import Event, Reply, Request, decode, peek_id, request_id_of

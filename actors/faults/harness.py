@@ -386,21 +386,21 @@ class Harness:
                                                   "lost": result.lost + lost,
                                                   "duplicated": result.duplicated + dup})
 
-    # The journal's scenarios live in actors/faults/journal.py.
+    # The journal's scenarios live in actors/faults/journal_scenarios.py.
     def scenario_journal_full(self) -> None:
-        from actors.faults.journal import scenario_journal_full
+        from actors.faults.journal_scenarios import scenario_journal_full
         scenario_journal_full(self)
 
     def scenario_journal_damage(self) -> None:
-        from actors.faults.journal import scenario_journal_damage
+        from actors.faults.journal_scenarios import scenario_journal_damage
         scenario_journal_damage(self)
 
     def scenario_recovery_kill(self) -> None:
-        from actors.faults.journal import scenario_recovery_kill
+        from actors.faults.journal_scenarios import scenario_recovery_kill
         scenario_recovery_kill(self)
 
     def scenario_scale(self) -> None:
-        from actors.faults.journal import scenario_scale
+        from actors.faults.journal_scenarios import scenario_scale
         scenario_scale(self)
 
     def scenario_stale_resend(self) -> None:

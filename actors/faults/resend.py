@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from actors.faults.journal import _kill_core
+from actors.faults.journal_scenarios import _kill_core
 from actors.faults.workload import Client, Typist
 from rio.protocol.errors import DocumentError, RioError
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actors.runtime.process_control import Spawned
-from rio.config.supervisor import ProcessSpec, RestartBudget
+from rio.config.supervisor_toml import ProcessSpec, RestartBudget
 
 #: States in which an on-demand process counts against its kind's max_live.
 LIVE = ("starting", "running", "restarting", "stopping")

@@ -32,7 +32,7 @@ import psutil
 from actors.runtime import process_control
 from actors.runtime.child import Child
 from actors.runtime.log_relay import Stream
-from rio.config.supervisor import ProcessSpec, RestartBudget, SupervisorConfig
+from rio.config.supervisor_toml import ProcessSpec, RestartBudget, SupervisorConfig
 
 log = logging.getLogger("rio.supervisor.spares")
 

@@ -54,7 +54,7 @@ from rio.config.instance import (
     running_instances,
     state_base,
 )
-from rio.config.supervisor import ProcessSpec, SupervisorConfig, load_config
+from rio.config.supervisor_toml import ProcessSpec, SupervisorConfig, load_config
 from rio.protocol import ops
 from rio.protocol.errors import BusError, ConfigError, ProtocolError, RioError
 from rio.protocol.frames import Reply, Request

@@ -64,7 +64,7 @@ from actors.runtime.spawn_env import LIFELINE_ENV
 LATER: dict[str, tuple[str, ...]] = {
     "agent_session": (
         "rio.agent.disk_changes",            # an ACP turn's first step (Host.after_ready)
-        "actors.runtime.process_control",            # an agent, a run command: spawned
+        "actors.runtime.process_control",    # an agent, a run command: spawned
         "rio.agent.config",
         "rio.agent.secrets",
         "importlib.metadata",                # the providers' plug-in lookup

@@ -45,7 +45,7 @@ from actors.runtime.child import Child
 from actors.runtime.spares import HOST_MODULE, SpareOwner, kind_of
 from actors.runtime.spawn_env import COOKIE_ENV, LINEAGE_ENV, PARENT_ENV, own_lineage
 from actors.runtime.zygote import GO
-from rio.config.supervisor import ProcessSpec, RestartBudget
+from rio.config.supervisor_toml import ProcessSpec, RestartBudget
 
 log = logging.getLogger("rio.supervisor.zygotes")
 

@@ -2,7 +2,7 @@
 
 Four parts of Rio read their own sections of the one file (``[agent]`` and ``[providers]``:
 rio/agent/config.py; ``[agents.NAME]``: rio/acp/discovery.py; ``[sandbox]``:
-rio/acp/sandbox.py; ``[remote]``: rio/config/remote.py). They share how the file is read — no
+rio/acp/sandbox.py; ``[remote]``: rio/config/remote_settings.py). They share how the file is read — no
 file is all defaults; a file that cannot be read or is not TOML is ``config.invalid`` naming
 the file (and the line), never a silent default — so the user gets the same words whichever
 section made Rio read it.

@@ -27,7 +27,7 @@ root, names compared case-folded (a case-insensitive file system has one ``.git`
                     ``pyvenv.cfg``; a file named ``pyvenv.cfg``
 ``pth``             a name ending in ``.pth``
 ``listed``          a pattern of the owner's ``[remote] owner_only_paths`` (gitignore style,
-                    rio/config/remote.py)
+                    rio/config/remote_settings.py)
 ``executable``      the file on disk has an executable, set-user-ID or set-group-ID bit
 ==================  =======================================================================
 
@@ -202,7 +202,7 @@ class OwnerOnlyPaths:
             if self._spec is None:
                 self._spec = _compile(self._patterns())
             return self._spec
-        from rio.config.remote import config_path, owner_only_paths
+        from rio.config.remote_settings import config_path, owner_only_paths
         if self._config_file is None:
             self._config_file = config_path()
         stamp = _stamp(self._config_file)

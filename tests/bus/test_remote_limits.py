@@ -15,12 +15,12 @@ import pytest
 import zmq
 
 import actors.bus.remote as remote_module
-import rio.config.remote as remote_config
+import rio.config.remote_settings as remote_config
 from actors.bus import curve_keys
 from actors.bus.client import Endpoints, connect
 from actors.bus.remote import RemoteListener
 from actors.bus.service import BusThread
-from rio.config.remote import MIB, RemoteLimits, remote_limits
+from rio.config.remote_settings import MIB, RemoteLimits, remote_limits
 from rio.protocol.errors import BusError, ConfigError
 from rio.protocol.frames import Request, decode, encode
 from tests.bus.test_remote import free_port_pair
@@ -314,7 +314,7 @@ def _p95(values: list[float]) -> float:
 
 
 def test_the_documented_defaults_are_the_defaults():
-    """rio/config/remote.py's example and docs/deploy.md show the limits Rio applies."""
+    """rio/config/remote_settings.py's example and docs/deploy.md show the limits Rio applies."""
     defaults = RemoteLimits()
     for doc in (Path(remote_config.__file__).read_text(), DEPLOY.read_text()):
         assert f"reply_budget_mb = {defaults.reply_budget_bytes // MIB} " in doc

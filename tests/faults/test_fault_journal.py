@@ -1,5 +1,5 @@
 """`rio faults` journal scenarios end to end: a full journal disk, a torn record in a journal,
-kill -9 of the core while it recovers a 4 MB unsaved buffer (actors/faults/journal.py)."""
+kill -9 of the core while it recovers a 4 MB unsaved buffer (actors/faults/journal_scenarios.py)."""
 
 from __future__ import annotations
 

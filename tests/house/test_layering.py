@@ -32,10 +32,6 @@ OVER_LIMIT: dict[str, str] = {}   # none left (issue 21 split the last five)
 #: layers: a reader cannot tell from ``client.py`` which layer holds it). Shrinking, as above.
 SAME_NAME_ALLOWED = {
     "client.py": "rio/acp/client.py (the ACP client) and actors/bus/client.py (the bus client)",
-    "journal.py": "rio/text/journal.py (the journal) and actors/faults/journal.py (its faults)",
-    "remote.py": "rio/config/remote.py (remote keys' limits) and actors/bus/remote.py (the bridge)",
-    "supervisor.py": "rio/config/supervisor.py (supervisor.toml) and "
-                     "actors/runtime/supervisor.py (the supervisor)",
 }
 
 

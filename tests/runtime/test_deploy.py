@@ -122,7 +122,7 @@ def test_the_unit_is_rated_ok_by_systemd_analyze_security(tmp_path: Path):
 
 
 def test_the_unit_is_a_notify_service_with_a_watchdog_and_a_stop_that_fits():
-    from rio.config.supervisor import load_config
+    from rio.config.supervisor_toml import load_config
     unit = unit_settings()
     assert unit["Type"] == ["notify"] and unit["NotifyAccess"] == ["main"]
     assert unit["KillMode"] == ["mixed"] and unit["OOMPolicy"] == ["continue"]

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from actors.runtime.host import read_assignment
-from rio.config.supervisor import load_config
+from rio.config.supervisor_toml import load_config
 from rio.protocol.errors import ConfigError
 from tests.support import RioServer, rio_env, wait_for, wait_gone
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rio.config.supervisor import load_config
+from rio.config.supervisor_toml import load_config
 from rio.protocol.errors import ConfigError, RioError
 from tests.support import RioServer, rio_env, wait_for
 

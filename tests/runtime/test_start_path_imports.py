@@ -67,7 +67,7 @@ def test_the_idle_supervisor_and_window_do_not_load_openssl(modules):
 def test_a_spare_waits_for_its_assignment_without_openssl():
     # A spare as the supervisor starts it for the shipped core; stdin at EOF ends it after its
     # preload, as the supervisor stopping it would.
-    from rio.config.supervisor import load_config
+    from rio.config.supervisor_toml import load_config
     core = next(s for s in load_config().to_start(desktop=True) if s.name == "core")
     code = ("from actors.runtime.host import spare_main; "
             f"assert spare_main(['--spare', '--preload', {','.join(core.actors)!r}]) == 0")

@@ -304,7 +304,7 @@ def test_a_host_whose_actor_never_stops_still_exits_after_sigterm(server: RioSer
 
 def test_a_failing_system_op_is_an_error_reply_not_a_dead_hub(tmp_path: Path) -> None:
     from actors.runtime.supervisor import Supervisor
-    from rio.config.supervisor import load_config
+    from rio.config.supervisor_toml import load_config
     from rio.protocol.frames import Request
 
     sup = Supervisor(root=tmp_path, instance="hub-guard", desktop=False, config=load_config())

@@ -1,4 +1,4 @@
-"""rio/config/supervisor.py: loading, overriding, validating supervisor.toml; the restart rule."""
+"""rio/config/supervisor_toml.py: loading, overriding, validating supervisor.toml; the restart rule."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.runtime.actor_registry import ON_DEMAND, known_actors
-from rio.config.supervisor import (
+from rio.config.supervisor_toml import (
     RestartBudget,
     backoff_delay,
     find_key_line,

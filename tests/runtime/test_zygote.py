@@ -20,7 +20,7 @@ import pytest
 
 from actors.runtime import process_control, zygotes
 from actors.runtime.spares import HOST_MODULE
-from rio.config.supervisor import load_config
+from rio.config.supervisor_toml import load_config
 from rio.protocol.errors import ConfigError
 from tests.support import REPO, RioServer, wait_for
 
