@@ -88,6 +88,11 @@ def indent_block(text: str, prefix: str = "    │ ") -> str:
     return "\n".join(prefix + line for line in text.rstrip("\n").splitlines() or [""])
 
 
+#: What a person types at a proposal → the decision (``agent.approve``).
+_APPLY_ANSWERS = {"y": "approve", "yes": "approve", "n": "reject", "no": "reject",
+                  "a": "always", "always": "always"}
+
+
 @dataclass
 class TurnResult:
     turn: str | None = None
@@ -302,20 +307,24 @@ class ChatClient:
         return self._ask_person(result)
 
     def _ask_person(self, result: TurnResult) -> str:
+        answer = self.ask_choice("Apply? [y]es / [n]o / [a]lways: ", _APPLY_ANSWERS)
+        if answer is None:
+            result.rejected_by_policy += 1
+            return "reject"
+        return answer
+
+    def ask_choice(self, prompt: str, answers: Mapping[str, str]) -> str | None:
+        """Ask until one of ``answers`` (what is typed → what it means) is typed; None when
+        nobody can answer (stdin closed), said once: a write or an agent's tool is then
+        refused, never allowed by default."""
         while True:
             try:
-                answer = self.ask("Apply? [y]es / [n]o / [a]lways: ").strip().lower()
+                answer = self.ask(prompt).strip().lower()
             except EOFError:
-                # Nobody to ask (stdin closed): a write is never approved by default.
-                result.rejected_by_policy += 1
                 self._line(self.style("dim", "  rejecting (no one to ask)"))
-                return "reject"
-            if answer in ("y", "yes"):
-                return "approve"
-            if answer in ("n", "no"):
-                return "reject"
-            if answer in ("a", "always"):
-                return "always"
+                return None
+            if answer in answers:
+                return answers[answer]
 
     # --- what agent turns left unsaved ----------------------------------------------------------
     def note_unsaved(self, result: TurnResult, *, at_prompt: bool) -> bool:

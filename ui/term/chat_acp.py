@@ -14,11 +14,49 @@ rendered by :mod:`ui.term.chat`; this module adds the ones only an ACP agent sen
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
+
+if TYPE_CHECKING:
+    from actors.bus.client import BusConnection
 
 #: What a person types at the permission question → the option kind answered.
 _KEYS = {"y": "allow_once", "yes": "allow_once", "a": "allow_always", "always": "allow_always",
          "n": "reject_once", "no": "reject_once"}
+
+
+class ChatTurn(Protocol):
+    """What these use of a turn's result (:class:`ui.term.chat.TurnResult`)."""
+
+    turn: str | None
+    rejected_by_policy: int
+
+
+class ChatStyle(Protocol):
+    """The chat's colours (:class:`ui.term.chat.Style`)."""
+
+    def __call__(self, role: str, text: str) -> str: ...
+    def diff(self, diff: str) -> str: ...
+
+
+class AcpChat(Protocol):
+    """What these use of the chat (:class:`ui.term.chat.ChatClient`; a Protocol, since that
+    module imports this one when an ACP agent's first event comes)."""
+
+    @property
+    def conn(self) -> BusConnection: ...
+    @property
+    def conversation(self) -> str: ...
+    @property
+    def approve(self) -> str: ...
+    @property
+    def allow_dangerous(self) -> bool: ...
+    @property
+    def can_ask(self) -> bool: ...
+    @property
+    def style(self) -> ChatStyle: ...
+
+    def _line(self, text: str) -> None: ...
+    def ask_choice(self, prompt: str, answers: Mapping[str, str]) -> str | None: ...
 
 
 def _command_of(data: Mapping[str, Any]) -> str | None:
@@ -44,7 +82,7 @@ def dangerous(data: Mapping[str, Any]) -> str | None:
     return None if found is None else (found.reason or found.rule)
 
 
-def permission(chat: Any, data: Mapping[str, Any], result: Any) -> None:
+def permission(chat: AcpChat, data: Mapping[str, Any], result: ChatTurn) -> None:
     """Show the question, decide (prompt or policy) and answer it."""
     s = chat.style
     options = [o for o in data.get("options") or () if isinstance(o, Mapping)]
@@ -67,7 +105,7 @@ def permission(chat: Any, data: Mapping[str, Any], result: Any) -> None:
                                                   else " (too late: the question had closed)")))
 
 
-def _decide(chat: Any, data: Mapping[str, Any], result: Any, kinds: set[str]) -> str | None:
+def _decide(chat: AcpChat, data: Mapping[str, Any], result: ChatTurn, kinds: set[str]) -> str | None:
     why = dangerous(data)
     if why and chat.approve == "yes" and not chat.allow_dangerous:
         if not chat.can_ask:
@@ -88,19 +126,15 @@ def _decide(chat: Any, data: Mapping[str, Any], result: Any, kinds: set[str]) ->
     return _ask(chat, result)
 
 
-def _ask(chat: Any, result: Any) -> str | None:
-    while True:
-        try:
-            answer = chat.ask("Allow? [y]es once / [a]lways / [n]o: ").strip().lower()
-        except EOFError:
-            result.rejected_by_policy += 1
-            chat._line(chat.style("dim", "  rejecting (no one to ask)"))
-            return "reject_once"
-        if answer in _KEYS:
-            return _KEYS[answer]
+def _ask(chat: AcpChat, result: ChatTurn) -> str:
+    answer = chat.ask_choice("Allow? [y]es once / [a]lways / [n]o: ", _KEYS)
+    if answer is None:
+        result.rejected_by_policy += 1
+        return "reject_once"
+    return answer
 
 
-def sign_in(chat: Any, data: Mapping[str, Any]) -> None:
+def sign_in(chat: AcpChat, data: Mapping[str, Any]) -> None:
     if data.get("state") != "needed":
         chat._line(chat.style("dim", f"  signed in ({data.get('method')})"))
         return
@@ -117,7 +151,7 @@ def sign_in(chat: Any, data: Mapping[str, Any]) -> None:
                        "agent panel)")
 
 
-def changed_files(chat: Any, data: Mapping[str, Any]) -> None:
+def changed_files(chat: AcpChat, data: Mapping[str, Any]) -> None:
     files = [f for f in data.get("files") or () if isinstance(f, Mapping)]
     chat._line(chat.style("warn", f"The agent changed {len(files)} file(s) on disk itself "
                           "(not through Rio's proposals):"))
@@ -134,7 +168,7 @@ def changed_files(chat: Any, data: Mapping[str, Any]) -> None:
         chat._line(chat.style("warn", f"  {unchecked['note']}"))
 
 
-def show(chat: Any, topic: str, data: Mapping[str, Any], result: Any) -> bool:
+def show(chat: AcpChat, topic: str, data: Mapping[str, Any], result: ChatTurn) -> bool:
     """Render an ACP-only event; False when ``topic`` is not one."""
     if topic == "agent.permission":
         permission(chat, data, result)

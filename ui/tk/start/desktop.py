@@ -36,6 +36,7 @@ from ui.tk.start.early import EARLY_CONNECT_S, early_window
 
 if TYPE_CHECKING:   # the window is imported after Tk is up (below)
     from actors.bus.client import BusConnection
+    from ui.tk.app.bus_pump import BusPump
     from ui.tk.app.main_window import App
     from ui.tk.start.first_screen import FirstScreen
 
@@ -124,14 +125,22 @@ def _run(app: App, root: tk.Tk, conn: BusConnection, files: list[str]) -> int:
     pump = BusPump(root, conn)
     control.register()
     app.start([str(Path(p).resolve()) for p in files])
+    return _loop(app, root, conn, pump, unregister=True)
+
+
+def _loop(app: App, root: tk.Tk, conn: BusConnection, pump: BusPump, *,
+          unregister: bool) -> int:
+    """Tk's loop until the user quits; then the session saved, the ``ui.*`` service given up
+    (``unregister``: a local window serves it), the connection closed, the window gone."""
     pump.start()
     root.mainloop()
     pump.stop()
     app.save_session()
-    try:
-        conn.call("bus.unregister", {}, timeout=2)
-    except RioError:
-        pass
+    if unregister:
+        try:
+            conn.call("bus.unregister", {}, timeout=2)
+        except RioError:
+            pass
     conn.close()
     try:
         root.destroy()
@@ -167,16 +176,7 @@ def remote_main(address: str, server_key: str | None, files: list[str]) -> int:
               state_dir=project_state_dir(Path(f"{address}{project}")), remote=address)
     pump = BusPump(root, conn)
     app.start(list(files))
-    pump.start()
-    root.mainloop()
-    pump.stop()
-    app.save_session()
-    conn.close()
-    try:
-        root.destroy()
-    except tk.TclError:
-        pass
-    return app.exit_code
+    return _loop(app, root, conn, pump, unregister=False)
 
 
 def _handed_to_open_window(conn: BusConnection, files: list[str]) -> bool:
