@@ -21,7 +21,8 @@ import pytest
 
 from actors.bus.service import RequestContext
 from tests.fakes.fake_session import FakeSession, assistant
-from tests.support import RioServer, rio_env, wait_for
+from tests.fakes.model_servers import fresh_model, serve_model
+from tests.support import RioServer, relax_hang_detection, rio_env, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -259,28 +260,14 @@ def test_an_unreachable_named_instance_exits_2(server):
 
 # --- end to end: the real session process and the loopback Anthropic server ---------------------
 
-def relax_hang_detection(env: dict) -> None:
-    """A loaded test machine (2 cores, other suites) can miss 3 pings of 1 s: a session killed
-    as "hung" would fail these tests for a reason they are not about."""
-    folder = Path(env["RIO_CONFIG_DIR"])
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "supervisor.toml").write_text("[defaults]\nping_misses = 30\n")
-
-
 @pytest.fixture(scope="module")
 def model_server():
-    from tests.fakes.model_servers import FakeModelServer
-    with FakeModelServer() as server:
-        yield server
+    yield from serve_model()
 
 
 @pytest.fixture
 def model(model_server):
-    """The module's model server with an empty script: a test that failed half-way must not
-    leave replies for the next one."""
-    with model_server.state.lock:
-        model_server.state.script.clear()
-    return model_server
+    return fresh_model(model_server)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -469,3 +469,18 @@ def responses_function_call(call_id: str, name: str, arguments: Any, *,
     if namespace:
         item["namespace"] = namespace
     return responses_stream([item])
+
+
+def serve_model() -> Iterator[FakeModelServer]:
+    """The loopback Anthropic server for a test module (its ``model_server`` fixture:
+    ``yield from serve_model()``)."""
+    with FakeModelServer() as server:
+        yield server
+
+
+def fresh_model(model_server: FakeModelServer) -> FakeModelServer:
+    """The module's server with nothing scripted (a test's ``model`` fixture): a test that
+    failed half-way must not leave replies for the next one."""
+    with model_server.state.lock:
+        model_server.state.script.clear()
+    return model_server

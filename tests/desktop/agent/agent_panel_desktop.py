@@ -12,23 +12,10 @@ from pathlib import Path
 from typing import Iterator
 
 from tests.desktop_support import RioDesktop
-from tests.fakes.model_servers import FakeModelServer, anthropic_text, anthropic_tool_use
+from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
 from tests.support import REPO
 
 NOTES = "alpha\nbeta\n"
-
-
-def serve_model() -> Iterator[FakeModelServer]:
-    """The loopback Anthropic server, for a module (its ``model_server`` fixture)."""
-    with FakeModelServer() as server:
-        yield server
-
-
-def fresh_model(model_server: FakeModelServer) -> FakeModelServer:
-    """The server with nothing scripted (a test's ``model`` fixture)."""
-    with model_server.state.lock:
-        model_server.state.script.clear()
-    return model_server
 
 
 def panel_desktop(tmp_path_factory, model_server, display) -> Iterator[RioDesktop]:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.desktop.agent.model_events import DIFF, T1, C, ev, run
 from ui.tk.agent.history import blocks_from_history
 from ui.tk.agent.model import (
     AgentModel,
@@ -21,22 +22,6 @@ from ui.tk.agent.model import (
     render_markdown,
 )
 from ui.tk.agent.settings import PanelPrefs, load_panel_prefs, save_panel_prefs
-
-C = "3f9a0c12b7de"
-T1 = f"{C}.1"
-DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n"
-
-
-def ev(topic: str, **data):
-    return topic, {"conversation": C, "turn": T1, **data}
-
-
-def run(conv: Conversation, *events):
-    out = []
-    for topic, data in events:
-        out += conv.apply(topic, data)
-    return out
-
 
 # --- Markdown ----------------------------------------------------------------------------------
 

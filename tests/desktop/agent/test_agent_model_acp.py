@@ -6,27 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.desktop.agent.model_events import DIFF, T1, C, ev, run
 from ui.tk.agent.history import blocks_from_history
 from ui.tk.agent.model import (
     AgentModel,
     Conversation,
 )
-
-C = "3f9a0c12b7de"
-T1 = f"{C}.1"
-DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n"
-
-
-def ev(topic: str, **data):
-    return topic, {"conversation": C, "turn": T1, **data}
-
-
-def run(conv: Conversation, *events):
-    out = []
-    for topic, data in events:
-        out += conv.apply(topic, data)
-    return out
-
 
 # --- the ACP agents' extra events --------------------------------------------------------------
 

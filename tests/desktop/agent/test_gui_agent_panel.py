@@ -19,37 +19,13 @@ import pytest
 from tests.desktop.agent.agent_panel_desktop import (
     NOTES,
     agent,
-    fresh_conversation,
-    fresh_model,
     notes_buffer,
-    panel_desktop,
     propose,
-    serve_model,
 )
 from tests.fakes.model_servers import anthropic_text
 from tests.support import wait_for
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(180)]
-
-
-@pytest.fixture(scope="module")
-def model_server():
-    yield from serve_model()
-
-
-@pytest.fixture
-def model(model_server):
-    return fresh_model(model_server)
-
-
-@pytest.fixture(scope="module")
-def desktop(tmp_path_factory, model_server, display):
-    yield from panel_desktop(tmp_path_factory, model_server, display)
-
-
-@pytest.fixture
-def fresh(desktop, model):
-    return fresh_conversation(desktop)
 
 
 def test_a_streamed_answer_renders_and_the_status_bar_follows(desktop, fresh, model):

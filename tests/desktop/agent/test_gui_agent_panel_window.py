@@ -18,36 +18,12 @@ from tests.desktop.agent.agent_panel_desktop import (
     a_msgs,
     agent,
     edge,
-    fresh_conversation,
-    fresh_model,
-    panel_desktop,
     propose,
-    serve_model,
 )
 from tests.fakes.model_servers import anthropic_text, anthropic_tool_use
 from tests.support import wait_for
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.timeout(180)]
-
-
-@pytest.fixture(scope="module")
-def model_server():
-    yield from serve_model()
-
-
-@pytest.fixture
-def model(model_server):
-    return fresh_model(model_server)
-
-
-@pytest.fixture(scope="module")
-def desktop(tmp_path_factory, model_server, display):
-    yield from panel_desktop(tmp_path_factory, model_server, display)
-
-
-@pytest.fixture
-def fresh(desktop, model):
-    return fresh_conversation(desktop)
 
 
 def test_docking_left_and_closing(desktop, fresh):
