@@ -65,6 +65,7 @@ fails the suite instead of silently never matching. :func:`kind_of` checks one a
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 
@@ -175,22 +176,40 @@ def error_from_wire(wire: Any) -> RioError:
 
 
 def _kinds_from_tree(doc: str) -> frozenset[str]:
-    """``family.leaf`` for every leaf listed under a family in the tree of this docstring."""
-    kinds: set[str] = set()
+    """``family.leaf`` for every leaf listed under a family in the tree of this docstring.
+
+    A leaf is an identifier in a family's comma-separated list; what stands in brackets is a
+    note about the leaf before it (and may run over lines), and words before a colon label a
+    group of leaves (``ACP agents (…): agent_not_found, …``): neither is a kind. ``key(s)``
+    is two leaves, ``key`` and ``keys``."""
+    lists: dict[str, list[str]] = {}
     family = ""
     for line in doc.splitlines():
-        stripped = line.strip(" │├└─")
-        words = stripped.split()
+        words = line.strip(" │├└─").split()
         if len(words) >= 2 and words[0].endswith("Error") and words[1].endswith(".*"):
             family = words[1][:-2]
-            continue
-        if family and line.startswith(("    │     ", "          ")):
-            for leaf in (w.strip(",") for w in stripped.split()):
-                if leaf.endswith("(s)"):
-                    kinds.update({f"{family}.{leaf[:-3]}", f"{family}.{leaf[:-3]}s"})
-                elif leaf:
-                    kinds.add(f"{family}.{leaf}")
+            lists[family] = []
+        elif family and line.startswith(("    │     ", "          ")):
+            lists[family].append(line.strip(" │"))
+        elif family and not line.strip():
+            family = ""
+    kinds: set[str] = set()
+    for family, lines in lists.items():
+        text = _PLURAL.sub(r"\1, \1s", " ".join(lines))
+        while (bare := _NOTE.sub(" ", text)) != text:
+            text = bare
+        for piece in text.split(","):
+            leaf = piece.rpartition(":")[2].strip()
+            if _LEAF.fullmatch(leaf):
+                kinds.add(f"{family}.{leaf}")
+            elif leaf:
+                raise ValueError(f"error tree: {leaf!r} under {family}.* is not a kind")
     return frozenset(kinds)
+
+
+_PLURAL = re.compile(r"\b([a-z][a-z0-9_]*)\(s\)")
+_NOTE = re.compile(r"\([^()]*\)")
+_LEAF = re.compile(r"[a-z][a-z0-9_]*")
 
 
 #: Every error kind Rio uses, read from the tree at the top of this module.

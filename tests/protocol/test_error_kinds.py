@@ -6,6 +6,7 @@ built from a leaf, in the code and the tests, and checks each against the tree o
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,28 @@ def test_the_tree_is_parsed_into_families_and_leaves():
     assert {k.split(".")[0] for k in KINDS} == set(FAMILIES.values())
     # "no_server_key(s)" in the tree stands for both spellings.
     assert {"bus.no_server_key", "bus.no_server_keys"} <= KINDS
+
+
+def test_a_note_or_a_label_in_the_tree_is_not_a_kind():
+    """The tree's notes in brackets (even over lines) and the labels before a colon were read
+    as kinds once — ``agent.the``, ``buffer.([editor]``, ``auth.later`` — so ``kind_of`` let
+    a misspelling that happened to be one of their words through. Every kind is an
+    identifier leaf, and the leaves after a note or a label are still read."""
+    from rio.protocol.errors import _kinds_from_tree
+    assert all(re.fullmatch(r"[a-z]+\.[a-z][a-z0-9_]*", k) for k in KINDS), \
+        sorted(k for k in KINDS if not re.fullmatch(r"[a-z]+\.[a-z][a-z0-9_]*", k))
+    assert {"agent.the", "auth.later", "agent.ACP", "bus.remote"}.isdisjoint(KINDS)
+    assert {"buffer.too_many_buffers", "auth.owner_only_path", "bus.backpressure",
+            "agent.tool_refused", "agent.sandbox_unavailable"} <= KINDS
+    tree = ("    ├── BusError               bus.*        x\n"
+            "    │     spawn_failed (system.spawn: the process\n"
+            "    │     ended first), no_key(s),\n"
+            "    │     remote keys (ADR-0021): backpressure\n")
+    assert _kinds_from_tree(tree) == {"bus.spawn_failed", "bus.no_key", "bus.no_keys",
+                                      "bus.backpressure"}
+    with pytest.raises(ValueError, match="not a kind"):
+        _kinds_from_tree("    ├── BusError               bus.*        x\n"
+                         "    │     spawn_failed, Timeout\n")
 
 
 def test_kind_of_refuses_a_kind_outside_the_tree():
