@@ -94,7 +94,8 @@ class Desktop:
         self.env = {**os.environ, "DISPLAY": display, "PYTHONPATH": str(REPO),
                     "RIO_RUNTIME_DIR": str(Path("/tmp") / f"rio-shots-{os.getpid()}"),
                     "RIO_STATE_DIR": str(base / "state"), "RIO_CONFIG_DIR": str(base / "config"),
-                    "RIO_LOG_LEVEL": "WARNING"}
+                    # the ACP registry's cache too: nothing of the run lands in the user's home
+                    "RIO_CACHE_DIR": str(base / "cache"), "RIO_LOG_LEVEL": "WARNING"}
         for key in list(self.env):
             if key.endswith(("_API_KEY", "_TOKEN")):
                 del self.env[key]

@@ -31,3 +31,14 @@ def test_out_and_docs(tmp_path):
     tool = _tool()
     assert tool.output_folder(["--out", str(tmp_path / "x")]) == (tmp_path / "x").resolve()
     assert tool.output_folder(["--docs"]) == REPO / "docs" / "screenshots"
+
+
+def test_the_desktop_it_runs_keeps_every_rio_folder_in_its_own(tmp_path, monkeypatch):
+    """A run once left ``~/.cache/rio/acp-registry.json.failed`` in the real home: the cache
+    folder was the user's. Every Rio folder of the tool's desktop is under its own base."""
+    for key in ("RIO_RUNTIME_DIR", "RIO_STATE_DIR", "RIO_CONFIG_DIR", "RIO_CACHE_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    desk = _tool().Desktop(tmp_path / "proj", tmp_path, ":99", tmp_path / "out")
+    for key in ("RIO_STATE_DIR", "RIO_CONFIG_DIR", "RIO_CACHE_DIR"):
+        assert Path(desk.env[key]).is_relative_to(tmp_path), key
+    assert not Path(desk.env["RIO_RUNTIME_DIR"]).is_relative_to(Path.home())
