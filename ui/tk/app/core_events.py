@@ -65,6 +65,9 @@ class CoreEvents:
     def __init__(self, app: CoreEventsHost[EditorTab]):
         self.app = app
         self._core_down = False      # a stop of the core was seen: its next "ready" resyncs
+        #: the restarted core's buffer.recovered was said for open tabs ("kept"): its "ready"
+        #: does not say it over (the two come in either order)
+        self._said_kept = False
 
     def start(self, requested: Sequence[str] = ()) -> None:
         """Rebuild the tabs from the core (a UI restart loses nothing) and the session."""
@@ -112,7 +115,13 @@ class CoreEvents:
         self._recovered_notice(recovered)
         app.save_session()
 
-    def _recovered_notice(self, report: dict[str, Any]) -> None:
+    def _recovered_notice(self, report: dict[str, Any], *, live: bool = False) -> None:
+        """Say which unsaved documents came back from their journals. ``live``: the core
+        restarted under this window (``buffer.recovered``), and a document open in one of its
+        tabs never left the screen — the editor kept and resent what was typed (ADR-0020) — so
+        it is said in the status bar only: a dialog would take the keyboard from the user
+        typing in it (a Space they meant for the text pressed its OK). The dialog is for
+        documents the user has not seen come back: at the window's start, or not open here."""
         app = self.app
         ids = [b["buffer"] for b in report.get("buffers") or ()]
         new = [i for i in ids if i not in app.session.seen_recoveries]
@@ -121,6 +130,15 @@ class CoreEvents:
             return
         app.session = dataclasses.replace(
             app.session, seen_recoveries=(app.session.seen_recoveries + tuple(new))[-200:])
+        if live and not failures:
+            kept = [i for i in new if i in app.editors]
+            if kept:
+                self._said_kept = True
+                app.set_message(f"The core restarted; what you typed in {len(kept)} open "
+                                f"document{'s' if len(kept) != 1 else ''} was kept (unsaved).")
+            new = [i for i in new if i not in kept]
+            if not new:
+                return
         names = [b.get("name") or b["buffer"] for b in report.get("buffers") or ()
                  if b["buffer"] in new]
         n = len(new)
@@ -155,7 +173,7 @@ class CoreEvents:
         elif topic == "buffer.conflict" and ed is not None:
             app.conflict_prompt(ed)
         elif topic == "buffer.recovered":
-            self._recovered_notice(data)
+            self._recovered_notice(data, live=True)
         elif topic == "buffer.journal_failed":
             self._journal_failed(data, ed)
         elif topic == "buffer.journal_restored":
@@ -186,11 +204,13 @@ class CoreEvents:
         what = data.get("event")
         if what in ("exited", "hung"):
             self._core_down = True
+            self._said_kept = False
             app.set_message("The core stopped; Rio is restarting it…")
         elif what == "ready" and self._core_down:
             # Only after a stop we saw: the first "ready" of a fresh start changes nothing.
             self._core_down = False
-            app.set_message("The core restarted; documents were reloaded from it.")
+            if not self._said_kept:
+                app.set_message("The core restarted; documents were reloaded from it.")
             app.resync_all()
         elif what == "gave_up":
             app.set_message("The core keeps failing; see `rio status`. Unsaved work is in "
